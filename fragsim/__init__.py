@@ -1,0 +1,48 @@
+"""fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
+
+Public API (see DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
+``bank_conflicts``, ``Swizzle``, plus ``to_bits``/``from_bits`` and the instruction table
+(``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so
+``import fragsim`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+__version__ = "0.1.0"
+
+# Source-tree use (PYTHONPATH=., as on the GPU machines): viz/ and gpu_check/ sit beside
+# fragsim/; an installed wheel maps them to fragsim/viz and fragsim/gpu_check instead.
+_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if not os.path.isdir(os.path.join(os.path.dirname(__file__), "viz")) and os.path.isfile(
+        os.path.join(_root, "gpu_check", "__init__.py")):
+    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+
+from .formats import to_bits, from_bits, get_format, FORMATS as NUMBER_FORMATS  # noqa: E402
+from .instructions import lookup, FORMS, MmaForm, parse_shared_op  # noqa: E402
+from .registers import pack, unpack  # noqa: E402
+from .smem import ldmatrix, stmatrix, ld_shared, st_shared, cp_async  # noqa: E402
+
+# name -> (module, attribute), imported on first access
+_LAZY = {
+    "mma": ("fragsim.mma_sync", "mma"),
+    "ARCHS": ("fragsim.arch", "ARCHS"),
+    "bank_conflicts": ("fragsim.banks", "bank_conflicts"),
+    "Swizzle": ("fragsim.swizzle", "Swizzle"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fragsim' has no attribute {name!r}")
+
+
+__all__ = ["mma", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
+           "bank_conflicts", "Swizzle", "to_bits", "from_bits", "get_format", "lookup", "FORMS",
+           "MmaForm", "parse_shared_op", "NUMBER_FORMATS"]

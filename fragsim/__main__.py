@@ -1,0 +1,3 @@
+from fragsim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,63 @@
+"""The ``fragsim`` command: one subcommand per use, each in its own module here.
+
+A subcommand module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
+``run(args) -> int``.  Bad input anywhere becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Subcommand modules, in the order --help lists them.
+COMMANDS = ["tour", "layout", "mma", "conflicts", "gpu_check"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit code 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fragsim", description="Bit-exact simulator of the warp-level tensor-core data "
+                "path: fragment maps, mma arithmetic, ldmatrix/stmatrix, bank conflicts, GPU cross-check. "
+                "With no subcommand, runs `fragsim tour`.")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"fragsim.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"fragsim.cli.{name}":
+                continue  # subcommand not built yet in this checkout
+            raise
+        sp = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(sp)
+        sp.set_defaults(_run=mod.run)
+    return p
+
+
+def _version() -> str:
+    from fragsim import __version__
+    return f"fragsim {__version__}"
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["tour"] + argv
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except (ValueError, TypeError) as e:
+        sys.stderr.write(f"fragsim {args.command}: error: {e}\n")
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""fragsim layout FORM OPERAND: which lane and register hold which matrix element."""
+
+from __future__ import annotations
+
+import json
+
+from ..instructions import check_operand, lookup
+from ..textmap import fragment_grid, fragment_json, lane_list
+
+NAME = "layout"
+HELP = "print the lane/register map of an mma operand (PTX ISA figure order)"
+
+
+def add_arguments(p):
+    p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
+    p.add_argument("operand", help="A, B, C or D")
+    p.add_argument("--by-lane", action="store_true", help="list each lane's registers instead of the matrix grid")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args) -> int:
+    form = lookup(args.form)
+    op = check_operand(args.operand)
+    if args.json:
+        print(json.dumps(fragment_json(form, op)))
+    elif args.by_lane:
+        print(lane_list(form, op))
+    else:
+        print(fragment_grid(form, op))
+    return 0

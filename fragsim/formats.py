@@ -1,0 +1,268 @@
+"""Bit-level codecs for the number formats the tensor cores read and write.
+
+A format is data (``FloatFormat``): adding e.g. another 8-bit float is adding a row to
+``FORMATS``.  Everything works on raw bit patterns held in unsigned integer arrays;
+values are only materialised as float64 (which holds every value of every format here
+exactly) at the edges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "FloatFormat", "FORMATS", "get_format", "fields", "decompose", "is_nan", "is_inf",
+    "is_zero", "is_subnormal", "classify", "to_float", "from_float", "round_to_format",
+    "to_bits", "from_bits",
+]
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format, as stored in a register or in memory.
+
+    ``ignored_low_bits``: bits of the storage word below the format (tf32 lives in the
+    top 19 bits of a 32-bit word; the tensor core ignores the low 13).
+    ``ieee_specials``: the all-ones exponent means Inf/NaN (IEEE style).  When False
+    (e4m3) only ``nan_fields`` (exponent all ones with mantissa all ones) is NaN and there
+    is no infinity.
+    """
+
+    name: str
+    exp_bits: int
+    man_bits: int
+    storage_bits: int
+    ignored_low_bits: int = 0
+    ieee_specials: bool = True
+    canonical_nan: int = 0
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exp_bits - 1)) - 1
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal number (also that of subnormals)."""
+        return 1 - self.bias
+
+    @property
+    def emax(self) -> int:
+        """Exponent of the largest finite number."""
+        top = (1 << self.exp_bits) - 1
+        return (top - 1 if self.ieee_specials else top) - self.bias
+
+    @property
+    def max_finite_man(self) -> int:
+        full = (1 << self.man_bits) - 1
+        return full if self.ieee_specials else full - 1
+
+    @property
+    def width(self) -> int:
+        """Bits the format really has (sign + exponent + mantissa)."""
+        return 1 + self.exp_bits + self.man_bits
+
+    @property
+    def dtype(self):
+        return {8: np.uint8, 16: np.uint16, 32: np.uint32}[self.storage_bits]
+
+    @property
+    def sign_shift(self) -> int:
+        return self.storage_bits - 1
+
+    @property
+    def exp_shift(self) -> int:
+        return self.man_bits + self.ignored_low_bits
+
+
+FORMATS: dict[str, FloatFormat] = {
+    f.name: f
+    for f in (
+        FloatFormat("f16", 5, 10, 16, canonical_nan=0x7FFF),
+        FloatFormat("bf16", 8, 7, 16, canonical_nan=0x7FFF),
+        FloatFormat("tf32", 8, 10, 32, ignored_low_bits=13, canonical_nan=0x7FFFFFFF),
+        FloatFormat("f32", 8, 23, 32, canonical_nan=0x7FFFFFFF),
+        # OCP 8-bit formats: data only, to show the structure takes them.
+        FloatFormat("e5m2", 5, 2, 8, canonical_nan=0x7F),
+        FloatFormat("e4m3", 4, 3, 8, ieee_specials=False, canonical_nan=0x7F),
+    )
+}
+
+
+def get_format(fmt: str | FloatFormat) -> FloatFormat:
+    if isinstance(fmt, FloatFormat):
+        return fmt
+    try:
+        return FORMATS[str(fmt).lstrip(".").lower()]
+    except KeyError:
+        raise ValueError(f"unknown number format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+
+
+def _as_bits(bits, fmt: FloatFormat) -> np.ndarray:
+    b = np.asarray(bits)
+    if b.dtype.kind not in "ui":
+        raise TypeError(f"{fmt.name} bit patterns must be an unsigned integer array, got dtype {b.dtype}")
+    return b.astype(np.int64)
+
+
+def fields(bits, fmt) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split raw words into (sign, biased exponent field, mantissa field) int64 arrays."""
+    fmt = get_format(fmt)
+    b = _as_bits(bits, fmt)
+    sign = (b >> fmt.sign_shift) & 1
+    exp = (b >> fmt.exp_shift) & ((1 << fmt.exp_bits) - 1)
+    man = (b >> fmt.ignored_low_bits) & ((1 << fmt.man_bits) - 1)
+    return sign, exp, man
+
+
+def _special_mask(exp, man, fmt: FloatFormat):
+    top = (1 << fmt.exp_bits) - 1
+    if fmt.ieee_specials:
+        return exp == top
+    return (exp == top) & (man == (1 << fmt.man_bits) - 1)
+
+
+def is_nan(bits, fmt) -> np.ndarray:
+    fmt = get_format(fmt)
+    _, e, m = fields(bits, fmt)
+    return _special_mask(e, m, fmt) & ((m != 0) | (not fmt.ieee_specials))
+
+
+def is_inf(bits, fmt) -> np.ndarray:
+    fmt = get_format(fmt)
+    _, e, m = fields(bits, fmt)
+    return _special_mask(e, m, fmt) & (m == 0) & fmt.ieee_specials
+
+
+def is_zero(bits, fmt) -> np.ndarray:
+    _, e, m = fields(bits, fmt)
+    return (e == 0) & (m == 0)
+
+
+def is_subnormal(bits, fmt) -> np.ndarray:
+    _, e, m = fields(bits, fmt)
+    return (e == 0) & (m != 0)
+
+
+def classify(bits, fmt) -> np.ndarray:
+    """Per element one of 'nan', 'inf', 'zero', 'subnormal', 'normal' (object-free: a str array)."""
+    out = np.full(np.shape(bits), "normal", dtype="<U9")
+    out[is_subnormal(bits, fmt)] = "subnormal"
+    out[is_zero(bits, fmt)] = "zero"
+    out[is_inf(bits, fmt)] = "inf"
+    out[is_nan(bits, fmt)] = "nan"
+    return out
+
+
+def decompose(bits, fmt):
+    """Finite words as exact integers: value = (-1)**sign * sig * 2**exp.
+
+    ``sig`` includes the hidden bit; subnormals get the exponent of the smallest normal
+    (their value is kept, never flushed).  Inf/NaN words decompose as if finite: mask
+    them with ``is_nan``/``is_inf`` first.
+    """
+    fmt = get_format(fmt)
+    sign, e, m = fields(bits, fmt)
+    normal = e != 0
+    sig = np.where(normal, m | (1 << fmt.man_bits), m)
+    exp = np.where(normal, e, 1) - fmt.bias - fmt.man_bits
+    return sign, sig, exp
+
+
+def to_float(bits, fmt) -> np.ndarray:
+    """Raw words -> float64 values (exact; NaN payloads are not kept)."""
+    fmt = get_format(fmt)
+    sign, sig, exp = decompose(bits, fmt)
+    val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
+    val = np.where(is_inf(bits, fmt), np.inf, val)
+    val = np.where(is_nan(bits, fmt), np.nan, val)
+    return np.where(sign == 1, -val, val)
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values (0 -> 0), exact for all 63-bit values."""
+    x = np.asarray(x, dtype=np.int64)
+    n = np.zeros(x.shape, dtype=np.int64)
+    y = x.copy()
+    for step in (32, 16, 8, 4, 2, 1):
+        big = y >= (np.int64(1) << step)
+        n = np.where(big, n + step, n)
+        y = np.where(big, y >> step, y)
+    return n + (y > 0)
+
+
+def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = "ieee") -> np.ndarray:
+    """Round the exact values (-1)**sign * sig * 2**exp to ``fmt`` and encode them.
+
+    ``sig`` are non-negative int64 (< 2**62), ``exp`` int64.  ``rounding`` is 'rne'
+    (to nearest, ties to even) or 'rz' (toward zero).  ``overflow``: 'ieee' gives the
+    largest finite number under 'rz' and Inf under 'rne'; 'inf' gives Inf whenever the
+    rounded exponent exceeds the format's range (what the tensor core does).
+    Subnormal results are produced; zero keeps its sign.
+    """
+    fmt = get_format(fmt)
+    if rounding not in ("rne", "rz"):
+        raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
+    sign = np.asarray(sign, dtype=np.int64)
+    sig = np.asarray(sig, dtype=np.int64)
+    exp = np.asarray(exp, dtype=np.int64)
+    sign, sig, exp = np.broadcast_arrays(sign, sig, exp)
+    nbits = _bit_length(sig)
+    lead = exp + nbits - 1  # exponent of the leading bit
+    qexp = np.maximum(lead, fmt.emin) - fmt.man_bits  # exponent of the last kept bit
+    shift = qexp - exp  # > 0: bits to drop
+    drop = np.clip(shift, 0, 62)
+    kept = np.where(shift > 0, sig >> drop, sig << np.clip(-shift, 0, 62))
+    if rounding == "rne":
+        rem_mask = (np.int64(1) << drop) - 1
+        rem = sig & rem_mask
+        half = np.where(drop > 0, np.int64(1) << np.maximum(drop - 1, 0), 0)
+        big_shift = shift > 62  # everything dropped, and the value is below half an ulp
+        rem = np.where(big_shift, 1, rem)
+        half = np.where(big_shift, np.int64(1) << 62, half)
+        up = (drop > 0) & ((rem > half) | ((rem == half) & ((kept & 1) == 1)))
+        kept = kept + up
+    # Rounding may carry into a new binade.
+    carry = kept >> (fmt.man_bits + 1)
+    kept = np.where(carry > 0, kept >> 1, kept)
+    qexp = qexp + carry
+    is_normal = kept >> fmt.man_bits
+    biased = np.where(is_normal > 0, qexp + fmt.man_bits + fmt.bias, 0)
+    man = kept & ((1 << fmt.man_bits) - 1)
+    too_big = (biased > fmt.emax + fmt.bias) | (
+        (biased == fmt.emax + fmt.bias) & (man > fmt.max_finite_man))
+    to_inf = too_big & ((rounding == "rne") | (overflow == "inf"))
+    max_exp_field, max_man = fmt.emax + fmt.bias, fmt.max_finite_man
+    biased = np.where(too_big, max_exp_field, biased)
+    man = np.where(too_big, max_man, man)
+    word = (sign << fmt.sign_shift) | (biased << fmt.exp_shift) | (man << fmt.ignored_low_bits)
+    if fmt.ieee_specials:
+        inf_word = (sign << fmt.sign_shift) | (((1 << fmt.exp_bits) - 1) << fmt.exp_shift)
+    else:  # no infinity: overflow is NaN
+        inf_word = (sign << fmt.sign_shift) | fmt.canonical_nan
+    word = np.where(to_inf, inf_word, word)
+    return word.astype(fmt.dtype)
+
+
+def from_float(x, fmt, rounding: str = "rne") -> np.ndarray:
+    """float values -> raw words of ``fmt``, rounded ('rne' or 'rz'); NaN -> canonical NaN."""
+    fmt = get_format(fmt)
+    x = np.asarray(x, dtype=np.float64)
+    m, e = np.frexp(np.abs(x))  # |x| = m * 2**e, 0.5 <= m < 1
+    sig = np.where(np.isfinite(x), np.ldexp(m, 53), 0).astype(np.int64)
+    exp = e.astype(np.int64) - 53
+    sign = np.signbit(x).astype(np.int64)
+    word = round_to_format(sign, sig, exp, fmt, rounding).astype(np.int64)
+    if fmt.ieee_specials:
+        inf_word = (sign << fmt.sign_shift) | (((1 << fmt.exp_bits) - 1) << fmt.exp_shift)
+        word = np.where(np.isinf(x), inf_word, word)
+    else:
+        word = np.where(np.isinf(x), (sign << fmt.sign_shift) | fmt.canonical_nan, word)
+    word = np.where(np.isnan(x), fmt.canonical_nan, word)
+    return word.astype(fmt.dtype)
+
+
+# Friendly names used by the public API.
+to_bits = from_float
+from_bits = to_float

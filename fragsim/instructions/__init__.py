@@ -1,0 +1,135 @@
+"""The instruction table: the single source of truth for every instruction fragsim models.
+
+``lookup(form)`` turns a PTX spelling into an ``MmaForm``; ``FORMS`` lists them all.  The
+simulator, the text maps, the GPU kernels and the docs all read these objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..formats import FloatFormat, get_format
+from ..layout import LinearLayout
+from .mma import MMA_FORMS, SHAPES_BY_INPUT
+from .shared_ops import SharedOp, parse_shared_op  # noqa: F401  (re-exported)
+from .ldmatrix import ldsm_layout, NUMS  # noqa: F401
+
+PREFIX = "mma.sync.aligned."
+OPERANDS = ("A", "B", "C", "D")
+
+
+@dataclass(frozen=True)
+class MmaForm:
+    name: str                       # "m16n8k16.row.col.f32.bf16.bf16.f32"
+    shape: tuple[int, int, int]     # (M, N, K)
+    types: dict = field(hash=False)
+    layouts: dict = field(hash=False)
+
+    @property
+    def ptx(self) -> str:
+        return PREFIX + self.name
+
+    @property
+    def shape_name(self) -> str:
+        return self.name.split(".")[0]
+
+    def fmt(self, operand: str) -> FloatFormat:
+        return get_format(self.types[check_operand(operand)])
+
+    def layout(self, operand: str) -> LinearLayout:
+        return self.layouts[check_operand(operand)]
+
+    def matrix_shape(self, operand: str) -> tuple[int, int]:
+        m, n, k = self.shape
+        return {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[check_operand(operand)]
+
+    def elems_per_reg(self, operand: str) -> int:
+        return 32 // self.fmt(operand).storage_bits
+
+    def nregs(self, operand: str) -> int:
+        return self.layout(operand).in_size("reg")
+
+    @cached_property
+    def _coords(self):
+        out = {}
+        for op in OPERANDS:
+            lay = self.layouts[op]
+            rows, cols = lay.table()  # (32, nregs, epr)
+            out[op] = (rows, cols)
+        return out
+
+    def coords(self, operand: str) -> tuple[np.ndarray, np.ndarray]:
+        """(row, col) held by each (lane, register, half): two int arrays (32, nregs, epr)."""
+        return self._coords[check_operand(operand)]
+
+    def owner(self, operand: str):
+        """Inverse map: for each (row, col) of the matrix the (lane, reg, half) holding it."""
+        rows, cols = self.coords(operand)
+        r, c = self.matrix_shape(operand)
+        lane = np.empty((r, c), np.int64)
+        reg = np.empty((r, c), np.int64)
+        half = np.empty((r, c), np.int64)
+        L, R, E = np.meshgrid(np.arange(32), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
+                              indexing="ij")
+        lane[rows, cols], reg[rows, cols], half[rows, cols] = L, R, E
+        return lane, reg, half
+
+    def element_name(self, operand: str, reg: int, half: int) -> str:
+        """PTX's name for the element: a0..a7, b0.., c0.., d0..."""
+        return f"{operand.lower()}{reg * self.elems_per_reg(operand) + half}"
+
+    def __str__(self) -> str:
+        return self.ptx
+
+
+FORMS: dict[str, MmaForm] = {f["name"]: MmaForm(**f) for f in MMA_FORMS}
+
+
+def check_operand(operand) -> str:
+    op = str(operand).upper()
+    if op not in OPERANDS:
+        raise ValueError(f"operand must be one of A, B, C, D; got {operand!r}")
+    return op
+
+
+def _refusal(tokens: list[str], spelled: str) -> str:
+    """Why PTX rejects a combination that is not in the table (or that we lack)."""
+    supported = "; ".join(FORMS)
+    if len(tokens) != 7:
+        return (f"form {spelled!r}: expected SHAPE.row.col.DTYPE.ATYPE.BTYPE.CTYPE, e.g. "
+                f"m16n8k16.row.col.f32.f16.f16.f32; supported: {supported}")
+    shape, la, lb, d, a, b, c = tokens
+    if (la, lb) != ("row", "col"):
+        return f"form {spelled}: {shape} takes only .row.col (A row-major, B column-major); got .{la}.{lb}"
+    if a != b:
+        return f"form {spelled}: A and B must have the same type (.{a} vs .{b})"
+    if a in SHAPES_BY_INPUT and shape not in SHAPES_BY_INPUT[a]:
+        return f"form {spelled}: .{a} inputs come in shapes {', '.join(SHAPES_BY_INPUT[a])}, not {shape}"
+    if a in ("bf16", "tf32") and (d, c) != ("f32", "f32"):
+        return f"form {spelled}: .{a} inputs accumulate in f32 only (.f32.{a}.{a}.f32)"
+    if a == "f16" and d != c:
+        return f"form {spelled}: D and C types must match for this shape (ptxas rejects it)"
+    return f"form {spelled} is not in fragsim's instruction table; supported: {supported}"
+
+
+def lookup(form) -> MmaForm:
+    """A PTX mma spelling (with or without ``mma.sync.aligned.``) -> its ``MmaForm``."""
+    if isinstance(form, MmaForm):
+        return form
+    if not isinstance(form, str):
+        raise TypeError(f"form must be a PTX mma spelling (str), got {type(form).__name__}")
+    s = form.strip().lower()
+    for pre in (PREFIX, "mma.sync.", "mma."):
+        if s.startswith(pre):
+            s = s[len(pre):]
+            break
+    s = s.replace(" ", "")
+    parts = s.split(".")
+    if len(parts) == 5:  # "m16n8k16.f32.f16.f16.f32": .row.col is the only layout these shapes take
+        s = ".".join(parts[:1] + ["row", "col"] + parts[1:])
+    if s in FORMS:
+        return FORMS[s]
+    raise ValueError(_refusal(s.split("."), form.strip()))
