@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 # fragsim/; an installed wheel maps them to fragsim/viz and fragsim/gpu_check instead.
 _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if not os.path.isdir(os.path.join(os.path.dirname(__file__), "viz")) and os.path.isfile(
-        os.path.join(_root, "gpu_check", "__init__.py")):
+        os.path.join(_root, "viz", "__init__.py")):
     __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
 
 from .formats import to_bits, from_bits, get_format, FORMATS as NUMBER_FORMATS  # noqa: E402
