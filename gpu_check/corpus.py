@@ -1,0 +1,218 @@
+"""Hardware corpora: register-level inputs and the outputs a real GPU gave, with the
+device, architecture, driver and CUDA version that produced them.
+
+One compressed ``.npz`` per instruction: ``mma.<form>.npz`` or ``<shared op>.npz``
+(e.g. ``ldmatrix.x4.trans.npz``).  Arrays:
+
+- mma:    ``a``, ``b``, ``c`` (inputs), ``d`` (hardware output): uint32 (n, 32, nregs)
+- shared: ``tiles`` (G, TILE) u8 and ``tile_idx`` (n,) pick each case's initial tile;
+  ``addrs`` (n, 32) byte offsets, ``mask`` (n,) active lanes, and ``regs`` (stmatrix),
+  ``vals`` (st.shared) or ``src`` (cp.async, (n,32,16) u8);  hardware output ``out``
+  (n, 32, k) for loads, or ``smem_xor`` (n, TILE) for stores: the tile after the store
+  XOR the tile before (``load`` turns it back into ``smem_out``).
+- both:   ``tag`` (n,) index into ``tag_names`` (input class or probe name), ``meta``
+  (a JSON string: format, kind, op, ptx, device, cc, arch, driver, CUDA, NVRTC, date).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from fragsim.instructions import lookup, parse_shared_op
+
+from .kernels import TILE_BYTES, kernel_for
+
+FORMAT = "fragsim-hw-corpus/1"
+META_KEYS = ("device", "cc", "arch", "driver", "cuda_runtime")
+
+
+@dataclass
+class Corpus:
+    path: str
+    meta: dict
+    arrays: dict
+
+    @property
+    def op(self) -> str:
+        return self.meta["op"]
+
+    @property
+    def kind(self) -> str:
+        return self.meta["kind"]
+
+    @property
+    def arch(self) -> str:
+        return self.meta["arch"]
+
+    def __len__(self) -> int:
+        return int(self.arrays["tag"].shape[0])
+
+    def inputs(self) -> dict:
+        return {k: v for k, v in self.arrays.items() if k not in ("d", "out", "smem_out", "smem_xor")}
+
+    def outputs(self) -> dict:
+        if self.kind == "mma":
+            return {"d": self.arrays["d"]}
+        if "out" in self.arrays:
+            return {"out": self.arrays["out"]}
+        return {"smem_out": self.arrays["smem_out"]}
+
+    def take(self, idx) -> "Corpus":
+        """The cases ``idx`` (tiles stay shared)."""
+        idx = np.asarray(idx)
+        arr = {}
+        for k, v in self.arrays.items():
+            if k in ("tiles", "tag_names"):
+                arr[k] = v
+            else:
+                arr[k] = v[idx]
+        return Corpus(self.path, dict(self.meta, cases=int(idx.size)), arr)
+
+
+def file_name(op: str) -> str:
+    k = kernel_for(op)
+    return f"mma.{k.op}.npz" if k.kind == "mma" else f"{k.op}.npz"
+
+
+def save(directory: str, op: str, inputs: dict, outputs: dict, info: dict, extra_meta=None) -> str:
+    """Write one corpus file; returns its path."""
+    k = kernel_for(op)
+    kind = "mma" if k.kind == "mma" else "shared"
+    missing = [m for m in META_KEYS if not info.get(m)]
+    if missing:
+        raise ValueError(f"corpus metadata lacks {', '.join(missing)}")
+    meta = {"format": FORMAT, "kind": kind, "op": k.op, "ptx": k.ptx,
+            **{key: info[key] for key in ("device", "cc", "arch", "driver", "cuda_driver_api",
+                                          "cuda_runtime", "nvrtc", "cupy", "date") if key in info}}
+    if kind == "shared":
+        meta["tile_bytes"] = TILE_BYTES
+    meta.update(extra_meta or {})
+    arrays = {"tag": np.asarray(inputs["tag"], np.uint8), "tag_names": np.array(list(inputs["tag_names"]))}
+    meta["cases"] = int(arrays["tag"].shape[0])
+    if kind == "mma":
+        for x in "abc":
+            arrays[x] = np.asarray(inputs[x], np.uint32)
+        arrays["d"] = np.asarray(outputs["d"], np.uint32)
+    else:
+        arrays["tiles"] = np.asarray(inputs["tiles"], np.uint8)
+        arrays["tile_idx"] = np.asarray(inputs["tile_idx"], np.uint16)
+        arrays["addrs"] = np.asarray(inputs["addrs"], np.uint16 if TILE_BYTES <= 65536 else np.uint32)
+        arrays["mask"] = np.asarray(inputs["mask"], np.uint32)
+        for x in ("regs", "vals", "src"):
+            if x in inputs:
+                arrays[x] = np.asarray(inputs[x])
+        if "out" in outputs:
+            arrays["out"] = np.asarray(outputs["out"], np.uint32)
+        else:
+            before = arrays["tiles"][arrays["tile_idx"]]
+            arrays["smem_xor"] = np.asarray(outputs["smem_out"], np.uint8) ^ before
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, file_name(op))
+    np.savez_compressed(path, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
+    return path
+
+
+def load(path: str) -> Corpus:
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a fragsim hardware corpus (format {meta.get('format')!r})")
+    if meta["kind"] == "mma":
+        lookup(meta["op"])
+    else:
+        parse_shared_op(meta["op"])
+        arrays["addrs"] = arrays["addrs"].astype(np.uint32)
+        if "smem_xor" in arrays:
+            arrays["smem_out"] = arrays.pop("smem_xor") ^ arrays["tiles"][arrays["tile_idx"]]
+    arrays["tag_names"] = [str(s) for s in arrays["tag_names"]]
+    return Corpus(path, meta, arrays)
+
+
+def find(directory: str) -> list[str]:
+    """Every corpus file under ``directory`` (recursively), sorted."""
+    out = []
+    for root, _, files in os.walk(directory):
+        out += [os.path.join(root, f) for f in files if f.endswith(".npz")]
+    return sorted(out)
+
+
+def concat(parts: list[dict]) -> dict:
+    """Join the input (or output) dicts of several batches: shared tiles are re-indexed
+    and tags re-numbered into the union of the batches' tag names."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    first = parts[0]
+    out = {}
+    if "tiles" in first:
+        offs = np.cumsum([0] + [p["tiles"].shape[0] for p in parts[:-1]])
+        out["tiles"] = np.concatenate([p["tiles"] for p in parts])
+        idx = np.concatenate([p["tile_idx"].astype(np.int64) + o for p, o in zip(parts, offs)])
+        out["tile_idx"] = idx.astype(np.uint16 if out["tiles"].shape[0] <= 65536 else np.uint32)
+    if "tag_names" in first:
+        names: list[str] = []
+        tags = []
+        for p in parts:
+            remap = []
+            for nm in p["tag_names"]:
+                if nm not in names:
+                    names.append(nm)
+                remap.append(names.index(nm))
+            tags.append(np.asarray(remap, np.int64)[np.asarray(p["tag"], np.int64)])
+        if len(names) > 256:
+            raise ValueError(f"too many distinct tags ({len(names)}) for one corpus")
+        out["tag_names"] = names
+        out["tag"] = np.concatenate(tags).astype(np.uint8)
+    for k in first:
+        if k not in out:
+            out[k] = np.concatenate([p[k] for p in parts])
+    return out
+
+
+def subset(d: dict, idx) -> dict:
+    """Cases ``idx`` of an input/output dict (tiles kept whole)."""
+    idx = np.asarray(idx)
+    return {k: (v if k in ("tiles", "tag_names") else v[idx]) for k, v in d.items()}
+
+
+def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16) -> Corpus:
+    """A compact copy: every probe case plus ``keep`` others drawn evenly across the input
+    classes (shared ops: from the ``max_tiles`` most used initial tiles); tiles no case
+    uses are dropped."""
+    tags = np.asarray(c.arrays["tag"])
+    names = c.arrays["tag_names"]
+    probe = np.array([names[t].startswith("probe") for t in tags], bool)
+    rng = np.random.default_rng(seed)
+    pool = ~probe
+    if "tile_idx" in c.arrays:
+        counts = np.bincount(c.arrays["tile_idx"].astype(np.int64))
+        top = np.argsort(-counts, kind="stable")[:max_tiles]
+        pool &= np.isin(c.arrays["tile_idx"], top)
+    groups = [rng.permutation(np.flatnonzero((tags == t) & pool)) for t in range(len(names))]
+    groups = [g for g in groups if g.size]
+    chosen = []
+    depth = 0
+    while len(chosen) < keep and any(depth < g.size for g in groups):
+        for g in groups:
+            if depth < g.size and len(chosen) < keep:
+                chosen.append(int(g[depth]))
+        depth += 1
+    idx = np.sort(np.concatenate([np.flatnonzero(probe), np.array(chosen, np.int64)]))
+    out = c.take(idx)
+    if "tiles" in out.arrays:
+        used, inv = np.unique(out.arrays["tile_idx"], return_inverse=True)
+        out.arrays["tiles"] = out.arrays["tiles"][used]
+        out.arrays["tile_idx"] = inv.astype(np.uint16)
+    out.meta["subset_of_cases"] = len(c)
+    return out
+
+
+def write(directory: str, c: Corpus) -> str:
+    """Save a loaded (or shrunk) corpus again, metadata kept."""
+    extra = {k: v for k, v in c.meta.items() if k not in ("format", "kind", "op", "ptx", "cases")}
+    return save(directory, c.op, c.inputs(), c.outputs(), c.meta, extra)
