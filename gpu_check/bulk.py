@@ -396,6 +396,8 @@ def check_op(backend, op, cases, *, seed=0, chunk=DEFAULT_CHUNK, pool=None, reco
     res = OpResult(k.op, k.ptx)
     t0 = time.time()
     compare = not record_only
+    if record_only:
+        res.note = "recorded, not compared"
     if compare and k.kind == "mma" and not mma_model_available():
         compare = False
         res.note = "not compared: mma model not built yet"
