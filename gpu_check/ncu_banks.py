@@ -56,21 +56,17 @@ METRICS = (
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_write.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_stsm.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum",
     "l1tex__data_bank_reads.sum",
     "l1tex__data_bank_writes.sum",
     "smsp__inst_executed_op_ldsm.sum",
-    "smsp__inst_executed_op_stsm.sum",
+    "smsp__inst_executed_op_shared_stsm.sum",
     "smsp__inst_executed_op_shared_ld.sum",
     "smsp__inst_executed_op_shared_st.sum",
     "smsp__inst_executed_op_ldgsts.sum",
-    "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum",
-    "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum",
 )
+# ncu's own SASS-instrumented estimate; slow to collect, measured in the first record only
+SASS_METRICS = ("smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum",)
 
 # short names used in records and by the replay test
 SHORT = {
@@ -89,7 +85,8 @@ SHORT = {
     "l1tex__data_bank_reads.sum": "bank_reads",
     "l1tex__data_bank_writes.sum": "bank_writes",
     "smsp__inst_executed_op_ldsm.sum": "inst_ldsm",
-    "smsp__inst_executed_op_stsm.sum": "inst_stsm",
+    "smsp__inst_executed_op_shared_stsm.sum": "inst_stsm",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum": "wf_op_misc",
     "smsp__inst_executed_op_shared_ld.sum": "inst_ld",
     "smsp__inst_executed_op_shared_st.sum": "inst_st",
     "smsp__inst_executed_op_ldgsts.sum": "inst_ldgsts",
@@ -116,7 +113,7 @@ def kernel_name(op: str) -> str:
 def _kernel(op: str) -> str:
     o = parse_shared_op(op)
     head = (f'extern "C" __global__ void __launch_bounds__(32) {kernel_name(op)}'
-            "(const unsigned* __restrict__ c, unsigned* __restrict__ out, const uint4* __restrict__ src) {\n"
+            "(const unsigned* __restrict__ c, unsigned* __restrict__ out, const unsigned char* __restrict__ src) {\n"
             f"    __shared__ __align__(1024) unsigned char smem[SMEM_BYTES];\n"
             "    const unsigned lane = threadIdx.x;\n"
             "    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + c[lane];\n"
@@ -163,7 +160,7 @@ def _kernel(op: str) -> str:
         level = o.name.split(".")[2]
         body = ("    if ((mask >> lane) & 1u) {\n"
                 f'        asm volatile("cp.async.{level}.shared.global [%0], [%1], {o.bytes_per_addr};" '
-                ':: "r"(a), "l"(src + lane) : "memory");\n'
+                ':: "r"(a), "l"(src + c[33 + lane]) : "memory");\n'
                 '        asm volatile("cp.async.wait_all;" ::: "memory");\n'
                 "    }\n    (void)out;\n")
     else:  # pragma: no cover
@@ -359,7 +356,7 @@ def random_cases(op: str, rng: np.random.Generator, n: int):
     """``n`` seeded random address sets of varied structure (some with random active masks)."""
     w, al, maskable = _align(op)
     out = []
-    styles = ("uniform", "few distinct", "few banks", "affine", "permuted", "dup", "gf2", "rows")
+    styles = ("uniform", "few distinct", "few banks", "affine", "permuted", "dup", "gf2", "rows", "pairs")
     for i in range(n):
         style = styles[i % len(styles)]
         units = SMEM_BYTES // al
@@ -396,6 +393,12 @@ def random_cases(op: str, rng: np.random.Generator, n: int):
             a = np.zeros(32, np.int64)
             for b in range(5):
                 a ^= ((LANE >> b) & 1) * basis[b]
+        elif style == "pairs":  # partners (lane ^ 1 or lane ^ 2) share an address, sometimes but one
+            m = int(rng.choice([1, 2, 3, 5, 6, 9]))
+            f = rng.integers(0, int(rng.choice([256, 1024, 4096])) // al, 32) * al
+            a = f[LANE & ~m]
+            if rng.random() < 0.3:
+                a[int(rng.integers(0, 32))] = int(rng.integers(0, 4096 // al)) * al
         else:  # rows: a tile of rows with random pitch, random lanes-per-row
             per_row = int(rng.choice([1, 2, 4, 8, 16, 32]))
             pitch = int(rng.integers(1, 80)) * al
@@ -422,21 +425,63 @@ def interleave(first, second):
     return out
 
 
-def cases_for(op: str, seed: int, n_random: int, structured: bool = True):
+SRC_BYTES = 65536  # the probe's global source buffer for cp.async
+
+
+def src_layouts(w: int, rng: np.random.Generator) -> dict:
+    """Per-lane global source offsets for cp.async (they decide how L1 groups the lanes)."""
+    return {"src lane*16": LANE * 16, "src contiguous": LANE * w, "src lane*128": LANE * 128,
+            "src same": np.zeros(32, np.int64), "src permuted": rng.permutation(32) * w,
+            "src lane*32": LANE * 32, "src reversed": (31 - LANE) * w}
+
+
+def _with_src(cases, src):
+    return [(label, a, m, np.asarray(src, np.int64)) for label, a, m in cases]
+
+
+def cp_async_cases(op: str, rng: np.random.Generator, n_random: int):
+    """cp.async: a set of destination patterns under every source layout, then random ones."""
+    w, al, _ = _align(op)
+    dests = [c for c in structured_cases(op, rng)
+             if re.match(r"(stride (4|8|16|32|64|128) |broadcast 0x0|dup l&~(1|3|7|8|15|16|24) of "
+                         r"(contiguous|permuted|random)|lane%(2|4)$|upper half|mask 0x(0000ffff|55555555|"
+                         r"000000ff|0f0f0f0f) (contiguous|stride 128))", c[0] + " ")]
+    dests += random_cases(op, rng, 8)
+    out = []
+    for sname, src in src_layouts(w, rng).items():
+        out += [(f"{label} | {sname}", a, m, src) for label, a, m in dests]
+    order = rng.permutation(len(out))
+    out = [out[i] for i in order]
+    rand = random_cases(op, rng, n_random)
+    layouts = list(src_layouts(w, rng).items())
+    for label, a, m in rand:
+        if rng.random() < 0.25:
+            sname, src = "src random", rng.integers(0, SRC_BYTES // w, 32) * w
+        else:
+            sname, src = layouts[int(rng.integers(0, len(layouts)))]
+        out.append((f"{label} | {sname}", a, m, np.asarray(src, np.int64)))
+    return out
+
+
+def cases_for(op: str, seed: int, n_random: int, structured: bool = True, cp_sources: bool = False):
+    """The address sets for one op: (label, addrs, mask, cp.async source offsets)."""
     rng = np.random.default_rng([seed, OPS.index(op)])
+    if cp_sources and parse_shared_op(op).kind == "ldgsts":
+        return cp_async_cases(op, rng, n_random)
     s = structured_cases(op, rng) if structured else []
     r = random_cases(op, rng, n_random)
-    return interleave(s, r)
+    return _with_src(interleave(s, r), LANE * 16)
 
 
 def write_case_file(path: str, per_op: dict):
     with open(path, "wb") as f:
         f.write(np.uint32(len(per_op)).tobytes())
         for op, cases in per_op.items():
-            arr = np.zeros((len(cases), 33), np.uint32)
-            for i, (_, a, m) in enumerate(cases):
+            arr = np.zeros((len(cases), 65), np.uint32)
+            for i, (_, a, m, src) in enumerate(cases):
                 arr[i, :32] = a
                 arr[i, 32] = m
+                arr[i, 33:] = src
             f.write(np.array([OPS.index(op), len(cases)], np.uint32).tobytes())
             f.write(arr.tobytes())
 
@@ -510,10 +555,11 @@ def run_ncu(ncu: str, exe: str, case_file: str, op_ids, seconds_per_op: float, m
 # records
 # ---------------------------------------------------------------------------------------------
 
-def save_record(path: str, meta: dict, ops, labels, addrs, masks, values: dict):
+def save_record(path: str, meta: dict, ops, labels, addrs, masks, srcs, values: dict):
     np.savez_compressed(
         path, meta=np.array(json.dumps(meta)), ops=np.array(OPS), op=np.asarray(ops, np.int16),
         label=np.array(labels), addrs=np.asarray(addrs, np.int32), mask=np.asarray(masks, np.uint32),
+        src=np.asarray(srcs, np.int32),
         **{f"m_{k}": np.asarray(v, np.int32) for k, v in values.items()})
 
 
@@ -521,12 +567,15 @@ def load_record(path: str) -> dict:
     z = np.load(path, allow_pickle=False)
     rec = {k: z[k] for k in z.files}
     rec["meta"] = json.loads(str(rec["meta"]))
+    if "src" not in rec:  # the first record: every cp.async lane copied from src + 16 * lane
+        rec["src"] = np.broadcast_to(LANE.astype(np.int32) * 16, rec["addrs"].shape).copy()
     rec["metrics"] = {k[2:]: rec.pop(k) for k in list(rec) if k.startswith("m_")}
     return rec
 
 
 def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float = 300.0,
-            structured: bool = True, arch: str = "native", ops=OPS, verbose=True) -> str:
+            structured: bool = True, arch: str = "native", ops=OPS, verbose=True,
+            cp_sources: bool = True, cp_weight: float = 3.0, sass: bool = False) -> str:
     """Build, check and run the probe under ncu; write ``record_dir/ncu_banks_<seed>.npz``."""
     say = print if verbose else (lambda *a, **k: None)
     ncu = find_ncu()
@@ -545,35 +594,30 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
         say("warning: cuobjdump not found; SASS not checked (the instruction counters still are)")
     say(f"probe built in {time.time() - t0:.1f}s")
     avail = available_metrics(ncu)
-    metrics = [m for m in METRICS if avail is None or m.split(".")[0] in avail]
+    metrics = [m for m in METRICS + (SASS_METRICS if sass else ()) if avail is None or m.split(".")[0] in avail]
     if avail:
         with open(os.path.join(record_dir, "metrics_available.txt"), "w") as f:
             f.write("\n".join(sorted(n for n in avail if re.search(r"shared|ldgsts|bank|lsu|ldsm|stsm", n))))
-        for fam in ("l1tex__data_pipe_lsu_wavefronts_mem_shared", "l1tex__data_bank_conflicts_pipe_lsu_mem_shared"):
-            for n in sorted(avail):
-                if n.startswith(fam) and n + ".sum" not in metrics:
-                    metrics.append(n + ".sum")
-                    SHORT.setdefault(n + ".sum", n.replace("l1tex__data_pipe_lsu_wavefronts_mem_shared", "wf")
-                                     .replace("l1tex__data_bank_conflicts_pipe_lsu_mem_shared", "bc"))
     say(f"metrics ({len(metrics)}): {', '.join(SHORT[m] for m in metrics)}")
     skipped = [m for m in METRICS if m not in metrics]
     if skipped:
         say(f"not on this device: {', '.join(skipped)}")
-    per_op = {op: cases_for(op, seed, n_random, structured) for op in ops}
+    per_op = {op: cases_for(op, seed, n_random, structured, cp_sources) for op in ops}
     case_file = os.path.join(work, "cases.bin")
     write_case_file(case_file, per_op)
     groups = {}
     for op in ops:
         groups.setdefault(parse_shared_op(op).kind, []).append(op)
-    per_op_s = budget / len(ops)
-    rec_ops, labels, addrs, masks = [], [], [], []
+    weight = {op: (cp_weight if parse_shared_op(op).kind == "ldgsts" else 1.0) for op in ops}
+    unit = budget / sum(weight.values())
+    rec_ops, labels, addrs, masks, srcs = [], [], [], [], []
     values = {SHORT[m]: [] for m in metrics}
     failures = []
     for kind, gops in groups.items():
         t1 = time.time()
         ids = [OPS.index(op) for op in gops]
         try:
-            launched, results = run_ncu(ncu, exe, case_file, ids, per_op_s, metrics, work, kind)
+            launched, results = run_ncu(ncu, exe, case_file, ids, unit * weight[gops[0]], metrics, work, kind)
         except NcuUnavailable as e:
             if not rec_ops and kind == next(iter(groups)):
                 raise  # the first group failing means ncu itself does not work here
@@ -590,7 +634,8 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
                                 f"{len(got)} ({sorted(set(k for k, _ in got))[:3]})")
                 say(failures[-1])
                 continue
-            for (label, a, m), (_, vals) in zip(per_op[op][:n], got):
+            for (label, a, m, src), (_, vals) in zip(per_op[op][:n], got):
+                srcs.append(src)
                 rec_ops.append(OPS.index(op))
                 labels.append(label)
                 addrs.append(a)
@@ -607,9 +652,9 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
                 f.write(f"# ---- {kind}\n" + open(pth).read())
     meta = {"seed": seed, "failures": failures, "device": _device_name(), "ncu": _ncu_version(ncu), "smem_bytes": SMEM_BYTES,
             "metrics": {SHORT[m]: m for m in metrics}, "date": time.strftime("%Y-%m-%d"),
-            "structured": structured, "n_random": n_random}
+            "structured": structured, "n_random": n_random, "cp_sources": cp_sources}
     path = os.path.join(record_dir, f"ncu_banks_{seed}.npz")
-    save_record(path, meta, rec_ops, labels, np.array(addrs), masks, values)
+    save_record(path, meta, rec_ops, labels, np.array(addrs), masks, np.array(srcs), values)
     say(f"wrote {path} ({len(rec_ops)} measurements)")
     return path
 
@@ -641,8 +686,11 @@ def measured_figures(rec: dict, i: int | None = None):
     kinds = np.array([parse_shared_op(o).kind for o in rec["ops"]])[rec["op"]]
     is_ld = np.isin(kinds, ["ld", "ldsm"])
     is_st = np.isin(kinds, ["st", "stsm"])
-    wf = np.where(is_ld, m["wf_ld"], np.where(is_st, m["wf_st"], m.get("wf_shared", m["wf_ld"])))
-    bc = np.where(is_ld, m["bc_ld"], np.where(is_st, m["bc_st"], m.get("bc_ldgsts", m["bc_ld"])))
+    # cp.async: its wavefronts have no op_ metric of their own; they are the shared total less the
+    # 4 per launch that land in op_misc (the probe's commit/wait), and less op_ld/op_st (0 here)
+    cp_wf = m["wf_shared"] - m["wf_op_misc"] - m["wf_ld"] - m["wf_st"]
+    wf = np.where(is_ld, m["wf_ld"], np.where(is_st, m["wf_st"], cp_wf))
+    bc = np.where(is_ld, m["bc_ld"], np.where(is_st, m["bc_st"], m["bc_ldgsts"]))
     return wf.astype(np.int64), bc.astype(np.int64)
 
 
@@ -676,12 +724,15 @@ def main(argv=None) -> int:
     m.add_argument("--budget", type=float, default=300.0, help="seconds of profiling, split over the ops")
     m.add_argument("--no-structured", action="store_true", help="random address sets only")
     m.add_argument("--arch", default="native")
+    m.add_argument("--sass", action="store_true", help="also collect ncu's SASS-instrumented wavefront estimate (slow)")
+    m.add_argument("--cp-weight", type=float, default=3.0, help="time share of each cp.async op relative to others")
     c = sub.add_parser("compare", help="model vs a record")
     c.add_argument("record")
     args = p.parse_args(argv)
     try:
         if args.cmd == "measure":
-            measure(args.record, args.seed, args.random, args.budget, not args.no_structured, args.arch)
+            measure(args.record, args.seed, args.random, args.budget, not args.no_structured, args.arch,
+                    cp_weight=args.cp_weight, sass=args.sass)
         else:
             compare(args.record)
     except NcuUnavailable as e:
