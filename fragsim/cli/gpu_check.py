@@ -83,11 +83,12 @@ def _header(info, arch) -> str:
 
 def _table(results) -> str:
     w = max([len(r.ptx) for r in results] + [20])
-    lines = [f"{'instruction':<{w}}  {'cases':>10}  {'mismatches':>10}  {'seconds':>8}  note",
-             "-" * (w + 46)]
+    lines = [f"{'instruction':<{w}}  {'cases':>10}  {'mismatches':>10}  {'seconds':>8}  "
+             f"{'(inputs / device / fragsim)':>27}  note", "-" * (w + 76)]
     for r in results:
         mm = f"{r.mismatches:,}" if r.compared else "-"
-        lines.append(f"{r.ptx:<{w}}  {r.cases:>10,}  {mm:>10}  {r.seconds:>8.1f}  {r.note}")
+        split = f"{r.t_generate:.1f} / {r.t_device:.1f} / {r.t_model:.1f}"
+        lines.append(f"{r.ptx:<{w}}  {r.cases:>10,}  {mm:>10}  {r.seconds:>8.1f}  {split:>27}  {r.note}")
     return "\n".join(lines)
 
 
