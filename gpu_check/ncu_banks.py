@@ -585,10 +585,10 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     exe = build_probe(work, arch)
     cuobjdump = shutil.which("cuobjdump")
     if cuobjdump:
-        sass = subprocess.run([cuobjdump, "-sass", exe], capture_output=True, text=True).stdout
-        check_sass(sass, OPS)
+        sass_text = subprocess.run([cuobjdump, "-sass", exe], capture_output=True, text=True).stdout
+        check_sass(sass_text, OPS)
         with open(os.path.join(record_dir, f"probe_sass_{seed}.txt"), "w") as f:
-            f.write(sass)
+            f.write(sass_text)
         say(f"SASS check passed: one shared instruction per kernel ({len(OPS)} kernels)")
     else:
         say("warning: cuobjdump not found; SASS not checked (the instruction counters still are)")
@@ -705,12 +705,18 @@ def compare(path: str, verbose=True) -> dict:
         sel = np.flatnonzero(rec["op"] == k)
         if not sel.size:
             continue
-        r = bank_conflicts_batch(str(op), rec["addrs"][sel], rec["mask"][sel])
-        bad_w = int((r.wavefronts != wf[sel]).sum())
-        bad_c = int((r.conflicts != bc[sel]).sum())
-        summary[str(op)] = (int(sel.size), bad_w, bad_c)
+        is_cp = str(op).startswith("cp.async")
+        r = bank_conflicts_batch(str(op), rec["addrs"][sel], rec["mask"][sel],
+                                 rec["src"][sel] if is_cp else None)
+        ex = r.exact
+        bad_w = int(((r.wavefronts != wf[sel]) & ex).sum())
+        bad_c = int(((r.conflicts != bc[sel]) & ex).sum())
+        outside = int((~ex).sum())
+        odd_w = int(((r.wavefronts != wf[sel]) & ~ex).sum())
+        summary[str(op)] = (int(sel.size), bad_w, bad_c, outside, odd_w)
         if verbose:
-            print(f"{op:20s} {sel.size:5d} cases  wavefront mismatches {bad_w:4d}  conflict mismatches {bad_c:4d}")
+            extra = f"  | {outside} outside the exact domain, {odd_w} of them differ" if outside else ""
+            print(f"{op:20s} {sel.size:5d} cases  wavefront mismatches {bad_w:4d}  conflict mismatches {bad_c:4d}{extra}")
     return summary
 
 
