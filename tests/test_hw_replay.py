@@ -198,3 +198,22 @@ def test_devices_outside_sm80_and_sm90_are_refused_by_name():
     assert arch_for_cc(8, 6) == "sm_80" and arch_for_cc(9, 0) == "sm_90"
     with pytest.raises(ValueError, match=r"compute capability 12\.0.*sm_80.*sm_90"):
         arch_for_cc(12, 0, "RTX 5090")
+
+
+@pytest.mark.skipif(not FILES, reason="no hardware corpus committed")
+def test_replay_reports_a_single_flipped_output_bit(tmp_path, capsys):
+    # The comparison is bit-exact: one flipped bit in one recorded output is one mismatch,
+    # named with its case, lane and register, and the command exits 1.
+    src = next(p for p in FILES if p.endswith("ldmatrix.x2.trans.npz"))
+    c = corpus.load(src)
+    c.arrays["out"] = c.arrays["out"].copy()
+    c.arrays["out"][7, 13, 1] ^= np.uint32(1 << 20)
+    corpus.write(str(tmp_path), c)
+    rc = main(["gpu-check", "--replay", str(tmp_path), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    (r,) = out["results"]
+    assert r["mismatches"] == 1
+    d = r["first_mismatches"][0]
+    assert (d["case"], d["lane"], d["reg"]) == (7, 13, 1)
+    assert int(d["got"], 16) ^ int(d["expected"], 16) == 1 << 20
