@@ -1,0 +1,121 @@
+"""Per-architecture parameters of the tensor-core arithmetic: one row per architecture.
+
+The arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add of
+the reference doc (shared/reference/tensor-core-arithmetic.md), over these numbers.
+Adding an architecture is adding a row to ``ARCHS`` (plus its aliases).
+
+Where the published sources leave a behaviour open, the row holds it as a single field
+(``e_zero_f16``, ``zero_sign``, ``c_subnormal_exp``, ``tf32_nan_low_bits``), so that
+hardware corpora can settle it by editing one value.  The values chosen here are those of
+MMA-Sim 2.1.1, which was validated bit for bit on A100 and H100 with random bit streams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+__all__ = ["ArchParams", "ARCHS", "ALIASES", "get_arch"]
+
+
+@dataclass(frozen=True)
+class ArchParams:
+    """Arithmetic of ``mma.sync`` on one architecture (see the reference doc's model).
+
+    block_16bit / block_tf32: products per block L (f16/bf16 inputs; tf32 inputs).  K > L
+        runs ceil(K/L) blocks in ascending logical k, each block's rounded result being the
+        next block's c (C enters the first block).
+    frac_bits: F, the fractional bits kept below the largest term's exponent E_max.
+    e_zero_f32 / e_zero_f16: the exponent a zero term (zero product, zero c) takes in the
+        E_max comparison, for f32 and for f16 accumulators.
+    round_f32 / round_f16: rounding of the block sum to the output format ('rz' or 'rne').
+        Overflow always gives Inf (also under RZ), subnormal results are produced.
+    zero_sign: sign of a zero result.  'positive': always +0 (MMA-Sim).  'ieee': -0 when
+        every term is a negative zero, +0 for an exact cancellation, and the sum's sign when a
+        nonzero sum rounds to zero.
+    c_subnormal_exp: exponent a subnormal c gets for E_max.  'emin': the format's emin, as
+        for A and B inputs (MMA-Sim).  'exact': floor(log2|c|).
+    tf32_nan_low_bits: False: the low 13 bits of tf32 inputs are dropped before anything,
+        so a NaN whose payload lies only there reads as Inf (MMA-Sim).  True: such a word is
+        still a NaN.
+    """
+
+    name: str
+    description: str
+    block_16bit: int
+    block_tf32: int
+    frac_bits: int
+    e_zero_f32: int
+    e_zero_f16: int
+    round_f32: str = "rz"
+    round_f16: str = "rne"
+    zero_sign: str = "positive"
+    c_subnormal_exp: str = "emin"
+    tf32_nan_low_bits: bool = False
+
+    def __post_init__(self):
+        for f in ("round_f32", "round_f16"):
+            if getattr(self, f) not in ("rz", "rne"):
+                raise ValueError(f"arch {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
+        if self.zero_sign not in ("positive", "ieee"):
+            raise ValueError(f"arch {self.name}: zero_sign must be 'positive' or 'ieee', got {self.zero_sign!r}")
+        if self.c_subnormal_exp not in ("emin", "exact"):
+            raise ValueError(f"arch {self.name}: c_subnormal_exp must be 'emin' or 'exact', "
+                             f"got {self.c_subnormal_exp!r}")
+        for f in ("block_16bit", "block_tf32"):
+            if not 1 <= getattr(self, f) <= 64:
+                raise ValueError(f"arch {self.name}: {f} must be in 1..64, got {getattr(self, f)}")
+        # The kernel sums up to 65 terms below 2**(F + 2) exactly in float64 (53 bits).
+        if not 0 <= self.frac_bits <= 40:
+            raise ValueError(f"arch {self.name}: frac_bits must be in 0..40, got {self.frac_bits}")
+        # 2**e_zero and 2**(F - E_max) must stay normal float64 numbers.
+        for f in ("e_zero_f32", "e_zero_f16"):
+            if not -600 <= getattr(self, f) <= 0:
+                raise ValueError(f"arch {self.name}: {f} must be in -600..0, got {getattr(self, f)}")
+
+    def block_len(self, input_format: str) -> int:
+        """Products per block for an input format name ('f16', 'bf16', 'tf32')."""
+        return self.block_tf32 if input_format == "tf32" else self.block_16bit
+
+    def e_zero(self, output_format: str) -> int:
+        return self.e_zero_f16 if output_format == "f16" else self.e_zero_f32
+
+    def rounding(self, output_format: str) -> str:
+        return self.round_f16 if output_format == "f16" else self.round_f32
+
+    def row(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def with_(self, **changes) -> "ArchParams":
+        """A copy with some fields changed (to try an open choice: ``ARCHS['sm_90'].with_(zero_sign='ieee')``)."""
+        return replace(self, **changes)
+
+
+ARCHS: dict[str, ArchParams] = {
+    a.name: a
+    for a in (
+        ArchParams("sm_80", "A100 (Ampere)", block_16bit=8, block_tf32=4, frac_bits=24,
+                   e_zero_f32=-132, e_zero_f16=-20),
+        ArchParams("sm_90", "H100/H200 (Hopper)", block_16bit=16, block_tf32=8, frac_bits=25,
+                   e_zero_f32=-133, e_zero_f16=-21),
+    )
+}
+
+ALIASES = {
+    "sm_80": "sm_80", "sm80": "sm_80", "80": "sm_80", "a100": "sm_80", "ampere": "sm_80",
+    "sm_90": "sm_90", "sm90": "sm_90", "sm_90a": "sm_90", "90": "sm_90", "h100": "sm_90",
+    "h200": "sm_90", "h800": "sm_90", "hopper": "sm_90",
+}
+
+
+def get_arch(name) -> ArchParams:
+    """An architecture name or alias ('sm_90', 'H100', 'hopper', ...) -> its ``ArchParams`` row."""
+    if isinstance(name, ArchParams):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"arch must be a name such as 'sm_90' (str) or an ArchParams row, "
+                        f"got {type(name).__name__}")
+    key = name.strip().lower().replace("-", "_")
+    if key in ALIASES:
+        return ARCHS[ALIASES[key]]
+    raise ValueError(f"unsupported arch {name!r}; supported: {', '.join(ARCHS)} "
+                     f"(aliases: a100/ampere -> sm_80, h100/h200/hopper -> sm_90)")

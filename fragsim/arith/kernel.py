@@ -1,0 +1,269 @@
+"""numba kernels: the truncated fused dot-product-add of every mma output, from raw registers.
+
+One arithmetic over runtime parameters (``make_params``: from an ``ArchParams`` row and the
+form), so every form and architecture shares one compiled kernel.  This module imports
+numba; ``fragsim.mma`` imports it lazily on first use.
+
+Why float64 is exact here: every input value (f16, bf16, tf32, f32) and every product of two
+inputs is exact in float64, and so is scaling by the power of two 2**(F - E).  A term
+aligned to E_max and truncated toward zero is ``trunc(a * b * 2**(F - E))``, an integer
+below 2**(F + 2); a block sum of at most 65 of them stays far below 2**53, so the float64
+sum is the exact integer S, in any order.  IEEE arithmetic then gives the special-value
+rules for free: Inf * 0 = NaN, Inf - Inf = NaN, NaN propagates, Inf absorbs finite terms;
+and the sign of an exact zero sum (-0 only when every term is -0).
+
+E_max uses the model's nominal exponents: e_a + e_b for a product (never renormalised),
+with e = max(floor(log2|x|), emin of the input format).  Each element carries its "hat"
+2**e beside its value, so a product's 2**(e_a + e_b) is hat_a * hat_b and E_max is a
+float max; 2**(F - E) is then one integer subtraction on the bits.
+
+Vectorised over the 8 columns of an output row (all forms are n8): ``fragsim.arith.simd``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_from_f32,
+                   f8_load, f8_max, f8_min, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
+                   f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load, i8_load_u32,
+                   i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
+                   i8_store_u32, i8_sub, i8_where)
+
+LANES = 8
+# Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.
+SPEXP = 128
+EXP_MASK = 0x7FF0000000000000
+ABS_MASK = 0x7FFFFFFFFFFFFFFF
+NAN_BITS = 0x7FF8000000000000
+
+F16, BF16, TF32, F32 = 0, 1, 2, 3
+FMT_CODE = {"f16": F16, "bf16": BF16, "tf32": TF32, "f32": F32}
+
+# Layout of the int64 parameter vector.
+(P_M, P_N, P_K, P_L, P_F, P_EZERO, P_IN_CODE, P_IN_EMIN, P_IN_MASK,
+ P_ACC_CODE, P_ACC_EMIN, P_ACC_MAN, P_ACC_EBITS, P_RNE, P_ZERO_IEEE, P_C_EXACT, P_NAN_LOW,
+ P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS) = range(21)
+NPARAMS = 21
+
+
+def make_params(pl) -> np.ndarray:
+    """The parameter vector of a ``fragsim.arith.Plan``."""
+    M, N, K = pl.form.shape
+    if N != LANES:
+        raise ValueError(f"form {pl.form.name}: the kernel computes rows of {LANES} columns, N is {N}")
+    inf, acc, a = pl.in_fmt, pl.acc_fmt, pl.arch
+    p = np.zeros(NPARAMS, np.int64)
+    p[[P_M, P_N, P_K, P_L, P_F, P_EZERO]] = M, N, K, pl.block, pl.frac_bits, pl.e_zero
+    p[[P_IN_CODE, P_IN_EMIN, P_IN_MASK]] = FMT_CODE[inf.name], inf.emin, (1 << inf.storage_bits) - 1
+    p[[P_ACC_CODE, P_ACC_EMIN, P_ACC_MAN, P_ACC_EBITS]] = FMT_CODE[acc.name], acc.emin, acc.man_bits, acc.exp_bits
+    p[P_RNE] = pl.rounding == "rne"
+    p[P_ZERO_IEEE] = a.zero_sign == "ieee"
+    p[P_C_EXACT] = a.c_subnormal_exp == "exact"
+    p[P_NAN_LOW] = bool(a.tf32_nan_low_bits)
+    p[[P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS]] = [32 * pl.form.nregs(op) for op in "ABCD"]
+    return p
+
+
+@njit(inline="always")
+def _k(x):
+    return i8_splat(np.int64(x))
+
+
+@njit(inline="always")
+def _decode8(w, code, emin, nan_low, exact):
+    """(value, hat) of 8 element words of format ``code``: the exact value as float64
+    (Inf/NaN as such), and 2**e with e its nominal exponent max(floor(log2|x|), emin)
+    (no emin clamp when ``exact``), 0 for a zero, 2**SPEXP for Inf/NaN.  tf32 words lose
+    their low 13 bits first; ``nan_low``: unless those make a NaN of an all-ones exponent."""
+    if code == F16:
+        v = f8_from_f16(w)
+    elif code == BF16:
+        v = f8_from_f32(i8_shl(w, _k(16)))
+    elif code == TF32:
+        v = f8_from_f32(i8_and(w, _k(0xFFFFE000)))
+        if nan_low:
+            lownan = i8_and(i8_eq(i8_and(w, _k(0x7F800000)), _k(0x7F800000)),
+                            i8_ne(i8_and(w, _k(0x1FFF)), _k(0)))
+            v = f8_where(lownan, f8_from_bits(_k(NAN_BITS)), v)
+    else:
+        v = f8_from_f32(w)
+    hb = i8_and(f8_bits(v), _k(EXP_MASK))          # 2**floor(log2|v|); all-ones for Inf/NaN
+    if not exact:
+        hb = i8_max(hb, _k((emin + 1023) << 52))
+    hb = i8_min(hb, _k((SPEXP + 1023) << 52))
+    hb = i8_where(f8_eq(v, f8_splat(0.0)), _k(0), hb)
+    return v, f8_from_bits(hb)
+
+
+@njit(inline="always")
+def _round8(v, man, ebits, rne, zero_ieee):
+    """Encode 8 exact float64 values in (man, ebits): RNE or toward zero, subnormals
+    produced, overflow to Inf (also toward zero), NaN canonical, zero +0 unless ``zero_ieee``."""
+    b = f8_bits(v)
+    ab = i8_and(b, _k(ABS_MASK))
+    bias = (1 << (ebits - 1)) - 1
+    emin = 1 - bias
+    drop = 52 - man
+    # normal range: drop the low float64 mantissa bits (RNE: add half-ulp-minus-one plus the
+    # kept lsb); a carry rolls into the exponent field, as it should
+    if rne:
+        r = i8_add(ab, i8_add(_k((1 << (drop - 1)) - 1), i8_and(i8_shr(ab, _k(drop)), _k(1))))
+    else:
+        r = ab
+    w = i8_sub(i8_shr(r, _k(drop)), _k((1023 - bias) << man))
+    # subnormal range: an integer count of 2**(emin - man); rounding up to 2**emin gives the
+    # smallest normal's encoding, which is that same integer
+    sub = i8_lt(ab, _k((emin + 1023) << 52))
+    x = f8_mul(f8_from_bits(i8_where(sub, ab, _k(0))), f8_from_bits(_k((man - emin + 1023) << 52)))
+    x = f8_roundeven(x) if rne else f8_trunc(x)
+    w = i8_where(sub, f8_to_i8(x), w)
+    inf_word = ((1 << ebits) - 1) << man
+    w = i8_min(w, _k(inf_word))
+    neg = i8_lt(b, _k(0))
+    if not zero_ieee:
+        neg = i8_and(neg, i8_ne(w, _k(0)))
+    w = i8_or(w, i8_and(neg, _k(1 << (man + ebits))))
+    return i8_where(i8_lt(_k(EXP_MASK), ab), _k((1 << (man + ebits)) - 1), w)
+
+
+@njit(inline="always")
+def _decode_operand(words, base, src, sh, n, mask, code, emin, nan_low, vals, hats):
+    """Decode the n elements of an operand, in the matrix's row-major order, 8 at a time:
+    gather their register words, shift their half into place, decode."""
+    for o in range(0, n, LANES):
+        w = i8_and(i8_shr(i8_gather(words, base, src, o), i8_load(sh, o)), _k(mask))
+        v, h = _decode8(w, code, emin, nan_low, False)
+        f8_store(vals, o, v)
+        f8_store(hats, o, h)
+
+
+@njit(inline="always")
+def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm, av, ah, bv, bh, dout):
+    M, K, L, F, e_zero = prm[P_M], prm[P_K], prm[P_L], prm[P_F], prm[P_EZERO]
+    in_code, in_emin, in_mask = prm[P_IN_CODE], prm[P_IN_EMIN], prm[P_IN_MASK]
+    acc_code, acc_emin, acc_man, acc_ebits = prm[P_ACC_CODE], prm[P_ACC_EMIN], prm[P_ACC_MAN], prm[P_ACC_EBITS]
+    rne, zero_ieee, c_exact, nan_low = prm[P_RNE], prm[P_ZERO_IEEE], prm[P_C_EXACT], prm[P_NAN_LOW]
+    N = LANES
+    nblk = (K + L - 1) // L
+    acc_mask = (np.int64(1) << (1 + acc_man + acc_ebits)) - 1
+    zhat8 = f8_from_bits(_k((e_zero + 1023) << 52))          # 2**e_zero
+    fzero = f8_splat(0.0)
+    nzero = f8_splat(-0.0)   # -0 + x == x for every x, signed zeros included
+
+    # A row-major (av[m*K + k]) and B k-major (bv[k*N + n]): a row of B is one vector.
+    _decode_operand(aw, i * prm[P_AWORDS], a_src, a_sh, M * K, in_mask, in_code, in_emin, nan_low, av, ah)
+    _decode_operand(bw, i * prm[P_BWORDS], b_src, b_sh, K * N, in_mask, in_code, in_emin, nan_low, bv, bh)
+
+    cbase = i * prm[P_CWORDS]
+    for m in range(M):
+        w = i8_and(i8_shr(i8_gather(cw, cbase, c_src, m * N), i8_load(c_sh, m * N)), _k(acc_mask))
+        cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
+        mk = m * K
+        for j in range(nblk):
+            k0 = j * L
+            k1 = min(k0 + L, K)
+            # E_max, as the power of two 2**E.  A product's hat is 0 exactly when it is a zero
+            # term (a zero factor); then e_zero joins the max.  Four partial maxima and sums
+            # keep the dependency chains short (max and the exact sum ignore order).
+            e0 = chat
+            e1 = fzero
+            e2 = fzero
+            e3 = fzero
+            z0 = chat
+            z1 = chat
+            k = k0
+            while k + 4 <= k1:
+                p0 = f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N))
+                p1 = f8_mul(f8_bcast(ah, mk + k + 1), f8_load(bh, k * N + N))
+                p2 = f8_mul(f8_bcast(ah, mk + k + 2), f8_load(bh, k * N + 2 * N))
+                p3 = f8_mul(f8_bcast(ah, mk + k + 3), f8_load(bh, k * N + 3 * N))
+                e0 = f8_max(e0, p0)
+                e1 = f8_max(e1, p1)
+                e2 = f8_max(e2, p2)
+                e3 = f8_max(e3, p3)
+                z0 = f8_min(z0, f8_min(p0, p1))
+                z1 = f8_min(z1, f8_min(p2, p3))
+                k += 4
+            while k < k1:
+                p0 = f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N))
+                e0 = f8_max(e0, p0)
+                z0 = f8_min(z0, p0)
+                k += 1
+            emax = f8_max(f8_max(e0, e1), f8_max(e2, e3))
+            emax = f8_max(emax, f8_where(f8_eq(f8_min(z0, z1), fzero), zhat8, fzero))
+            ebits = f8_bits(emax)
+            scale = f8_from_bits(i8_sub(_k((F + 2046) << 52), ebits))      # 2**(F - E)
+            # the terms truncated toward zero at 2**(E - F), summed exactly
+            s0 = f8_trunc(f8_mul(cval, scale))
+            s1 = nzero
+            s2 = nzero
+            s3 = nzero
+            k = k0
+            while k + 4 <= k1:
+                s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k),
+                                                       f8_load(bv, k * N)), scale)))
+                s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 1),
+                                                       f8_load(bv, k * N + N)), scale)))
+                s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 2),
+                                                       f8_load(bv, k * N + 2 * N)), scale)))
+                s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 3),
+                                                       f8_load(bv, k * N + 3 * N)), scale)))
+                k += 4
+            while k < k1:
+                s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k),
+                                                       f8_load(bv, k * N)), scale)))
+                k += 1
+            S = f8_add(f8_add(s0, s1), f8_add(s2, s3))
+            val = f8_mul(S, f8_from_bits(i8_sub(ebits, _k(F << 52))))         # S * 2**(E - F)
+            w = _round8(val, acc_man, acc_ebits, rne, zero_ieee)
+            if k1 < K:  # the rounded block result is the next block's c
+                cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
+        i8_store(dout, m * N, w)
+
+    # Pack D: each register holds one (f32) or two (f16) output elements, low half first.
+    nd = prm[P_DWORDS]
+    for r in range(0, nd, LANES):
+        w = i8_gather(dout, 0, d_lo, r)
+        if acc_ebits == 5:
+            w = i8_or(w, i8_shl(i8_gather(dout, 0, d_hi, r), _k(16)))
+        i8_store_u32(dw, i * nd + r, w)
+
+
+@njit(cache=True)
+def _run_range(lo, hi, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm):
+    M, K = prm[P_M], prm[P_K]
+    av = np.empty(M * K, np.float64)
+    ah = np.empty(M * K, np.float64)
+    bv = np.empty(K * LANES, np.float64)
+    bh = np.empty(K * LANES, np.float64)
+    dout = np.empty(M * LANES, np.int64)
+    for i in range(lo, hi):
+        _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm, av, ah, bv, bh, dout)
+
+
+@njit(cache=True, parallel=True)
+def _run_parallel(nchunks, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm):
+    n = dw.size // prm[P_DWORDS]
+    for t in prange(nchunks):
+        _run_range(t * n // nchunks, (t + 1) * n // nchunks, aw, bw, cw, dw,
+                   a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm)
+
+
+def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
+    """D registers (batch, 32, nregs_D) uint32 from register batches a, b, c (batch, 32*nregs)."""
+    import numba
+
+    batch = a.shape[0]
+    nd = pl.form.nregs("D")
+    d = np.empty(batch * 32 * nd, np.uint32)
+    prm = make_params(pl)
+    args = (a.reshape(-1), b.reshape(-1), c.reshape(-1), d, maps["a_src"], maps["a_sh"],
+            maps["b_src"], maps["b_sh"], maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm)
+    threads = numba.get_num_threads()
+    if parallel and threads > 1 and batch >= 2 * threads:
+        _run_parallel(min(batch, 8 * threads), *args)
+    else:
+        _run_range(0, batch, *args)
+    return d.reshape(batch, 32, nd)

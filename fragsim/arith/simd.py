@@ -1,0 +1,323 @@
+"""Eight-lane vectors for numba code: ``F8`` (8 x float64) and ``I8`` (8 x int64).
+
+Why: the mma kernel is a handful of operations on each of the 8 columns of an m16n8 output
+row.  LLVM's auto-vectoriser, as numba drives it, picks awkward shapes for such short loops
+(and stays at 256 bits on AVX-512 machines); writing the lanes as explicit LLVM vectors
+gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 -- the same
+results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
+
+Only what the kernel needs is here.  Functions are numba intrinsics: call them from
+``@njit`` code only.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, models, register_model
+
+LANES = 8
+_F = ir.VectorType(ir.DoubleType(), LANES)
+_I = ir.VectorType(ir.IntType(64), LANES)
+
+
+class F8Type(types.Type):
+    def __init__(self):
+        super().__init__(name="F8")
+
+
+class I8Type(types.Type):
+    def __init__(self):
+        super().__init__(name="I8")
+
+
+F8 = F8Type()
+I8 = I8Type()
+
+
+@register_model(F8Type)
+class _F8Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _F)
+
+
+@register_model(I8Type)
+class _I8Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _I)
+
+
+def _llvm_fn(builder, name, ret, argtys):
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, argtys), name)
+
+
+def _splat(builder, x, vty):
+    v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined),
+                                  ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+
+
+def _elem_ptr(context, builder, arrty, arr, idx):
+    ary = context.make_array(arrty)(context, builder, arr)
+    return cgutils.get_item_pointer(context, builder, arrty, ary, [idx], wraparound=False)
+
+
+# --- loads, stores, splats, lanes ---
+
+@intrinsic
+def f8_load(typingctx, arr, idx):
+    """arr[idx:idx+8] of a 1-d float64 array (no bounds check)."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        return builder.load(builder.bitcast(ptr, _F.as_pointer()), align=8)
+    return F8(arr, idx), codegen
+
+
+@intrinsic
+def i8_store_u32(typingctx, arr, idx, v):
+    """arr[idx:idx+8] = the low 32 bits of each lane (arr: 1-d uint32 array)."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint32 and arr.ndim == 1 and v == I8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        vty = ir.VectorType(ir.IntType(32), LANES)
+        builder.store(builder.trunc(args[2], vty), builder.bitcast(ptr, vty.as_pointer()), align=4)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def f8_store(typingctx, arr, idx, v):
+    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1 and v == F8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        builder.store(args[2], builder.bitcast(ptr, _F.as_pointer()), align=8)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def i8_gather(typingctx, arr, base, idx, off):
+    """Lane j: arr[base + idx[off + j]] widened to int64 (arr: 1-d unsigned or int64 array,
+    idx: 1-d int64 array).  One hardware gather on AVX2/AVX-512."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in (types.uint16, types.uint32,
+                                                                           types.int64)
+            and isinstance(idx, types.Array) and idx.dtype == types.int64 and idx.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arrty, _, idxty, _ = sig.args
+        a, b, ix, o = args
+        elty = context.get_data_type(arrty.dtype)
+        width = elty.width
+        p0 = builder.ptrtoint(_elem_ptr(context, builder, arrty, a, b), ir.IntType(64))
+        iv = builder.load(builder.bitcast(_elem_ptr(context, builder, idxty, ix, o), _I.as_pointer()), align=8)
+        addrs = builder.add(builder.mul(iv, ir.Constant(_I, [width // 8] * LANES)), _splat(builder, p0, _I))
+        pty = ir.VectorType(elty.as_pointer(), LANES)
+        vty = ir.VectorType(elty, LANES)
+        mty = ir.VectorType(ir.IntType(1), LANES)
+        fn = _llvm_fn(builder, f"llvm.masked.gather.v{LANES}i{width}.v{LANES}p0", vty,
+                      [pty, ir.IntType(32), mty, vty])
+        r = builder.call(fn, [builder.inttoptr(addrs, pty), ir.Constant(ir.IntType(32), width // 8),
+                              ir.Constant(mty, [1] * LANES), ir.Constant(vty, ir.Undefined)])
+        return builder.zext(r, _I) if width < 64 else r
+    return I8(arr, base, idx, off), codegen
+
+
+@intrinsic
+def i8_load_u32(typingctx, arr, idx):
+    """arr[idx:idx+8] of a 1-d uint32 array, zero-extended to int64 lanes."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint32 and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        v = builder.load(builder.bitcast(ptr, ir.VectorType(ir.IntType(32), LANES).as_pointer()), align=4)
+        return builder.zext(v, _I)
+    return I8(arr, idx), codegen
+
+
+@intrinsic
+def f8_bcast(typingctx, arr, idx):
+    """arr[idx] of a 1-d float64 array in every lane."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        x = builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1]))
+        return _splat(builder, x, _F)
+    return F8(arr, idx), codegen
+
+
+@intrinsic
+def at(typingctx, arr, idx):
+    """arr[idx] of a 1-d array, with no negative-index wraparound (it blocks vectorisation)."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(idx, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1]))
+    return arr.dtype(arr, idx), codegen
+
+
+@intrinsic
+def i8_load(typingctx, arr, idx):
+    """arr[idx:idx+8] of a 1-d int64 array."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        return builder.load(builder.bitcast(ptr, _I.as_pointer()), align=8)
+    return I8(arr, idx), codegen
+
+
+@intrinsic
+def i8_store(typingctx, arr, idx, v):
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1 and v == I8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        builder.store(args[2], builder.bitcast(ptr, _I.as_pointer()), align=8)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def f8_splat(typingctx, x):
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, context.cast(builder, args[0], sig.args[0], types.float64), _F)
+    return F8(x), codegen
+
+
+@intrinsic
+def i8_splat(typingctx, x):
+    if not isinstance(x, (types.Integer, types.Boolean)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, context.cast(builder, args[0], sig.args[0], types.int64), _I)
+    return I8(x), codegen
+
+
+@intrinsic
+def i8_lane(typingctx, v, j):
+    if v != I8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.extract_element(args[0], args[1])
+    return types.int64(v, j), codegen
+
+
+# --- lane-wise arithmetic ---
+
+def _binop(vt, emit):
+    @intrinsic
+    def op(typingctx, a, b):
+        if a != vt or b != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, *args)
+        return vt(a, b), codegen
+    return op
+
+
+def _call(name, vty):
+    def emit(builder, *args):
+        return builder.call(_llvm_fn(builder, f"{name}.v8{'f64' if vty is _F else 'i64'}", vty,
+                                     [vty] * len(args)), list(args))
+    return emit
+
+
+f8_add = _binop(F8, lambda b, x, y: b.fadd(x, y))
+f8_mul = _binop(F8, lambda b, x, y: b.fmul(x, y))
+f8_max = _binop(F8, lambda b, x, y: b.select(b.fcmp_ordered(">", x, y), x, y))  # no NaN care: hats only
+f8_min = _binop(F8, lambda b, x, y: b.select(b.fcmp_ordered("<", x, y), x, y))
+i8_add = _binop(I8, lambda b, x, y: b.add(x, y))
+i8_sub = _binop(I8, lambda b, x, y: b.sub(x, y))
+i8_and = _binop(I8, lambda b, x, y: b.and_(x, y))
+i8_or = _binop(I8, lambda b, x, y: b.or_(x, y))
+i8_shl = _binop(I8, lambda b, x, y: b.shl(x, y))       # shift counts must lie in 0..63
+i8_shr = _binop(I8, lambda b, x, y: b.ashr(x, y))
+i8_max = _binop(I8, _call("llvm.smax", _I))
+i8_min = _binop(I8, _call("llvm.smin", _I))
+
+
+def _unop(vin, vout, emit):
+    @intrinsic
+    def op(typingctx, a):
+        if a != vin:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, args[0])
+        return vout(a), codegen
+    return op
+
+
+f8_trunc = _unop(F8, F8, _call("llvm.trunc", _F))           # toward zero
+f8_roundeven = _unop(F8, F8, _call("llvm.roundeven", _F))   # to nearest, ties to even
+f8_bits = _unop(F8, I8, lambda b, x: b.bitcast(x, _I))
+f8_from_bits = _unop(I8, F8, lambda b, x: b.bitcast(x, _F))
+f8_to_i8 = _unop(F8, I8, lambda b, x: b.fptosi(x, _I))      # only for values that fit
+# Exact widening of the low 16 / 32 bits of each lane read as binary16 / binary32 (Inf, NaN
+# and subnormals included): F16C/AVX conversions.
+f8_from_f16 = _unop(I8, F8, lambda b, x: b.fpext(
+    b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(16), LANES)), ir.VectorType(ir.HalfType(), LANES)), _F))
+f8_from_f32 = _unop(I8, F8, lambda b, x: b.fpext(
+    b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(32), LANES)), ir.VectorType(ir.FloatType(), LANES)), _F))
+i8_to_f8 = _unop(I8, F8, lambda b, x: b.sitofp(x, _F))
+
+
+# --- comparisons (a lane mask is an I8 of 0 / -1) and selection ---
+
+def _cmp(vt, pred):
+    def emit(builder, x, y):
+        c = builder.icmp_signed(pred, x, y) if vt == I8 else builder.fcmp_ordered(pred, x, y)
+        return builder.sext(c, _I)
+
+    @intrinsic
+    def op(typingctx, a, b):
+        if a != vt or b != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, *args)
+        return I8(a, b), codegen
+    return op
+
+
+i8_eq = _cmp(I8, "==")
+i8_ne = _cmp(I8, "!=")
+i8_lt = _cmp(I8, "<")
+i8_ge = _cmp(I8, ">=")
+f8_eq = _cmp(F8, "==")
+
+
+def _select(vt):
+    @intrinsic
+    def op(typingctx, mask, a, b):
+        if mask != I8 or a != vt or b != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            c = builder.icmp_signed("!=", args[0], ir.Constant(_I, 0))
+            return builder.select(c, args[1], args[2])
+        return vt(mask, a, b), codegen
+    return op
+
+
+i8_where = _select(I8)
+f8_where = _select(F8)
