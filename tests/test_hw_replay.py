@@ -42,8 +42,6 @@ def test_an_sm90_corpus_covers_every_form_and_shared_variant():
 @pytest.mark.parametrize("path", FILES, ids=_id)
 def test_recorded_hardware_output_is_reproduced_bit_for_bit(path):
     c = corpus.load(path)
-    if c.kind == "mma" and not bulk.mma_model_available():
-        pytest.skip("mma model not built yet")   # temporary: until fragsim.mma_sync lands
     inp, hw = c.inputs(), c.outputs()
     exp = bulk.model_outputs(c.op, inp, c.arch)
     bad = np.flatnonzero(bulk.mismatching(hw, exp))
