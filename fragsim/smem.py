@@ -2,11 +2,18 @@
 
 ``smem`` is a 1-D ``uint8`` array; ``addrs`` are the 32 lanes' byte offsets into it (lane
 order), optionally batched as ``(..., 32)``.  Values move as little-endian words, as on the
-GPU.  Where several lanes store to the same bytes, PTX leaves the winner undefined; fragsim
-lets the last writer in a fixed order win (see each function) so results are reproducible.
+GPU.
+
+Where several lanes store to the same bytes PTX leaves the winner undefined.  fragsim follows
+what an H200 (sm_90) did in gpu_check's overlap probes: a store runs in phases (stmatrix: one
+per 8x8 matrix; st.shared: 32, 16 or 8 lanes for <=4, 8, 16 bytes; cp.async.cg: 8 lanes);
+a later phase overwrites an earlier one, and within a phase the lowest lane wins.
+cp.async.ca is the exception: the highest lane wins.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -55,9 +62,20 @@ def _check_num(num) -> int:
     return int(num)
 
 
+@lru_cache(maxsize=None)
+def _ldsm_table(num: int, trans: bool):
+    """(src lane, column) of each (lane, reg, half), and the order stmatrix writes them in."""
+    src, col = ldsm_layout(num, trans).table()   # (32, num, 2)
+    # Matrices (phases) in order; within one, lower rows written last so they win.
+    order = np.lexsort((col.ravel(), -src.ravel(), src.ravel() // 8))
+    for a in (src, col, order):
+        a.setflags(write=False)
+    return src, col, order
+
+
 def _ldsm_byte_index(addrs: np.ndarray, num: int, trans: bool) -> np.ndarray:
     """Byte offset of each (…, lane, reg, half) element: (..., 32, num, 2)."""
-    src, col = ldsm_layout(num, trans).table()   # (32, num, 2)
+    src, col, _ = _ldsm_table(num, trans)
     return addrs[..., src] + 2 * col
 
 
@@ -91,8 +109,8 @@ def _last_writer_wins(smem, idx, vals):
 def stmatrix(smem, addrs, regs, num, trans=False) -> None:
     """``stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``: writes ``smem`` in place.
 
-    ``regs`` is uint32 (32, num).  Overlapping rows are undefined in PTX; fragsim writes
-    matrix 0 first, then 1, …, rows in order within a matrix, and the last write wins.
+    ``regs`` is uint32 (32, num).  Overlapping rows are undefined in PTX; as the hardware
+    did, a later matrix overwrites an earlier one and within a matrix the lowest row wins.
     """
     smem = check_smem(smem)
     num = _check_num(num)
@@ -105,9 +123,7 @@ def stmatrix(smem, addrs, regs, num, trans=False) -> None:
     r = r.astype(np.uint32)
     idx = _ldsm_byte_index(a, num, bool(trans))                  # (32, num, 2)
     halves = np.stack([r & 0xFFFF, r >> 16], axis=-1)            # (32, num, 2)
-    # Order writes by (matrix, row, col) so the documented last-writer rule holds.
-    src, col = ldsm_layout(num, bool(trans)).table()
-    order = np.lexsort((col.ravel(), src.ravel()))
+    order = _ldsm_table(num, bool(trans))[2]
     byte_idx = np.stack([idx, idx + 1], axis=-1).reshape(-1, 2)[order]
     byte_val = np.stack([halves & 0xFF, halves >> 8], axis=-1).reshape(-1, 2)[order]
     _last_writer_wins(smem, byte_idx, byte_val.astype(np.uint8))
@@ -156,10 +172,14 @@ def ld_shared(smem, addrs, nbytes, mask=None) -> np.ndarray:
     return (words << (8 * np.arange(4, dtype=np.uint32))).sum(-1, dtype=np.uint32)
 
 
-def _store_bytes(smem, a, data_bytes, m):
-    """data_bytes (32, nbytes) uint8; active lanes in lane order, the highest lane wins."""
+def _store_bytes(smem, a, data_bytes, m, phase_lanes):
+    """data_bytes (32, nbytes) uint8.  Lanes are written phase by phase (``phase_lanes``
+    lanes each), and within a phase from the highest lane down, so that the lowest lane of
+    the last phase touching a byte wins (``phase_lanes=1``: the highest lane wins)."""
     nbytes = data_bytes.shape[-1]
-    lanes = np.flatnonzero(m)
+    lane = np.arange(32)
+    order = np.lexsort((-lane, lane // phase_lanes))
+    lanes = order[m[order]]
     idx = a[lanes][:, None] + np.arange(nbytes)
     _last_writer_wins(smem, idx, data_bytes[lanes])
 
@@ -167,8 +187,9 @@ def _store_bytes(smem, a, data_bytes, m):
 def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
     """``st.shared`` of 1, 2, 4, 8 or 16 bytes per lane; ``values`` uint32 (32, max(1, nbytes//4)).
 
-    PTX leaves the winner undefined when lanes store to the same bytes; fragsim lets the
-    highest active lane win.
+    PTX leaves the winner undefined when lanes store to the same bytes; as on the hardware,
+    the lanes run in phases (32, 16 or 8 lanes for <=4, 8, 16 bytes), a later phase
+    overwrites an earlier one and within a phase the lowest lane wins.
     """
     smem = check_smem(smem)
     nbytes = _check_width(nbytes)
@@ -184,21 +205,26 @@ def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
         lane = int(np.argwhere(v >= (1 << (8 * nbytes)))[0][0])
         raise ValueError(f"lane {lane}: value {int(v[lane, 0]):#x} does not fit in {nbytes} byte(s)")
     data = v.astype("<u4").view(np.uint8).reshape(32, -1)[:, :nbytes]
-    _store_bytes(smem, a, data, m)
+    _store_bytes(smem, a, data, m, phase_lanes=32 if nbytes <= 4 else 128 // nbytes)
 
 
-def cp_async(smem, addrs, src, nbytes, mask=None) -> None:
-    """``cp.async`` of 4, 8 or 16 bytes per lane into shared memory; ``src`` uint8 (32, nbytes).
+def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
+    """``cp.async.{level}`` of 4, 8 or 16 bytes per lane into shared memory; ``src`` uint8 (32, nbytes).
 
-    The global-memory side is given as the bytes each lane copies.  Where copies overlap,
-    the highest active lane wins (undefined in PTX).
+    The global-memory side is given as the bytes each lane copies.  Where copies overlap
+    (undefined in PTX) fragsim does what the hardware did: for ``.ca`` the highest lane
+    wins; ``.cg`` (16 bytes only) runs in 4 phases of 8 lanes, a later phase overwrites an
+    earlier one and within a phase the lowest lane wins.
     """
     smem = check_smem(smem)
-    if nbytes not in (4, 8, 16):
-        raise ValueError(f"cp.async copies 4, 8 or 16 bytes per lane, got {nbytes!r}")
+    if level not in ("ca", "cg"):
+        raise ValueError(f"cp.async level must be 'ca' or 'cg', got {level!r}")
+    if nbytes not in (4, 8, 16) or (level == "cg" and nbytes != 16):
+        raise ValueError(f"cp.async.{level} copies {'16' if level == 'cg' else '4, 8 or 16'} bytes per lane, "
+                         f"got {nbytes!r}")
     m = _check_mask(mask)
     a = check_addrs(addrs, nbytes, smem.size, m, "cp.async destination")
     s = np.asarray(src)
     if s.dtype != np.uint8 or s.shape != (32, nbytes):
         raise ValueError(f"cp.async of {nbytes} bytes: src must be uint8 shaped (32, {nbytes}), got {s.dtype} {s.shape}")
-    _store_bytes(smem, a, s, m)
+    _store_bytes(smem, a, s, m, phase_lanes=1 if level == "ca" else 8)

@@ -81,7 +81,8 @@ def _loop_shared(op, tiles, addrs, mask, payload):
         elif sop.kind == "st":
             fragsim.st_shared(sm, addrs[i], payload[i], sop.bytes_per_addr, int(mask[i]))
         else:
-            fragsim.cp_async(sm, addrs[i], payload[i][:, :sop.bytes_per_addr], sop.bytes_per_addr, int(mask[i]))
+            fragsim.cp_async(sm, addrs[i], payload[i][:, :sop.bytes_per_addr], sop.bytes_per_addr, int(mask[i]),
+                             level=sop.name.split(".")[2])
     return res
 
 

@@ -130,14 +130,44 @@ def test_addrs_must_be_32_lanes():
         fragsim.ldmatrix(np.zeros(1024, np.uint8), np.arange(16) * 16, 4)
 
 
-def test_overlapping_stmatrix_rows_last_matrix_wins():
-    # PTX leaves this undefined; fragsim documents that later matrices overwrite earlier ones.
+# Overlapping stores are undefined in PTX; fragsim follows what an H200 did in gpu_check's
+# overlap probes (all 32 lanes on one address): later phases overwrite, the lowest lane of a phase wins.
+def test_overlapping_stmatrix_rows_later_matrix_wins():
     smem = np.zeros(256, np.uint8)
     regs = np.zeros((32, 2), np.uint32)
     regs[:, 1] = 0xFFFFFFFF
     addrs = (LANE % 8) * 16   # matrix 1's rows land on matrix 0's rows
     fragsim.stmatrix(smem, addrs, regs, 2)
     assert (smem[:128] == 0xFF).all()
+
+
+def test_overlapping_stmatrix_rows_within_a_matrix_lowest_row_wins():
+    smem = np.zeros(16, np.uint8)
+    # lane l holds row l//4 of the (non-trans) matrix: fill each row with its row number
+    regs = np.repeat((LANE // 4 * 0x00010001)[:, None], 1, axis=1).astype(np.uint32)
+    fragsim.stmatrix(smem, np.zeros(32, int), regs, 1)
+    assert (smem == 0).all()
+
+
+@pytest.mark.parametrize("nbytes, winner", [(1, 0), (2, 0), (4, 0), (8, 16), (16, 24)])
+def test_st_shared_one_address_lowest_lane_of_the_last_phase_wins(nbytes, winner):
+    smem = np.zeros(16, np.uint8)
+    vals = np.repeat(LANE[:, None], max(1, nbytes // 4), axis=1).astype(np.uint32)
+    st_shared(smem, np.zeros(32, int), vals, nbytes)
+    assert ld_shared(smem, np.zeros(32, int), nbytes)[0, 0] == winner
+
+
+@pytest.mark.parametrize("level, nbytes, winner", [("ca", 4, 31), ("ca", 16, 31), ("cg", 16, 24)])
+def test_cp_async_one_address_winner(level, nbytes, winner):
+    smem = np.zeros(16, np.uint8)
+    src = np.repeat(LANE[:, None], nbytes, axis=1).astype(np.uint8)
+    cp_async(smem, np.zeros(32, int), src, nbytes, level=level)
+    assert (smem[:nbytes] == winner).all()
+
+
+def test_cp_async_cg_copies_16_bytes_only():
+    with pytest.raises(ValueError, match="cp.async.cg copies 16 bytes"):
+        cp_async(np.zeros(256, np.uint8), LANE * 8, np.zeros((32, 8), np.uint8), 8, level="cg")
 
 
 @pytest.mark.parametrize("nbytes", [1, 2, 4, 8, 16])
@@ -156,12 +186,6 @@ def test_ld_shared_is_little_endian_and_zero_extends():
     assert ld_shared(smem, np.zeros(32, int), 4)[0, 0] == 0x03020100
     assert ld_shared(smem, np.full(32, 2), 2)[0, 0] == 0x0302
     assert ld_shared(smem, np.zeros(32, int), 16)[0, 3] == 0x0F0E0D0C
-
-
-def test_st_shared_same_address_highest_lane_wins():
-    smem = np.zeros(16, np.uint8)
-    st_shared(smem, np.zeros(32, int), LANE[:, None].astype(np.uint32), 4)
-    assert ld_shared(smem, np.zeros(32, int), 4)[0, 0] == 31
 
 
 def test_masked_lanes_neither_store_nor_need_valid_addresses():

@@ -169,7 +169,7 @@ def run(args) -> int:
                 flag = "" if p.uniform else "  (outputs differ across the tile!)"
                 print(f"  {p.op:<36} {p.name:<70} {p.got}{extra}{flag}")
         if overlaps:
-            print("\noverlapping stores (undefined in PTX; fragsim's order: last writer wins):")
+            print("\noverlapping stores (undefined in PTX; fragsim follows the order the H200 showed):")
             for o in overlaps:
                 lanes = f"  winning lanes {o['winning_lanes']}" if "winning_lanes" in o else ""
                 print(f"  {o['op']:<22} {o['probe']:<32} fragsim order "
