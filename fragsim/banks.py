@@ -484,15 +484,37 @@ def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
         raise ValueError(f"addrs must be shaped (n, 32) for a batch, got {a.shape}")
     n = a.shape[0]
     m = _batch_masks(mask, n, o)
-    active = ((m[:, None] >> np.arange(32, dtype=np.uint32)) & 1).astype(bool)
-    active[:, o.address_lanes:] = False
-    a = _check_addrs(o, a, active)
+    if a.dtype.kind not in "ui":
+        raise TypeError(f"addrs must be integer byte offsets into shared memory, got dtype {a.dtype}")
     if src is not None and o.kind != "ldgsts":
         raise ValueError(f"src: only cp.async reads global memory; {o.name} takes no source addresses")
-    s = _check_src(o, src, active) if o.kind == "ldgsts" else np.zeros((1, 32), np.int64)
+    s = None
+    if o.kind == "ldgsts":
+        if src is None:
+            s = (np.arange(32, dtype=np.int64) * o.bytes_per_addr)[None, :]
+        else:
+            s = np.asarray(src)
+            if s.dtype.kind not in "ui":
+                raise TypeError(f"src must be integer global byte addresses, got dtype {s.dtype}")
+            if s.shape not in ((32,), (n, 32)):
+                raise ValueError(f"src must be shaped (32,) or ({n}, 32), got {s.shape}")
     from .banks_kernel import batch_figures
 
-    wf, ideal, exact = batch_figures(a, m, KIND_CODE[o.kind], o.bytes_per_addr, o.address_lanes, s)
+    wf, ideal, exact, err = batch_figures(a, m, KIND_CODE[o.kind], o.bytes_per_addr, o.address_lanes, s)
+    if err[0]:
+        code, i, lane = (int(x) for x in err)
+        what = {"ldsm": "ldmatrix row address", "stsm": "stmatrix row address",
+                "ldgsts": "cp.async destination"}.get(o.kind, f"{o.name} address")
+        v = int(a[i, lane])
+        if code == 1:
+            raise ValueError(f"instruction {i}, lane {lane}: {what} {v} is negative")
+        if code == 2:
+            raise ValueError(f"instruction {i}, lane {lane}: {what} {v:#x} does not fit in 32 bits")
+        if code == 3:
+            raise ValueError(f"instruction {i}, lane {lane}: {what} {v:#x} is not {o.bytes_per_addr}-byte aligned")
+        sv = int(np.broadcast_to(s, (n, 32))[i, lane])
+        raise ValueError(f"instruction {i}, lane {lane}: cp.async source address {sv:#x} is not a "
+                         f"non-negative multiple of {o.bytes_per_addr}")
     if o.name.startswith("cp.async.cg"):
         wf = np.zeros_like(wf)
         ideal = np.zeros_like(ideal)
@@ -507,10 +529,36 @@ def _plural(n, word):
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _collision_lines(r: BankReport, p: Phase) -> list:
+    """Banks needing more than one wavefront, by bank group (the banks one lane's access spans)."""
+    nbytes = parse_shared_op(r.op).bytes_per_addr
+    unit = max(BANK_BYTES, nbytes)
+    span = unit // BANK_BYTES
+    groups: dict = {}
+    for lane in p.active:
+        a = r.addrs[lane] // unit * unit
+        g = (a // BANK_BYTES) % NUM_BANKS
+        groups.setdefault(g, {}).setdefault(a, []).append(lane)
+    out = []
+    kind = parse_shared_op(r.op).kind
+    what = "row" if kind in ("ldsm", "stsm") else ("word" if unit == BANK_BYTES else f"{unit}-byte unit")
+    for g, units in sorted(groups.items()):
+        banks = f"bank {g:2d}" if span == 1 else f"banks {g}-{g + span - 1}"
+        if p.writes_by_bank:
+            lanes = sorted(l for ls in units.values() for l in ls)
+            if len(lanes) > 1:
+                out.append(f"    {banks}: {len(lanes)} writes (lanes {_ranges(lanes)}), one wavefront each")
+        elif len(units) > 1:
+            parts = ", ".join(f"{u:#x} (lane{'s' if len(ls) > 1 else ''} {_ranges(ls)})"
+                              for u, ls in sorted(units.items()))
+            out.append(f"    {banks}: {len(units)} {what}s: {parts}")
+    return out
+
+
 def format_report(r: BankReport) -> str:
     lines = [f"{r.op}  ({r.ptx})"]
     nact = sum(r.active)
-    how = (f"one per 128-byte source line" if r.src is not None else
+    how = (f"(one per 128-byte source line)" if r.src is not None else
            f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
     lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({_ranges([i for i, x in enumerate(r.active) if x])}), "
                  f"{_plural(len(r.phases), 'phase')} {how}")
@@ -525,13 +573,7 @@ def format_report(r: BankReport) -> str:
         most = max(len(v) for v in p.banks.values())
         lines.append(f"{head}  {_plural(p.wavefronts, 'wavefront'):<13} {nbanks} bank{'s' if nbanks != 1 else ''} hit, "
                      f"at most {_plural(most, 'distinct word')} per bank")
-        for b, ws in p.collisions:
-            if ws[0][0] is None:
-                lines.append(f"    bank {b:2d}: {len(ws[0][1])} writes, lanes {_ranges(ws[0][1])}")
-            else:
-                parts = ", ".join(f"{w:#x} (lane{'s' if len(ls) > 1 else ''} {_ranges(sorted(set(ls)))})"
-                                  for w, ls in ws)
-                lines.append(f"    bank {b:2d}: {len(ws)} words: {parts}")
+        lines.extend(_collision_lines(r, p))
         for src_addr, ls in sorted(p.lanes_by_source.items()):
             if len(ls) > 1:
                 lines.append(f"    source {src_addr:#x}: read by {len(ls)} lanes ({_ranges(ls)}), one wavefront each")
