@@ -297,7 +297,11 @@ class Expr:
             if v.dtype.kind not in "iu":
                 raise TypeError(f"variable {name!r} must be an integer or integer array, got dtype {v.dtype}")
             arrays[name] = v.astype(np.int64)
-        shape = np.broadcast_shapes(*(a.shape for a in arrays.values())) if arrays else ()
+        lane_arr = np.asarray(env["lane"])
+        if lane_arr.dtype.kind not in "iub":
+            raise TypeError(f"lane must be an integer or integer array, got dtype {lane_arr.dtype}")
+        # one value per lane even where the expression does not read `lane`
+        shape = np.broadcast_shapes(lane_arr.shape, *(a.shape for a in arrays.values()))
         live = np.ones(shape, bool)
         out = self._eval(self.tree, arrays, live, shape)
         return np.broadcast_to(out, shape).astype(np.int64)
@@ -374,5 +378,6 @@ def parse(src: str) -> Expr:
 
 
 def evaluate(src: str, lane=None, **variables) -> np.ndarray:
-    """Parse and evaluate: int64 array, one value per lane (``lane`` = 0..31 by default)."""
+    """Parse and evaluate: int64 array, one value per lane (``lane`` = 0..31 by default; the result
+    has the broadcast shape of ``lane`` and the variables, even where the expression reads none)."""
     return Expr(src).evaluate(lane, **variables)
