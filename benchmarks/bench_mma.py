@@ -1,0 +1,90 @@
+"""Microseconds per mma.sync (one warp's worth) through ``fragsim.mma``, per form and arch.
+
+    python benchmarks/bench_mma.py [--batch 20000] [--repeat 5] [--json] [--mmasim]
+
+Operands are uniformly random 32-bit register words (every bit pattern: NaN, Inf,
+subnormals and all), a batch of ``--batch`` warps per call; the figure is the best of
+``--repeat`` calls divided by the batch.  "1 core" pins numba to one thread; "all cores"
+uses every thread numba has (prange over the batch).  ``--mmasim`` also times MMA-Sim (if
+installed) on single mmas, for scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import fragsim  # noqa: E402
+
+
+def best_us(fn, batch, repeat):
+    fn()                                   # warm: compile or load the numba cache
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best / batch * 1e6
+
+
+def mmasim_us(form, arch, n=50):
+    import torch
+    from mmasim.nv_ptx import MMA
+
+    f = fragsim.lookup(form)
+    sim = MMA({"sm_80": "Ampere", "sm_90": "Hopper"}[arch], form.replace(".row.col", ""))
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32}
+    ops = [torch.randn(*f.matrix_shape(op)).to(dt[f.fmt(op).name]) for op in "ABC"]
+    sim(*ops)
+    t = time.perf_counter()
+    for _ in range(n):
+        sim(*ops)
+    return (time.perf_counter() - t) / n * 1e6
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=int, default=20000)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--mmasim", action="store_true", help="also time MMA-Sim (needs mmasim and torch)")
+    args = p.parse_args(argv)
+
+    import numba
+
+    all_threads = numba.get_num_threads()
+    rng = np.random.default_rng(0)
+    rows = []
+    for form in fragsim.FORMS:
+        f = fragsim.lookup(form)
+        regs = [rng.integers(0, 2**32, (args.batch, 32, f.nregs(op)), dtype=np.uint64).astype(np.uint32)
+                for op in "ABC"]
+        for arch in ("sm_90", "sm_80"):
+            row = {"form": form, "arch": arch, "batch": args.batch}
+            numba.set_num_threads(1)
+            row["us_1_core"] = best_us(lambda: fragsim.mma(form, *regs, arch=arch), args.batch, args.repeat)
+            numba.set_num_threads(all_threads)
+            row["us_all_cores"] = best_us(lambda: fragsim.mma(form, *regs, arch=arch), args.batch, args.repeat)
+            row["cores"] = all_threads
+            if args.mmasim:
+                row["us_mmasim"] = mmasim_us(form, arch)
+            rows.append(row)
+            if not args.json:
+                extra = f"  MMA-Sim {row['us_mmasim']:8.1f} us" if args.mmasim else ""
+                print(f"{form:36s} {arch}  1 core {row['us_1_core']:6.2f} us   {all_threads} cores "
+                      f"{row['us_all_cores']:6.2f} us{extra}", flush=True)
+    if args.json:
+        print(json.dumps({"machine": platform.processor() or platform.machine(), "cores": all_threads,
+                          "numba": numba.__version__, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
