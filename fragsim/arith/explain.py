@@ -208,7 +208,7 @@ def render(trace: dict) -> str:
             out.append(f"  result: {blk['result']:#x}")
             continue
         E, g = blk["E_max"], blk["grid_exponent"]
-        out.append(f"  {'term':>5}  {'a':>22}  {'b':>22}  {'exact term':>24}  {'exp':>5}  "
+        out.append(f"  {'term':>7}  {'a':>22}  {'b':>22}  {'exact term':>24}  {'exp':>5}  "
                    f"{'kept (x 2^' + str(g) + ')':>16}  dropped")
         rows, run = [], []
         for t in blk["all_terms"]:      # runs of zero products print as one line
@@ -223,7 +223,7 @@ def render(trace: dict) -> str:
             if isinstance(t, list):
                 ks = f"k={t[0]['k']}" + (f"..{t[-1]['k']}" if len(t) > 1 else "")
                 what = "zero products" if len(t) > 1 else "zero product"
-                out.append(f"  {ks:>5}  {what:>22}  {'':>22}  {'0':>24}  {t[0]['exponent']:>5}  "
+                out.append(f"  {ks:>7}  {what:>22}  {'':>22}  {'0':>24}  {t[0]['exponent']:>5}  "
                            f"{0:>16}  -   (exponent e_zero)")
                 continue
             if t["k"] == "c":
@@ -233,7 +233,7 @@ def render(trace: dict) -> str:
                 b_s = f"{t['b']['bits']} {_fmt_value(t['b']['value'])}"
                 name = f"k={t['k']}"
             mark = "*" if t["exponent"] == E else " "
-            out.append(f"  {name:>5}  {a_s:>22}  {b_s:>22}  {_fmt_value(t['product']):>24}  {t['exponent']:>5}{mark} "
+            out.append(f"  {name:>7}  {a_s:>22}  {b_s:>22}  {_fmt_value(t['product']):>24}  {t['exponent']:>5}{mark} "
                        f"{t['kept_units']:>16}  {_fmt_value(t['dropped']) if t['dropped'] else '-'}")
         out.append(f"  E_max = {E} (*), so every term is cut to a multiple of 2^(E_max - F) = {_pow2(g)}, "
                    f"toward zero")
