@@ -26,8 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_from_f32,
-                   f8_load, f8_max, f8_min, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
-                   f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load, i8_load_u32,
+                   f8_load, f8_lt, f8_max, f8_min, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
+                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_gather, i8_load, i8_load_u32,
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 
@@ -143,36 +143,31 @@ def _decode_operand(words, base, src, sh, n, mask, code, emin, nan_low, vals, ha
 def _emax_row(ah, bh, mk, k0, k1, chat, cval, zhat8):
     """2**E_max of one output row over products k0..k1-1 and c, as float64 bits.
 
-    A product's hat (hat_a * hat_b) is 0 exactly when it is a zero term; then e_zero joins
-    the max, as it does for a zero c.  Four partial maxima keep the dependency chains short."""
+    A product's hat (hat_a * hat_b) is 0 exactly when it is a zero term.  Zero terms (and a
+    zero c) bring e_zero, which can only matter where every other term lies below it: only
+    then does the row look for them.  Four partial maxima keep the dependency chains short."""
     N = LANES
     fzero = f8_splat(0.0)
-    e0 = f8_max(chat, f8_where(f8_eq(cval, fzero), zhat8, fzero))
+    e0 = chat
     e1 = fzero
     e2 = fzero
     e3 = fzero
-    z0 = f8_splat(np.inf)
-    z1 = z0
     k = k0
     while k + 4 <= k1:
-        p0 = f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N))
-        p1 = f8_mul(f8_bcast(ah, mk + k + 1), f8_load(bh, k * N + N))
-        p2 = f8_mul(f8_bcast(ah, mk + k + 2), f8_load(bh, k * N + 2 * N))
-        p3 = f8_mul(f8_bcast(ah, mk + k + 3), f8_load(bh, k * N + 3 * N))
-        e0 = f8_max(e0, p0)
-        e1 = f8_max(e1, p1)
-        e2 = f8_max(e2, p2)
-        e3 = f8_max(e3, p3)
-        z0 = f8_min(z0, f8_min(p0, p1))
-        z1 = f8_min(z1, f8_min(p2, p3))
+        e0 = f8_max(e0, f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)))
+        e1 = f8_max(e1, f8_mul(f8_bcast(ah, mk + k + 1), f8_load(bh, k * N + N)))
+        e2 = f8_max(e2, f8_mul(f8_bcast(ah, mk + k + 2), f8_load(bh, k * N + 2 * N)))
+        e3 = f8_max(e3, f8_mul(f8_bcast(ah, mk + k + 3), f8_load(bh, k * N + 3 * N)))
         k += 4
     while k < k1:
-        p0 = f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N))
-        e0 = f8_max(e0, p0)
-        z0 = f8_min(z0, p0)
+        e0 = f8_max(e0, f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)))
         k += 1
     emax = f8_max(f8_max(e0, e1), f8_max(e2, e3))
-    emax = f8_max(emax, f8_where(f8_eq(f8_min(z0, z1), fzero), zhat8, fzero))
+    if i8_any(f8_lt(emax, zhat8)):
+        zero = f8_eq(cval, fzero)
+        for k in range(k0, k1):
+            zero = i8_or(zero, f8_eq(f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)), fzero))
+        emax = f8_max(emax, f8_where(zero, zhat8, fzero))
     return f8_bits(emax)
 
 

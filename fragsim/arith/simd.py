@@ -211,6 +211,18 @@ def i8_splat(typingctx, x):
 
 
 @intrinsic
+def i8_any(typingctx, v):
+    """True when any lane is nonzero."""
+    if v != I8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        r = builder.call(_llvm_fn(builder, "llvm.vector.reduce.or.v8i64", ir.IntType(64), [_I]), [args[0]])
+        return builder.icmp_signed("!=", r, ir.Constant(ir.IntType(64), 0))
+    return types.boolean(v), codegen
+
+
+@intrinsic
 def i8_lane(typingctx, v, j):
     if v != I8:
         return None
@@ -304,6 +316,7 @@ i8_ne = _cmp(I8, "!=")
 i8_lt = _cmp(I8, "<")
 i8_ge = _cmp(I8, ">=")
 f8_eq = _cmp(F8, "==")
+f8_lt = _cmp(F8, "<")
 
 
 def _select(vt):
