@@ -3,8 +3,8 @@
     python benchmarks/bench_banks.py [--n 2000000] [--repeat 5]
 
 Prints warp-instructions per second for ``fragsim.bank_conflicts(op, addrs)`` with ``addrs``
-shaped (n, 32): random 16-byte-aligned row addresses in 16 KiB of shared memory (the numba
-kernel; compile time excluded, input checks included).
+shaped (n, 32): random aligned addresses in 16 KiB of shared memory (the numba kernel; compile
+time excluded, input checks included).  ``--op all`` times every access width.
 """
 
 from __future__ import annotations
@@ -25,20 +25,23 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--n", type=int, default=2_000_000, help="address sets per timed call")
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--op", default="ldmatrix.x4")
+    p.add_argument("--op", default="ldmatrix.x4", help="instruction, or 'all' for a table over every width")
     args = p.parse_args(argv)
-    rng = np.random.default_rng(0)
-    addrs = rng.integers(0, 16384 // 16, (args.n, 32)) * 16
-    fragsim.bank_conflicts(args.op, addrs[:10])          # compile (or load the cache)
-    best = float("inf")
-    for _ in range(args.repeat):
-        t0 = time.perf_counter()
-        r = fragsim.bank_conflicts(args.op, addrs)
-        best = min(best, time.perf_counter() - t0)
-    rate = args.n / best
-    print(f"{args.op}: {args.n} random address sets in {best * 1e3:.1f} ms (best of {args.repeat}) "
-          f"= {rate / 1e6:.2f} M warp-instructions/s on one core ({platform.processor() or platform.machine()})")
-    print(f"mean wavefronts {r.wavefronts.mean():.3f}, mean conflicts {r.conflicts.mean():.3f}")
+    ops = (["ldmatrix.x4", "stmatrix.x4", "ld.shared.b32", "ld.shared.v2.b32", "ld.shared.v4.b32",
+            "st.shared.v4.b32", "cp.async.ca.16"] if args.op == "all" else [args.op])
+    print(f"one core ({platform.processor() or platform.machine()}), best of {args.repeat}, {args.n} random address sets")
+    for op in ops:
+        size = fragsim.parse_shared_op(op).bytes_per_addr
+        rng = np.random.default_rng(0)
+        addrs = rng.integers(0, 16384 // size, (args.n, 32)) * size
+        fragsim.bank_conflicts(op, addrs[:10])          # compile (or load the cache)
+        best = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            r = fragsim.bank_conflicts(op, addrs)
+            best = min(best, time.perf_counter() - t0)
+        print(f"{op:18s} {args.n / best / 1e6:6.2f} M warp-instructions/s  ({best * 1e3:.0f} ms; "
+              f"mean wavefronts {r.wavefronts.mean():.2f}, conflicts {r.conflicts.mean():.2f})", flush=True)
 
 
 if __name__ == "__main__":

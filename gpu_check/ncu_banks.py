@@ -349,6 +349,32 @@ def structured_cases(op: str, rng: np.random.Generator):
         for m in masks:
             for pname, p in pats.items():
                 add(f"mask {m:#010x} {pname}", p, m)
+    return round_robin(out)
+
+
+def case_category(label: str) -> str:
+    """The kind of address set a label names (stride, broadcast, duplicate, ... random style)."""
+    label = label.split(" | ")[0]
+    if label.startswith("random"):
+        return label
+    for prefix, cat in (("stride", "stride"), ("broadcast", "broadcast"), ("one word", "broadcast"),
+                        ("two words", "broadcast"), ("dup", "duplicate"), ("pairs", "duplicate"),
+                        ("lane%", "duplicate"), ("upper", "halves"), ("quarter", "halves"), ("mask", "partial warp")):
+        if label.startswith(prefix):
+            return cat
+    if "Swizzle" in label or "swizzle" in label or "atom^" in label:
+        return "swizzled tile"
+    return "padding"
+
+
+def round_robin(cases):
+    """Interleave the categories, so a run cut short by its time budget still measures each kind."""
+    groups: dict = {}
+    for c in cases:
+        groups.setdefault(case_category(c[0]), []).append(c)
+    out, lists = [], list(groups.values())
+    for i in range(max((len(g) for g in lists), default=0)):
+        out.extend(g[i] for g in lists if i < len(g))
     return out
 
 

@@ -275,3 +275,12 @@ def test_importing_fragsim_does_not_import_numba():
            "print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_straight_line_phase_code_is_what_its_generator_writes():
+    import inspect
+
+    from fragsim import banks_kernel
+
+    src = inspect.getsource(banks_kernel)
+    assert banks_kernel._phase_source(8) in src and banks_kernel._phase_source(16) in src

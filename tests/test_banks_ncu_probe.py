@@ -68,3 +68,13 @@ def test_probe_compiles_for_sm_90(tmp_path):
     r = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "p.cubin"), str(cu)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("op", ["ldmatrix.x4", "ld.shared.v2.b32", "st.shared.b32"])
+def test_a_measurement_cut_short_still_covers_every_kind_of_address_set(op):
+    first = nb.cases_for(op, seed=1, n_random=100)[:40]
+    kinds = {nb.case_category(c[0]) for c in first}
+    want = {"stride", "broadcast", "duplicate", "halves", "padding", "swizzled tile"}
+    if parse_shared_op(op).kind in ("ld", "st"):
+        want.add("partial warp")
+    assert want <= kinds
