@@ -558,7 +558,7 @@ def _collision_lines(r: BankReport, p: Phase) -> list:
 def format_report(r: BankReport) -> str:
     lines = [f"{r.op}  ({r.ptx})"]
     nact = sum(r.active)
-    how = (f"(one per 128-byte source line)" if r.src is not None else
+    how = ("(one per 128-byte source line)" if r.src is not None else
            f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
     lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({_ranges([i for i, x in enumerate(r.active) if x])}), "
                  f"{_plural(len(r.phases), 'phase')} {how}")

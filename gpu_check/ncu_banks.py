@@ -385,7 +385,6 @@ def random_cases(op: str, rng: np.random.Generator, n: int):
     styles = ("uniform", "few distinct", "few banks", "affine", "permuted", "dup", "gf2", "rows", "pairs")
     for i in range(n):
         style = styles[i % len(styles)]
-        units = SMEM_BYTES // al
         if style == "uniform":
             R = int(rng.choice([128, 256, 512, 1024, 4096, SMEM_BYTES]))
             a = rng.integers(0, max(1, R // al), 32) * al
