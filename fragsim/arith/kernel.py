@@ -26,8 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_from_f32,
-                   f8_load, f8_lt, f8_max, f8_min, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
-                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_gather, i8_load, i8_load_u32,
+                   f8_load, f8_lt, f8_max, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
+                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 

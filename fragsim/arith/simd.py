@@ -7,7 +7,8 @@ gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 
 results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
 
 Only what the kernel needs is here.  Functions are numba intrinsics: call them from
-``@njit`` code only.
+``@njit`` code only.  numba's cache of kernel.py does not notice edits to this file: touch
+kernel.py after changing it.
 """
 
 from __future__ import annotations
@@ -131,19 +132,6 @@ def i8_gather(typingctx, arr, base, idx, off):
 
 
 @intrinsic
-def i8_load_u32(typingctx, arr, idx):
-    """arr[idx:idx+8] of a 1-d uint32 array, zero-extended to int64 lanes."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.uint32 and arr.ndim == 1):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-        v = builder.load(builder.bitcast(ptr, ir.VectorType(ir.IntType(32), LANES).as_pointer()), align=4)
-        return builder.zext(v, _I)
-    return I8(arr, idx), codegen
-
-
-@intrinsic
 def f8_bcast(typingctx, arr, idx):
     """arr[idx] of a 1-d float64 array in every lane."""
     if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
@@ -222,16 +210,6 @@ def i8_any(typingctx, v):
     return types.boolean(v), codegen
 
 
-@intrinsic
-def i8_lane(typingctx, v, j):
-    if v != I8:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.extract_element(args[0], args[1])
-    return types.int64(v, j), codegen
-
-
 # --- lane-wise arithmetic ---
 
 def _binop(vt, emit):
@@ -256,7 +234,6 @@ def _call(name, vty):
 f8_add = _binop(F8, lambda b, x, y: b.fadd(x, y))
 f8_mul = _binop(F8, lambda b, x, y: b.fmul(x, y))
 f8_max = _binop(F8, lambda b, x, y: b.select(b.fcmp_ordered(">", x, y), x, y))  # no NaN care: hats only
-f8_min = _binop(F8, lambda b, x, y: b.select(b.fcmp_ordered("<", x, y), x, y))
 i8_add = _binop(I8, lambda b, x, y: b.add(x, y))
 i8_sub = _binop(I8, lambda b, x, y: b.sub(x, y))
 i8_and = _binop(I8, lambda b, x, y: b.and_(x, y))
@@ -290,7 +267,6 @@ f8_from_f16 = _unop(I8, F8, lambda b, x: b.fpext(
     b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(16), LANES)), ir.VectorType(ir.HalfType(), LANES)), _F))
 f8_from_f32 = _unop(I8, F8, lambda b, x: b.fpext(
     b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(32), LANES)), ir.VectorType(ir.FloatType(), LANES)), _F))
-i8_to_f8 = _unop(I8, F8, lambda b, x: b.sitofp(x, _F))
 
 
 # --- comparisons (a lane mask is an I8 of 0 / -1) and selection ---
@@ -314,7 +290,6 @@ def _cmp(vt, pred):
 i8_eq = _cmp(I8, "==")
 i8_ne = _cmp(I8, "!=")
 i8_lt = _cmp(I8, "<")
-i8_ge = _cmp(I8, ">=")
 f8_eq = _cmp(F8, "==")
 f8_lt = _cmp(F8, "<")
 
