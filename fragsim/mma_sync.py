@@ -36,7 +36,7 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
         raise ValueError(f"{f.name}: the leading (batch) dimensions of A, B and C do not broadcast: "
                          f"{', '.join(str(r.shape) for r in regs)}") from None
     batch = int(np.prod(lead, dtype=np.int64))
-    flat = [np.ascontiguousarray(np.broadcast_to(r, lead + r.shape[-2:]).reshape(batch, -1))
+    flat = [np.ascontiguousarray(np.broadcast_to(r, lead + r.shape[-2:]).reshape(batch, r.shape[-2] * r.shape[-1]))
             for r in regs]
     from .arith import kernel  # numba loads here, on first use, not at `import fragsim`
 

@@ -80,6 +80,11 @@ def test_batch_dimensions_broadcast():
     assert np.array_equal(d[2, 1], fragsim.mma(F32, a[1], b[0], c[2], arch="sm_80"))
 
 
+def test_an_empty_batch_gives_an_empty_result():
+    a, b, c = regs(F32, (0,))
+    assert fragsim.mma(F32, a, b, c).shape == (0, 32, 4)
+
+
 def test_batch_dimensions_that_do_not_broadcast_are_refused():
     a, b, c = regs(F32, (4,))
     with pytest.raises(ValueError, match="do not broadcast"):
