@@ -44,12 +44,12 @@ FMT_CODE = {"f16": F16, "bf16": BF16, "tf32": TF32, "f32": F32}
 # Layout of the int64 parameter vector.
 (P_M, P_N, P_K, P_L, P_F, P_EZERO, P_IN_CODE, P_IN_EMIN, P_IN_MASK,
  P_ACC_CODE, P_ACC_EMIN, P_ACC_MAN, P_ACC_EBITS, P_RNE, P_ZERO_IEEE, P_C_EXACT, P_NAN_LOW,
- P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS) = range(21)
-NPARAMS = 21
+ P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS, P_A_PAIRED, P_B_PAIRED) = range(23)
+NPARAMS = 23
 
 
-def make_params(pl) -> np.ndarray:
-    """The parameter vector of a ``fragsim.arith.Plan``."""
+def make_params(pl, maps) -> np.ndarray:
+    """The parameter vector of a ``fragsim.arith.Plan`` and its ``index_maps``."""
     M, N, K = pl.form.shape
     if N != LANES:
         raise ValueError(f"form {pl.form.name}: the kernel computes rows of {LANES} columns, N is {N}")
@@ -63,6 +63,7 @@ def make_params(pl) -> np.ndarray:
     p[P_C_EXACT] = a.c_subnormal_exp == "exact"
     p[P_NAN_LOW] = bool(a.tf32_nan_low_bits)
     p[[P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS]] = [32 * pl.form.nregs(op) for op in "ABCD"]
+    p[[P_A_PAIRED, P_B_PAIRED]] = bool(maps["a_paired"][0]), bool(maps["b_paired"][0])
     return p
 
 
@@ -129,18 +130,30 @@ def _round8(v, man, ebits, rne, zero_ieee):
 
 
 @njit(inline="always")
-def _decode_operand(words, base, src, sh, n, mask, code, emin, nan_low, vals, hats):
-    """Decode the n elements of an operand, in the matrix's row-major order, 8 at a time:
-    gather their register words, shift their half into place, decode."""
-    for o in range(0, n, LANES):
-        w = i8_and(i8_shr(i8_gather(words, base, src, o), i8_load(sh, o)), _k(mask))
-        v, h = _decode8(w, code, emin, nan_low, False)
-        f8_store(vals, o, v)
-        f8_store(hats, o, h)
+def _decode_kmajor(words, base, src, sh, paired, K, X, mask, code, emin, nan_low, vals, hats):
+    """Decode an operand k-major (vals[k*X + x]), 8 elements at a time: gather their register
+    words and decode.  ``paired``: each word holds rows k (low half) and k+1 (high half) of
+    one column, and ``src`` lists the even rows only."""
+    if paired:
+        for o in range(0, (K // 2) * X, LANES):
+            w = i8_gather(words, base, src, o)
+            lo = (o // X) * 2 * X + o % X              # row 2*kk, same column block
+            v, h = _decode8(i8_and(w, _k(0xFFFF)), code, emin, nan_low, False)
+            f8_store(vals, lo, v)
+            f8_store(hats, lo, h)
+            v, h = _decode8(i8_shr(w, _k(16)), code, emin, nan_low, False)
+            f8_store(vals, lo + X, v)
+            f8_store(hats, lo + X, h)
+    else:
+        for o in range(0, K * X, LANES):
+            w = i8_and(i8_shr(i8_gather(words, base, src, o), i8_load(sh, o)), _k(mask))
+            v, h = _decode8(w, code, emin, nan_low, False)
+            f8_store(vals, o, v)
+            f8_store(hats, o, h)
 
 
 @njit(inline="always")
-def _emax_row(ah, bh, mk, k0, k1, chat, cval, zhat8):
+def _emax_row(ah, bh, M, m, k0, k1, chat, cval, zhat8):
     """2**E_max of one output row over products k0..k1-1 and c, as float64 bits.
 
     A product's hat (hat_a * hat_b) is 0 exactly when it is a zero term.  Zero terms (and a
@@ -154,25 +167,25 @@ def _emax_row(ah, bh, mk, k0, k1, chat, cval, zhat8):
     e3 = fzero
     k = k0
     while k + 4 <= k1:
-        e0 = f8_max(e0, f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)))
-        e1 = f8_max(e1, f8_mul(f8_bcast(ah, mk + k + 1), f8_load(bh, k * N + N)))
-        e2 = f8_max(e2, f8_mul(f8_bcast(ah, mk + k + 2), f8_load(bh, k * N + 2 * N)))
-        e3 = f8_max(e3, f8_mul(f8_bcast(ah, mk + k + 3), f8_load(bh, k * N + 3 * N)))
+        e0 = f8_max(e0, f8_mul(f8_bcast(ah, k * M + m), f8_load(bh, k * N)))
+        e1 = f8_max(e1, f8_mul(f8_bcast(ah, (k + 1) * M + m), f8_load(bh, k * N + N)))
+        e2 = f8_max(e2, f8_mul(f8_bcast(ah, (k + 2) * M + m), f8_load(bh, k * N + 2 * N)))
+        e3 = f8_max(e3, f8_mul(f8_bcast(ah, (k + 3) * M + m), f8_load(bh, k * N + 3 * N)))
         k += 4
     while k < k1:
-        e0 = f8_max(e0, f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)))
+        e0 = f8_max(e0, f8_mul(f8_bcast(ah, k * M + m), f8_load(bh, k * N)))
         k += 1
     emax = f8_max(f8_max(e0, e1), f8_max(e2, e3))
     if i8_any(f8_lt(emax, zhat8)):
         zero = f8_eq(cval, fzero)
         for k in range(k0, k1):
-            zero = i8_or(zero, f8_eq(f8_mul(f8_bcast(ah, mk + k), f8_load(bh, k * N)), fzero))
+            zero = i8_or(zero, f8_eq(f8_mul(f8_bcast(ah, k * M + m), f8_load(bh, k * N)), fzero))
         emax = f8_max(emax, f8_where(zero, zhat8, fzero))
     return f8_bits(emax)
 
 
 @njit(inline="always")
-def _sum_row(av, bv, mk, k0, k1, cval, scale):
+def _sum_row(av, bv, M, m, k0, k1, cval, scale):
     """The exact sum of c and the products k0..k1-1 of one output row, each term scaled by
     2**(F - E) and truncated toward zero.  Partial sums start at -0.0, the identity of
     IEEE addition for signed zeros too."""
@@ -183,13 +196,13 @@ def _sum_row(av, bv, mk, k0, k1, cval, scale):
     s3 = s1
     k = k0
     while k + 4 <= k1:
-        s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k), f8_load(bv, k * N)), scale)))
-        s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 1), f8_load(bv, k * N + N)), scale)))
-        s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 2), f8_load(bv, k * N + 2 * N)), scale)))
-        s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k + 3), f8_load(bv, k * N + 3 * N)), scale)))
+        s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, k * M + m), f8_load(bv, k * N)), scale)))
+        s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, (k + 1) * M + m), f8_load(bv, k * N + N)), scale)))
+        s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, (k + 2) * M + m), f8_load(bv, k * N + 2 * N)), scale)))
+        s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, (k + 3) * M + m), f8_load(bv, k * N + 3 * N)), scale)))
         k += 4
     while k < k1:
-        s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, mk + k), f8_load(bv, k * N)), scale)))
+        s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, k * M + m), f8_load(bv, k * N)), scale)))
         k += 1
     return f8_add(f8_add(s0, s1), f8_add(s2, s3))
 
@@ -206,9 +219,11 @@ def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, 
     acc_mask = (np.int64(1) << (1 + acc_man + acc_ebits)) - 1
     zhat8 = f8_from_bits(_k((e_zero + 1023) << 52))          # 2**e_zero
 
-    # A row-major (av[m*K + k]) and B k-major (bv[k*N + n]): a row of B is one vector.
-    _decode_operand(aw, i * prm[P_AWORDS], a_src, a_sh, M * K, in_mask, in_code, in_emin, nan_low, av, ah)
-    _decode_operand(bw, i * prm[P_BWORDS], b_src, b_sh, K * N, in_mask, in_code, in_emin, nan_low, bv, bh)
+    # A and B k-major (av[k*M + m], bv[k*N + n]): a row of B is one vector.
+    _decode_kmajor(aw, i * prm[P_AWORDS], a_src, a_sh, prm[P_A_PAIRED], K, M, in_mask, in_code, in_emin,
+                   nan_low, av, ah)
+    _decode_kmajor(bw, i * prm[P_BWORDS], b_src, b_sh, prm[P_B_PAIRED], K, N, in_mask, in_code, in_emin,
+                   nan_low, bv, bh)
 
     # Row by row in three passes per block (E_max, sums, rounding): rows are independent,
     # so each pass is a stream of independent work instead of one long dependency chain.
@@ -222,11 +237,11 @@ def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, 
         k0 = j * L
         k1 = min(k0 + L, K)
         for m in range(M):
-            i8_store(eb, m * N, _emax_row(ah, bh, m * K, k0, k1, f8_load(ch, m * N), f8_load(cv, m * N), zhat8))
+            i8_store(eb, m * N, _emax_row(ah, bh, M, m, k0, k1, f8_load(ch, m * N), f8_load(cv, m * N), zhat8))
         for m in range(M):
             ebits = i8_load(eb, m * N)
             scale = f8_from_bits(i8_sub(_k((F + 2046) << 52), ebits))      # 2**(F - E)
-            S = _sum_row(av, bv, m * K, k0, k1, f8_load(cv, m * N), scale)
+            S = _sum_row(av, bv, M, m, k0, k1, f8_load(cv, m * N), scale)
             f8_store(sv, m * N, f8_mul(S, f8_from_bits(i8_sub(ebits, _k(F << 52)))))   # S * 2**(E - F)
         for m in range(M):
             w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
@@ -257,11 +272,20 @@ def _run_range(lo, hi, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_
 
 
 @njit(cache=True)
+def _a64(n, dtype):
+    """An empty array on a 64-byte boundary: 8-lane loads and stores then never straddle a
+    cache line."""
+    raw = np.empty(n + 8, dtype)
+    off = ((-raw.ctypes.data) % 64) // 8
+    return raw[off:off + n]
+
+
+@njit(cache=True)
 def _scratch(prm):
     M, K = prm[P_M], prm[P_K]
-    return (np.empty(M * K, np.float64), np.empty(M * K, np.float64), np.empty(K * LANES, np.float64),
-            np.empty(K * LANES, np.float64), np.empty(M * LANES, np.float64), np.empty(M * LANES, np.float64),
-            np.empty(M * LANES, np.int64), np.empty(M * LANES, np.float64), np.empty(M * LANES, np.int64))
+    return (_a64(M * K, np.float64), _a64(M * K, np.float64), _a64(K * LANES, np.float64),
+            _a64(K * LANES, np.float64), _a64(M * LANES, np.float64), _a64(M * LANES, np.float64),
+            _a64(M * LANES, np.int64), _a64(M * LANES, np.float64), _a64(M * LANES, np.int64))
 
 
 @njit(cache=True)
@@ -287,7 +311,7 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
     batch = a.shape[0]
     nd = pl.form.nregs("D")
     d = np.empty(batch * 32 * nd, np.uint32)
-    prm = make_params(pl)
+    prm = make_params(pl, maps)
     args = (a.reshape(-1), b.reshape(-1), c.reshape(-1), d, maps["a_src"], maps["a_sh"],
             maps["b_src"], maps["b_sh"], maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm)
     threads = numba.get_num_threads()
