@@ -55,6 +55,15 @@ def test_tour_writes_maps_and_pictures(tmp_path, capsys):
     assert os.path.getsize(written["pictures"][0]) > 20_000
 
 
+def test_tour_conflict_table_shows_the_swizzle_removing_the_conflicts(tmp_path, capsys):
+    assert main(["tour", "--out", str(tmp_path), "--no-pictures"]) == 0
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[-3:]
+            for line in (tmp_path / "tables" / "bank_conflicts.md").read_text().splitlines()
+            if line.startswith("| A, 128")}
+    assert rows["A, 128-byte rows (BK=64 fp16), no swizzle"] == ["32", "4", "28 |"]
+    assert rows["A, 128-byte rows, Swizzle<3,4,3>"] == ["4", "4", "0 |"]
+
+
 def test_console_script_entry_runs_help():
     r = subprocess.run([sys.executable, "-m", "fragsim", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "layout" in r.stdout and "tour" in r.stdout

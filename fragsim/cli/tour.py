@@ -64,5 +64,45 @@ def _pictures(args, out, written):
         written["pictures"].append(path)
 
 
+# Access patterns kernel writers ask about (the seeds' GEMMs): C address math in `lane`, and an
+# optional CUTLASS Swizzle<B,M,S> applied to the byte offsets.  16x16 fp16 A fragments via
+# ldmatrix.x4, B via .x2.trans / .x4.trans, the C scatter, cp.async tile fills.
+A_ROWS = "(lane % 16) * {pitch} + (lane / 16) * 16"
+CONFLICT_PATTERNS = [
+    ("A, 128-byte rows (BK=64 fp16), no swizzle", "ldmatrix.x4", A_ROWS.format(pitch=128), None),
+    ("A, 128-byte rows, Swizzle<3,4,3>", "ldmatrix.x4", A_ROWS.format(pitch=128), (3, 4, 3)),
+    ("A, 128-byte rows padded by 16 bytes", "ldmatrix.x4", A_ROWS.format(pitch=144), None),
+    ("A, 64-byte rows (BK=32 bf16), no swizzle", "ldmatrix.x4", A_ROWS.format(pitch=64), None),
+    ("A, 64-byte rows, atom ^ (row & 3)", "ldmatrix.x4",
+     "(lane % 16) * 64 + (((lane / 16) ^ (lane % 16 & 3)) * 16)", None),
+    ("A, 64-byte rows, Swizzle<2,4,3>", "ldmatrix.x4", A_ROWS.format(pitch=64), (2, 4, 3)),
+    ("B, 16-byte rows (BN=8 fp16), .x2.trans", "ldmatrix.x2.trans", "(lane % 16) * 16", None),
+    ("B, 256-byte rows (BN=128 fp16), .x4.trans", "ldmatrix.x4.trans", A_ROWS.format(pitch=256), None),
+    ("B, 256-byte rows, Swizzle<3,4,4>", "ldmatrix.x4.trans", A_ROWS.format(pitch=256), (3, 4, 4)),
+    ("C scatter, f32 pairs, 32-byte rows", "st.shared.v2.b32", "(lane / 4) * 32 + (lane % 4) * 8", None),
+    ("cp.async 16 B per lane, 128-byte rows", "cp.async.ca.16", "lane * 16", None),
+]
+
+
+def _conflict_table(args, out, written):
+    from fragsim.addrexpr import evaluate
+    from fragsim.banks import bank_conflicts
+    from fragsim.swizzle import Swizzle
+    lines = ["| access | instruction | lane byte offset (C) | swizzle | wavefronts | ideal | conflicts |",
+             "|---|---|---|---|---|---|---|"]
+    for name, op, expr, sw in CONFLICT_PATTERNS:
+        addrs = evaluate(expr)
+        if sw is not None:
+            addrs = Swizzle(*sw)(addrs)
+        r = bank_conflicts(op, addrs)
+        sw_txt = f"Swizzle<{sw[0]},{sw[1]},{sw[2]}>" if sw else "-"
+        lines.append(f"| {name} | `{op}` | `{expr}` | {sw_txt} | {r.wavefronts} | {r.ideal} | {r.conflicts} |")
+    os.makedirs(os.path.join(out, "tables"), exist_ok=True)
+    path = os.path.join(out, "tables", "bank_conflicts.md")
+    _write(path, "# Bank conflicts of common access patterns (sm_90 model, Nsight Compute terms)\n\n"
+           + "\n".join(lines) + "\n")
+    written["tables"].append(path)
+
+
 # Each step adds one kind of artefact; later capabilities add theirs here.
-_STEPS = [_pictures]
+_STEPS = [_pictures, _conflict_table]
