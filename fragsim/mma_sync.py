@@ -26,10 +26,7 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     """
     pl = plan(form, arch)
     f = pl.form
-    regs = []
-    for op, x in (("A", a), ("B", b), ("C", c)):
-        r = check_regs(f, op, x)
-        regs.append(r)
+    regs = [check_regs(f, op, x) for op, x in (("A", a), ("B", b), ("C", c))]
     try:
         lead = np.broadcast_shapes(*(r.shape[:-2] for r in regs))
     except ValueError:
