@@ -17,7 +17,7 @@ import numpy as np
 from ..formats import decompose, get_format, is_inf, is_nan, round_to_format, to_float
 from . import plan
 
-__all__ = ["explain", "render"]
+__all__ = ["explain", "render", "to_json"]
 
 
 def _fmt_value(x) -> str:
