@@ -214,7 +214,15 @@ def cp_async_exact(o: SharedOp, src, active, groups=None) -> bool:
         for j, (lo2, _) in enumerate(spans):
             if i != j and lo < lo2 < hi:
                 return False
-    return not (len(groups) > 4 and not np.all(active))
+    partial = not np.all(active)
+    # Partial warp, every lane alone on its source line, not as base + lane * size: the H200
+    # once merged two such lanes (10 and 11, cp.async.ca.16) into one wavefront; too few
+    # measurements to model it.
+    lanes = np.flatnonzero(active)
+    usual_copy = len(set((np.asarray(src)[lanes] - lanes * o.bytes_per_addr).tolist())) <= 1
+    if partial and len(groups) > 1 and all(len(g) == 1 for g in groups) and not usual_copy:
+        return False
+    return not (len(groups) > 4 and partial)
 
 
 def _where(idx) -> str:

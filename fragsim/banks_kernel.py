@@ -252,11 +252,13 @@ def _cp_async(addr, src, m, nbytes, line_of, seen, counts, scount):
     groups = 128 // (nbytes if nbytes > 4 else 4)
     wf = 0
     exact = True
+    shared_line = False
     for k in range(nl):
         for g in range(groups):
             counts[g] = 0
         best = 0
         ns = 0
+        nk = 0
         first = -1
         prev = -1
         step = 0
@@ -266,6 +268,7 @@ def _cp_async(addr, src, m, nbytes, line_of, seen, counts, scount):
                 continue
             if first < 0:
                 first = lane
+            nk += 1
             g = (addr[lane] >> shift) & (groups - 1)
             counts[g] += 1
             if counts[g] > best:
@@ -303,9 +306,22 @@ def _cp_async(addr, src, m, nbytes, line_of, seen, counts, scount):
             if line_of[lane] >= 0 and line_of[lane] != k and _first_lane(line_of, line_of[lane]) > first:
                 exact = False
         wf += best
+        if nk > 1:
+            shared_line = True
     full = m == 0xFFFFFFFF
     if nl > 4 and not full:
         exact = False
+    # A partial warp whose lanes each read their own source line, not as base + lane * size:
+    # the H200 once merged two such lanes (10 and 11, cp.async.ca.16) into one wavefront; too
+    # few measurements to model it.
+    if nl > 1 and not full and not shared_line:
+        base = -1
+        for lane in range(32):
+            if (m >> lane) & 1:
+                if base < 0:
+                    base = src[lane] - lane * nbytes
+                elif src[lane] - lane * nbytes != base:  # not the usual base + lane * size copy
+                    exact = False
     width = 128 // nbytes
     phases = 0
     for s in range(0, 32, width):
