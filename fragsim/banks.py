@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .instructions.shared_ops import SharedOp, parse_shared_op
+from .smem import lane_mask
 
 __all__ = ["bank_conflicts", "bank_conflicts_batch", "BankReport", "BatchReport", "Phase",
            "NUM_BANKS", "BANK_BYTES", "phase_lanes", "metric_names"]
@@ -121,20 +122,7 @@ def phase_lanes(op, addrs=None, mask=None, src=None) -> list[np.ndarray]:
 
 def _mask_bits(mask, o: SharedOp) -> np.ndarray:
     """mask -> bool (32,) for one instruction."""
-    if mask is None:
-        return np.ones(32, bool)
-    m = np.asarray(mask)
-    if m.dtype == bool:
-        if m.shape != (32,):
-            raise ValueError(f"mask must be 32 booleans (one per lane) or an int bit mask, got shape {m.shape}")
-        bits = m.copy()
-    elif m.ndim == 0 and m.dtype.kind in "ui":
-        v = int(m)
-        if not 0 <= v <= FULL_MASK:
-            raise ValueError(f"mask {v:#x} does not fit in 32 bits (bit i = lane i)")
-        bits = ((v >> np.arange(32)) & 1).astype(bool)
-    else:
-        raise TypeError(f"mask must be an int bit mask (bit i = lane i) or 32 booleans, got {m.dtype} {m.shape}")
+    bits = lane_mask(mask)
     if o.kind in ("ldsm", "stsm") and not bits[: o.address_lanes].all():
         raise ValueError(f"mask: {o.name} is .sync.aligned, every lane of the warp executes it "
                          f"(lanes {_ranges(np.flatnonzero(~bits[:o.address_lanes]))} are masked off)")

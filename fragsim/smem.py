@@ -138,18 +138,19 @@ def _check_width(nbytes) -> int:
     return int(nbytes)
 
 
-def _check_mask(mask, shape=(32,)) -> np.ndarray:
+def lane_mask(mask) -> np.ndarray:
+    """An active-lane mask (None = all, an int with bit i = lane i, or 32 booleans) -> bool (32,)."""
     if mask is None:
         return np.ones(32, bool)
     m = np.asarray(mask)
     if m.dtype == bool:
         if m.shape != (32,):
             raise ValueError(f"mask must be 32 booleans (one per lane) or an int bit mask, got shape {m.shape}")
-        return m
+        return m.copy()
     if m.ndim == 0 and m.dtype.kind in "ui":
         v = int(m)
         if not 0 <= v < 1 << 32:
-            raise ValueError(f"mask {v:#x} does not fit in 32 bits")
+            raise ValueError(f"mask {v:#x} does not fit in 32 bits (bit i = lane i)")
         return ((v >> np.arange(32)) & 1).astype(bool)
     raise TypeError(f"mask must be an int bit mask (bit i = lane i) or 32 booleans, got {m.dtype} {m.shape}")
 
@@ -161,7 +162,7 @@ def ld_shared(smem, addrs, nbytes, mask=None) -> np.ndarray:
     """
     smem = check_smem(smem)
     nbytes = _check_width(nbytes)
-    m = _check_mask(mask)
+    m = lane_mask(mask)
     a = check_addrs(addrs, nbytes, smem.size, m)
     a = np.where(m, a, 0)
     b = smem[a[..., None] + np.arange(nbytes)].astype(np.uint32)      # (..., 32, nbytes)
@@ -193,7 +194,7 @@ def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
     """
     smem = check_smem(smem)
     nbytes = _check_width(nbytes)
-    m = _check_mask(mask)
+    m = lane_mask(mask)
     a = check_addrs(addrs, nbytes, smem.size, m)
     if a.ndim != 1:
         raise ValueError(f"st.shared writes one smem: addrs must have shape (32,), got {a.shape}")
@@ -222,7 +223,7 @@ def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
     if nbytes not in (4, 8, 16) or (level == "cg" and nbytes != 16):
         raise ValueError(f"cp.async.{level} copies {'16' if level == 'cg' else '4, 8 or 16'} bytes per lane, "
                          f"got {nbytes!r}")
-    m = _check_mask(mask)
+    m = lane_mask(mask)
     a = check_addrs(addrs, nbytes, smem.size, m, "cp.async destination")
     s = np.asarray(src)
     if s.dtype != np.uint8 or s.shape != (32, nbytes):
