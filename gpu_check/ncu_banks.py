@@ -120,8 +120,7 @@ def _kernel(op: str) -> str:
             "    const unsigned mask = c[32];\n")
     if o.kind in ("ldsm", "stsm"):
         n = o.num
-        base = "ldmatrix" if o.kind == "ldsm" else "stmatrix"
-        ptx = f"{base}.sync.aligned.m8n8.x{n}{'.trans' if o.trans else ''}.shared.b16"
+        ptx = o.ptx  # the instruction table's spelling
         regs = ",".join(f"%{i}" for i in range(n))
         if o.kind == "ldsm":
             body = (f"    unsigned r[4] = {{0, 0, 0, 0}};\n"
@@ -136,7 +135,6 @@ def _kernel(op: str) -> str:
                     "    (void)mask; (void)out;\n")
     elif o.kind in ("ld", "st"):
         nb = o.bytes_per_addr
-        typ = {1: "u8", 2: "u16", 4: "b32", 8: "v2.b32", 16: "v4.b32"}[nb]
         nw = max(1, nb // 4)
         regs = ",".join(f"%{i}" for i in range(nw))
         if nw > 1:
@@ -144,7 +142,7 @@ def _kernel(op: str) -> str:
         if o.kind == "ld":
             body = ("    if ((mask >> lane) & 1u) {\n"
                     "        unsigned r[4] = {0, 0, 0, 0};\n"
-                    f'        asm volatile("ld.shared.{typ} {regs}, [%{nw}];" : '
+                    f'        asm volatile("{o.name} {regs}, [%{nw}];" : '
                     + ", ".join(f'"=r"(r[{i}])' for i in range(nw)) + ' : "r"(a));\n'
                     "        for (int i = 0; i < 4; i++) out[lane * 4 + i] = r[i];\n"
                     "    }\n")
@@ -153,7 +151,7 @@ def _kernel(op: str) -> str:
             if nw > 1:
                 sregs = "{" + sregs + "}"
             body = ("    if ((mask >> lane) & 1u) {\n"
-                    f'        asm volatile("st.shared.{typ} [%0], {sregs};" :: "r"(a), '
+                    f'        asm volatile("{o.name} [%0], {sregs};" :: "r"(a), '
                     + ", ".join(f'"r"(lane * 4 + {i})' for i in range(nw)) + ' : "memory");\n'
                     "    }\n    (void)out;\n")
     elif o.kind == "ldgsts":
