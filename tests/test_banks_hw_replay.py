@@ -124,3 +124,33 @@ def test_records_hold_at_least_200_random_address_sets_per_op_or_600_sets_for_cp
     labels = ROWS[op]["label"]
     n_random = sum(s.startswith("random") for s in labels)
     assert n_random >= 200 or (op.startswith("cp.async") and len(labels) >= 600)
+
+
+# The recorded cases outside the model's exact domain, per op: (cases flagged inexact, of those
+# how many differ from ncu in wavefronts, how many in bank conflicts, max |model - ncu| in
+# wavefronts, max |model - ncu| in conflicts).  Ops not listed have no inexact case.  The replay
+# assertion above skips these cases, so this pin is what keeps "0 mismatches" honest: a model
+# change that widens (or narrows) the inexact domain, or a new record, fails here until the
+# figures below and the README's account of the cp.async counter are updated together.
+INEXACT = {
+    "cp.async.ca.4": (501, 116, 123, 21, 21),
+    "cp.async.ca.8": (494, 173, 179, 18, 18),
+    "cp.async.ca.16": (265, 119, 126, 19, 19),
+    "cp.async.cg.16": (263, 0, 0, 0, 0),
+}
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_recorded_cases_outside_the_exact_domain_are_pinned(op):
+    d = ROWS[op]
+    r = _model(op, d)
+    out = ~r.exact
+    dwf = np.abs(r.wavefronts.astype(np.int64) - d["wf"])[out]
+    dbc = np.abs(r.conflicts.astype(np.int64) - d["bc"])[out]
+    got = (int(out.sum()), int((dwf != 0).sum()), int((dbc != 0).sum()),
+           int(dwf.max(initial=0)), int(dbc.max(initial=0)))
+    assert got == INEXACT.get(op, (0, 0, 0, 0, 0)), (
+        f"{op}: of {out.size} recorded cases, {got[0]} are outside the exact domain, {got[1]} of them differ "
+        f"from ncu in wavefronts and {got[2]} in conflicts (max |deviation| {got[3]} wavefronts, {got[4]} "
+        f"conflicts); pinned {INEXACT.get(op, (0, 0, 0, 0, 0))}. If the change is intended, update INEXACT "
+        f"in {os.path.basename(__file__)} deliberately (and the README's account of the cp.async counter)")
