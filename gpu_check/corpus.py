@@ -11,7 +11,8 @@ One compressed ``.npz`` per instruction: ``mma.<form>.npz`` or ``<shared op>.npz
   (n, 32, k) for loads, or ``smem_xor`` (n, TILE) for stores: the tile after the store
   XOR the tile before (``load`` turns it back into ``smem_out``).
 - both:   ``tag`` (n,) index into ``tag_names`` (input class or probe name), ``meta``
-  (a JSON string: format, kind, op, ptx, device, cc, arch, driver, CUDA, NVRTC, date).
+  (a JSON string: format, kind, op, ptx, device, cc, arch, driver, CUDA, NVRTC, date, and
+  ``subset`` where the file keeps a subset of the recorded cases: see ``shrink``).
 """
 
 from __future__ import annotations
@@ -180,15 +181,27 @@ def subset(d: dict, idx) -> dict:
     return {k: (v if k in ("tiles", "tag_names") else v[idx]) for k, v in d.items()}
 
 
-def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16) -> Corpus:
-    """A compact copy: every probe case plus ``keep`` others drawn evenly across the input
-    classes (shared ops: from the ``max_tiles`` most used initial tiles); tiles no case
-    uses are dropped."""
+SUBSET_RULE = ("every probe case and every case named to be kept (cases that mismatched), plus up to "
+               "`keep` others drawn round-robin across the input classes in a seeded random order "
+               "(shared ops: only from the `max_tiles` most used initial tiles); tiles no kept case uses "
+               "are dropped (fragsim.gpu_check.corpus.shrink)")
+
+
+def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16, always=None, command: str = "") -> Corpus:
+    """A compact copy: every probe case and the cases ``always`` plus ``keep`` others drawn
+    evenly across the input classes (shared ops: from the ``max_tiles`` most used initial
+    tiles); tiles no case uses are dropped.  ``meta["subset"]`` records the rule, its
+    parameters and ``command`` (how it was invoked), nesting any earlier subset record."""
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
     tags = np.asarray(c.arrays["tag"])
     names = c.arrays["tag_names"]
     probe = np.array([names[t].startswith("probe") for t in tags], bool)
+    forced = probe.copy()
+    if always is not None:
+        forced[np.asarray(always, np.int64)] = True
     rng = np.random.default_rng(seed)
-    pool = ~probe
+    pool = ~forced
     if "tile_idx" in c.arrays:
         counts = np.bincount(c.arrays["tile_idx"].astype(np.int64))
         top = np.argsort(-counts, kind="stable")[:max_tiles]
@@ -202,13 +215,18 @@ def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16) -> Corpus:
             if depth < g.size and len(chosen) < keep:
                 chosen.append(int(g[depth]))
         depth += 1
-    idx = np.sort(np.concatenate([np.flatnonzero(probe), np.array(chosen, np.int64)]))
+    idx = np.sort(np.concatenate([np.flatnonzero(forced), np.array(chosen, np.int64)]))
     out = c.take(idx)
     if "tiles" in out.arrays:
         used, inv = np.unique(out.arrays["tile_idx"], return_inverse=True)
         out.arrays["tiles"] = out.arrays["tiles"][used]
         out.arrays["tile_idx"] = inv.astype(np.uint16)
-    out.meta["subset_of_cases"] = len(c)
+    subset = {"kept": int(idx.size), "of": len(c), "probes": int(probe.sum()),
+              "always": int((forced & ~probe).sum()), "keep": int(keep), "seed": seed, "max_tiles": max_tiles,
+              "how": SUBSET_RULE, "command": command}
+    if "subset" in c.meta:
+        subset["of_subset"] = c.meta["subset"]
+    out.meta["subset"] = subset
     return out
 
 

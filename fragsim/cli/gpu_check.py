@@ -8,6 +8,7 @@ no GPU, no NVRTC, an unsupported GPU, bad arguments).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -28,6 +29,10 @@ def add_arguments(p):
     p.add_argument("--record", metavar="DIR", help="write what the hardware said as compressed corpora into DIR")
     p.add_argument("--record-cases", type=int, default=20_000, metavar="K",
                    help="cases per op kept in the corpus (default 20,000; mismatching cases always)")
+    p.add_argument("--keep", type=int, metavar="N",
+                   help="with --record: shrink each recorded corpus to its probe cases, the cases that mismatched "
+                        "and N others drawn evenly across the input classes (seeded by --seed); the rule is "
+                        "written into the corpus's metadata")
     p.add_argument("--record-only", action="store_true",
                    help="run on the GPU and record, without comparing to fragsim")
     p.add_argument("--probes", action="store_true",
@@ -73,6 +78,23 @@ def _select(ops_wanted, available):
     return out
 
 
+def _shrink_recorded(path, args, arch, pool, mismatched):
+    """Rewrite one recorded corpus as its --keep subset; cases that mismatched stay (found again
+    by running the model on the recorded cases, only when the check saw any)."""
+    import numpy as np
+
+    from fragsim.gpu_check import bulk, corpus
+
+    c = corpus.load(path)
+    always = None
+    if mismatched:
+        inp = c.inputs()
+        always = np.flatnonzero(bulk.mismatching(c.outputs(), bulk.model_outputs(c.op, inp, arch, pool)))
+    command = (f"fragsim gpu-check --record DIR --record-cases {args.record_cases} --keep {args.keep} "
+               f"--seed {args.seed}" + (" --probes" if args.probes else ""))
+    corpus.write(os.path.dirname(path), corpus.shrink(c, args.keep, seed=args.seed, always=always, command=command))
+
+
 def _header(info, arch) -> str:
     return (f"device: {info['device']}  (compute capability {info.get('cc', '-')})\n"
             f"model:  {arch}\n"
@@ -104,6 +126,10 @@ def run(args) -> int:
         raise ValueError("--dry-run and --replay exclude each other")
     if args.record_only and not args.record:
         raise ValueError("--record-only needs --record DIR")
+    if args.keep is not None and not args.record:
+        raise ValueError("--keep needs --record DIR")
+    if args.keep is not None and args.keep < 0:
+        raise ValueError(f"--keep must be >= 0, got {args.keep}")
     jobs = bulk.default_jobs() if args.jobs is None else args.jobs
     pool = None
     try:
@@ -138,7 +164,9 @@ def run(args) -> int:
                               progress=progress)
             results.append(r)
             if recorder is not None:
-                recorder.flush(op, {"seed": args.seed, "generator": "fragsim.gpu_check.generate"})
+                path = recorder.flush(op, {"seed": args.seed, "generator": "fragsim.gpu_check.generate"})
+                if path and args.keep is not None:
+                    _shrink_recorded(path, args, backend.arch, pool, mismatched=r.mismatches > 0)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
