@@ -18,11 +18,13 @@ def add_arguments(p):
     p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
     p.add_argument("--arch", default="sm_90", help="sm_80 or sm_90 (aliases a100, ampere, h100, h200, hopper); "
                    "default sm_90")
-    for op, need in (("a", True), ("b", True), ("c", False)):
+    # the shapes are the PTX ISA's: A is M x K, B is K x N, C (and D) M x N
+    for op, need, shape in (("a", True, "M x K: 16x16 for m16n8k16, 16x8 for m16n8k8"),
+                            ("b", True, "K x N: 16x8 for m16n8k16, 8x8 for m16n8k8"),
+                            ("c", False, "M x N: 16x8 for m16n8k16 and m16n8k8")):
         p.add_argument(f"--{op}", required=need, metavar=f"{op.upper()}.npy",
-                       help=f"matrix {op.upper()} in its matrix shape (e.g. 16x16 for A of m16n8k16): floats "
-                       f"(rounded to nearest even to the operand format) or raw bits (unsigned integers)"
-                       + ("" if need else "; default all zero"))
+                       help=f"matrix {op.upper()}, {shape}; floats (rounded to nearest even to the operand "
+                       f"format) or raw bits (unsigned integers)" + ("" if need else "; default all zero"))
     p.add_argument("--explain", nargs=2, type=int, metavar=("ROW", "COL"),
                    help="print the computation of D[ROW, COL] step by step")
     p.add_argument("--json", action="store_true", help="machine-readable output")
