@@ -1,48 +1,58 @@
-"""Optional: fragsim.mma against MMA-Sim (PyPI ``mmasim``, which needs torch), the published
-bit-accurate model, on random bit patterns, especially for sm_80 (no A100 data here).
-Skipped when mmasim or torch is not installed; never a CI requirement."""
+"""Optional: fragsim.mma against MMA-Sim itself (PyPI ``mmasim`` 2.1.1, which needs torch), the
+published bit-accurate model.  Skipped when mmasim or torch is not installed: CI compares with
+the committed MMA-Sim corpus instead (test_mma_mmasim_corpus.py); this file checks that the
+corpus is what its generator makes, and draws fresh operands beyond it."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-mmasim_nv = pytest.importorskip("mmasim.nv_ptx")
+pytest.importorskip("torch")
+pytest.importorskip("mmasim.nv_ptx")
 
 import fragsim  # noqa: E402
-from mma_cases import CLASSES, matrices  # noqa: E402
+from fragsim.gpu_check import mmasim_corpus  # noqa: E402
+from mma_cases import CLASSES, SCENARIOS, matrices  # noqa: E402
 
-ARCH = {"sm_80": "Ampere", "sm_90": "Hopper"}
-TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32}
-VIEW = {16: torch.int16, 32: torch.int32}
-
-
-def _tensor(bits, fmt):
-    f = fragsim.get_format(fmt)
-    signed = bits.astype(np.int64)
-    signed = np.where(signed >= 1 << (f.storage_bits - 1), signed - (1 << f.storage_bits), signed)
-    return torch.from_numpy(signed.astype({16: np.int16, 32: np.int32}[f.storage_bits])).view(TORCH[fmt])
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "mmasim"
 
 
-def _bits(t, fmt):
-    f = fragsim.get_format(fmt)
-    return t.view(VIEW[f.storage_bits]).numpy().astype(np.int64) & ((1 << f.storage_bits) - 1)
+def test_committed_corpus_is_what_its_command_regenerates(tmp_path):
+    meta = mmasim_corpus.load(str(next(DATA.glob("*.npz"))))["meta"]
+    cmd = meta["command"].split()
+    assert cmd[:3] == ["python", "-m", "fragsim.gpu_check.mmasim_corpus"]
+    r = subprocess.run([sys.executable, *cmd[1:3], str(tmp_path), *cmd[4:]], capture_output=True, text=True,
+                       cwd=str(ROOT), timeout=300, env=dict(os.environ, PYTHONHASHSEED="random"))
+    assert r.returncode == 0, r.stderr
+    for path in sorted(DATA.glob("*.npz")):
+        want, got = mmasim_corpus.load(str(path)), mmasim_corpus.load(str(tmp_path / path.name))
+        differ = [k for k in want if k != "meta" and not np.array_equal(want[k], got[k])]
+        assert not differ, f"{path.name}: regenerated {differ} differ from the committed corpus"
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("form", list(fragsim.FORMS))
-def test_fragsim_equals_mmasim_on_random_operands(form, arch):
+def test_fragsim_equals_mmasim_on_fresh_random_operands(form, arch):
+    nv, torch = mmasim_corpus.load_mmasim()
     f = fragsim.lookup(form)
-    short = form.replace(".row.col", "")
-    sim = mmasim_nv.MMA(ARCH[arch], short)
+    fa, fb, fc, fd = (f.fmt(x) for x in "ABCD")
+    sim = nv.MMA(mmasim_corpus.ARCHS[arch], form.replace(".row.col", ""))
     rng = np.random.default_rng(2024)
     for t in range(40):
-        classes = tuple(rng.choice(CLASSES, 3))
-        A, B, C = matrices(form, classes, int(rng.integers(2**32)), rng.choice(["none", "cancel", "c_cancels", "sparse"]))
-        want = _bits(sim(_tensor(A, f.fmt("A").name), _tensor(B, f.fmt("B").name), _tensor(C, f.fmt("C").name)),
-                     f.fmt("D").name)
+        classes = tuple(str(x) for x in rng.choice(CLASSES, 3))
+        scenario = str(rng.choice(SCENARIOS))
+        A, B, C = matrices(form, classes, int(rng.integers(2**32)), scenario)
+        want = mmasim_corpus.from_torch(torch, sim(*(mmasim_corpus.to_torch(torch, M, fm)
+                                                for M, fm in ((A, fa), (B, fb), (C, fc)))), fd)
         d = fragsim.mma(form, fragsim.pack(form, "A", A), fragsim.pack(form, "B", B), fragsim.pack(form, "C", C),
                         arch=arch)
-        got = fragsim.unpack(form, "D", d).astype(np.int64)
+        got = fragsim.unpack(form, "D", d)
         bad = np.argwhere(got != want)
-        assert bad.size == 0, (f"{form} {arch} case {t} {classes}: {len(bad)} elements differ, first "
-                               f"D{tuple(bad[0])}: fragsim {got[tuple(bad[0])]:#x}, MMA-Sim {want[tuple(bad[0])]:#x}")
+        assert bad.size == 0, (f"{form} {arch} case {t} {classes} {scenario}: {len(bad)} elements differ, first "
+                               f"D{tuple(bad[0])}: fragsim {int(got[tuple(bad[0])]):#x}, "
+                               f"MMA-Sim {int(want[tuple(bad[0])]):#x}")
