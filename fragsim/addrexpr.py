@@ -546,9 +546,10 @@ class _Program:
     def __init__(self, nodes: list, bindings: list, root: int):
         self.nodes, self.bindings, self.root = nodes, bindings, root
 
-    def types(self, var_types: dict, lo: int = 0) -> list:
-        """The C type of every node from ``lo`` on (children come before their parent)."""
-        nodes, types = self.nodes, [None] * len(self.nodes)
+    def types(self, var_types: dict, lo: int = 0) -> tuple:
+        """The C type of every node from ``lo`` on (children come before their parent), and the
+        type a binary operator converts its operands to."""
+        nodes, types, operands = self.nodes, [None] * len(self.nodes), [None] * len(self.nodes)
         binding_at = {root: (name, decl) for name, decl, root, _ in self.bindings}
         var_types = dict(var_types)
         for i in range(lo, self.root + 1):
@@ -562,10 +563,12 @@ class _Program:
                 a, b = types[n.kids[0]], types[n.kids[1]]
                 if n.op in ("<<", ">>"):
                     t = _promote(a)
-                elif n.op in _CMP or n.op in ("&&", "||"):
+                elif n.op in ("&&", "||"):
                     t = I32
                 else:
-                    t = _common(a, b)
+                    t = operands[i] = _common(a, b)
+                    if n.op in _CMP:
+                        t = I32
             elif k == "un":
                 t = I32 if n.op == "!" else _promote(types[n.kids[0]])
             elif k == "cond":
@@ -578,15 +581,15 @@ class _Program:
             if i in binding_at:
                 name, decl = binding_at[i]
                 var_types[name] = decl or t
-        return types
+        return types, operands
 
     def run(self, variables: dict, var_types: dict, shape, lo: int = 0):
         """Evaluate the bindings, then the expression (nodes from ``lo`` on); ``variables`` are
         int64 arrays of C type ``var_types``, broadcast to ``shape``; errors name them."""
-        types = self.types(var_types, lo)
+        types, operands = self.types(var_types, lo)
         live = np.ones(shape, bool)
         env = {k: np.broadcast_to(v, shape) for k, v in variables.items()}
-        ev = _Evaluator(self.nodes, types, env, shape, dict(env))
+        ev = _Evaluator(self.nodes, types, operands, env, shape, dict(env))
         with np.errstate(over="ignore"):
             for name, decl, root, _ in self.bindings:
                 v = ev.run(root, live)
@@ -594,8 +597,8 @@ class _Program:
             out = ev.run(self.root, live)
         t = types[self.root]
         if t == U64:
-            ev.check(np.asarray(out) < 0, live, self.nodes[self.root],
-                     "the result is {r} (unsigned long): at 2**63 or more it is no offset (C computes in "
+            ev.check(np.asarray(out) < 0, live, self.nodes[self.root], t,
+                     "the result is {r} ({type}): at 2**63 or more it is no offset (C computes in "
                      "unsigned once an operand is unsigned: sizeof, a 'u' suffix, a cast)", r=(out, t))
         return out
 
@@ -613,11 +616,15 @@ class _Evaluator:
     """Evaluates a subtree with an explicit stack; ``live`` marks the elements whose value is
     used (C's short-circuit): errors count only there."""
 
-    def __init__(self, nodes, types, env, shape, outer):
-        self.nodes, self.types, self.env, self.shape, self.outer = nodes, types, env, shape, outer
+    def __init__(self, nodes, types, operands, env, shape, outer):
+        self.nodes, self.types, self.operands = nodes, types, operands
+        self.env, self.shape, self.outer = env, shape, outer
+        self.consts: dict = {}                   # literal value -> its (read-only, shared) array
+        self.all_live = None                     # the mask of a run's root: every element is used
 
     def run(self, root: int, live: np.ndarray):
-        nodes = self.nodes
+        nodes, leaf = self.nodes, self.leaf
+        self.all_live = live
         stack = [[root, live, []]]                 # node, live mask, values of the finished children
         while True:
             frame = stack[-1]
@@ -632,10 +639,8 @@ class _Evaluator:
                         vals.append(np.zeros(self.shape, np.int64))
                         continue
                 kid = nodes[n.kids[k]]
-                if kid.kind == "num":
-                    vals.append(np.full(self.shape, kid.arg[0] - (1 << 64) * (kid.arg[0] >> 63), np.int64))
-                elif kid.kind == "var":
-                    vals.append(self.env[kid.arg])
+                if kid.kind == "num" or kid.kind == "var":
+                    vals.append(leaf(kid))
                 else:
                     stack.append([n.kids[k], live, []])
                 continue
@@ -645,12 +650,19 @@ class _Evaluator:
                 return value
             stack[-1][2].append(value)
 
+    def leaf(self, n):
+        if n.kind == "var":
+            return self.env[n.arg]
+        v = n.arg[0]
+        a = self.consts.get(v)
+        if a is None:
+            a = self.consts[v] = np.full(self.shape, v - (1 << 64) if v >> 63 else v, np.int64)
+        return a
+
     def apply(self, i, n, vals, live):
         kind, types = n.kind, self.types
-        if kind == "num":
-            return np.full(self.shape, n.arg[0] - (1 << 64) * (n.arg[0] >> 63), np.int64)
-        if kind == "var":
-            return self.env[n.arg]
+        if kind == "num" or kind == "var":
+            return self.leaf(n)
         t = types[i]
         if kind == "bin":
             a, b = vals
@@ -662,7 +674,7 @@ class _Evaluator:
                 return ((a != 0) | (b != 0)).astype(np.int64)
             if op in ("<<", ">>"):
                 return self.shift(n, t, _convert(a, ta, t), b, tb, live)
-            ct = _common(ta, tb)
+            ct = self.operands[i]
             a, b = _convert(a, ta, ct), _convert(b, tb, ct)
             if op in _CMP:
                 if ct == U64:
@@ -684,7 +696,7 @@ class _Evaluator:
             if n.op == "~":
                 return _wrap(~a, t)
             if t.signed:
-                self.check(a == _MIN[t.bits], live, n, f"-({{a}}) overflows {t.name} "
+                self.check(a == _MIN[t.bits], live, n, t, "-({a}) overflows {type} "
                            "(signed overflow is undefined in C)", a=(a, t))
             return _wrap(-a, t)
         if kind == "cond":
@@ -693,12 +705,12 @@ class _Evaluator:
             return _convert(a, ta, t)
         # swz
         a = _convert(a, ta, t)
-        self.check(a < 0, live, n, f"swizzle offset {{a}} ({t.name}) is negative" if t.signed else
-                   f"swizzle offset {{a}} ({t.name}) is 2**63 or more", a=(a, t))
+        self.check(a < 0, live, n, t, "swizzle offset {a} ({type}) is negative" if t.signed else
+                   "swizzle offset {a} ({type}) is 2**63 or more", a=(a, t))
         r = n.arg(np.where(live, a, 0))
         if t.bits < 64:
-            self.check(r > (1 << (t.bits - t.signed)) - 1, live, n,
-                       f"{n.arg!r} of {{a}} gives {{r}}, beyond {t.name}", a=(a, t), r=(r, t))
+            self.check(r > (1 << (t.bits - t.signed)) - 1, live, n, t,
+                       f"{n.arg!r} of {{a}} gives {{r}}, beyond {{type}}", a=(a, t), r=(r, t))
         return r
 
     def arith(self, n, t, a, b, live):
@@ -715,27 +727,26 @@ class _Evaluator:
         else:                                   # r // a == b exactly when a * b did not wrap
             nz = np.where(a == 0, 1, a)
             bad = (a != 0) & ((np.floor_divide(r, nz) != b) | ((a == -1) & (b == _MIN[64])))
-        self.check(bad, live, n, f"{{a}} {op} {{b}} overflows {t.name} (signed overflow is undefined in C)",
+        self.check(bad, live, n, t, "{a} {op} {b} overflows {type} (signed overflow is undefined in C)",
                    a=(a, t), b=(b, t))
         return r
 
     def divide(self, n, t, a, b, live):
         op = n.op
-        what = "division" if op == "/" else "remainder"
-        self.check(b == 0, live, n, f"{what} by zero")
+        self.check(b == 0, live, n, t, "division by zero" if op == "/" else "remainder by zero")
         if not t.signed:
             ua, ub = a.view(np.uint64), np.where(b == 0, 1, b).view(np.uint64)
             return (ua // ub if op == "/" else ua % ub).view(np.int64)
-        self.check((a == _MIN[t.bits]) & (b == -1), live, n,
-                   f"{{a}} {op} -1 overflows {t.name} (undefined in C)", a=(a, t))
+        self.check((a == _MIN[t.bits]) & (b == -1), live, n, t,
+                   "{a} {op} -1 overflows {type} (undefined in C)", a=(a, t))
         safe = np.where((b == 0) | ((a == _MIN[t.bits]) & (b == -1)), 1, b)
         rem = np.fmod(a, safe)                  # C: the remainder has the dividend's sign
         return np.floor_divide(a - rem, safe) if op == "/" else rem
 
     def shift(self, n, t, a, b, tb, live):
         bad = (b < 0) | (b >= t.bits)           # an unsigned long count of 2**63+ reads negative
-        self.check(bad, live, n, f"shift count {{b}} out of range 0..{t.bits - 1} for {t.name} "
-                   "(undefined in C)", b=(b, tb))
+        self.check(bad, live, n, t, "shift count {b} out of range 0..{top} for {type} (undefined in C)",
+                   b=(b, tb))
         s = np.where(bad, 0, b)
         if n.op == ">>":
             if t == U64:
@@ -745,18 +756,21 @@ class _Evaluator:
         if not t.signed:
             return _wrap(r, t)
         lost = (r < _MIN[32]) | (r > _MAX[32]) if t.bits == 32 else (r >> s) != a
-        self.check(lost, live, n, f"{{a}} << {{b}} overflows {t.name} (undefined in C)", a=(a, t), b=(s, I64))
+        self.check(lost, live, n, t, "{a} << {b} overflows {type} (undefined in C)", a=(a, t), b=(s, I64))
         return r
 
-    def check(self, bad, live, n, message: str, **operands):
-        """Raise for the first live element of ``bad``; ``{a}``-style fields show operands there."""
-        bad = bad & live
+    def check(self, bad, live, n, t: CType, message: str, **operands):
+        """Raise for the first live element of ``bad``: ``message`` shows the operands there
+        (``{a}``-style fields), the operator ``{op}``, the type ``{type}`` and its top bit ``{top}``."""
+        if live is not self.all_live:
+            bad = bad & live
         if not bad.any():
             return
         bad = np.broadcast_to(bad, self.shape)
         idx = _first(bad)
         shown = {k: _value(np.broadcast_to(v, self.shape)[idx], t) for k, (v, t) in operands.items()}
-        raise AddrExprError(f"position {n.pos}: {message.format(**shown)}{self.at(bad)}")
+        text = message.format(op=n.op, type=t.name, top=t.bits - 1, **shown)
+        raise AddrExprError(f"position {n.pos}: {text}{self.at(bad)}")
 
     def at(self, where: np.ndarray) -> str:
         where = np.broadcast_to(where, self.shape)
