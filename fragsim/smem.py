@@ -1,14 +1,11 @@
 """Shared memory as a 1-D array of bytes, and the warp instructions that read and write it.
 
 ``smem`` is a 1-D ``uint8`` array; ``addrs`` are the 32 lanes' byte offsets into it (lane
-order), optionally batched as ``(..., 32)``.  Values move as little-endian words, as on the
-GPU.
-
-Where several lanes store to the same bytes PTX leaves the winner undefined.  fragsim follows
-what an H200 (sm_90) did in gpu_check's overlap probes: a store runs in phases (stmatrix: one
-per 8x8 matrix; st.shared: 32, 16 or 8 lanes for <=4, 8, 16 bytes; cp.async.cg: 8 lanes);
-a later phase overwrites an earlier one, and within a phase the lowest lane wins.
-cp.async.ca is the exception: the highest lane wins.
+order), batched as ``(..., 32)`` for the loads.  Values move as little-endian words, as on the
+GPU.  Each function picks its instruction's entry from the shared-memory table
+(``fragsim.instructions.SHARED_OPS``) and takes every fact from it: which lanes give addresses,
+the bytes per lane, the ldmatrix data movement, and how overlapping stores resolve (PTX leaves
+that undefined; the entries record what the H200 did in gpu_check's overlap probes).
 """
 
 from __future__ import annotations
@@ -17,12 +14,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from .instructions import NUMS, ldsm_layout
-from .instructions.ldmatrix import ROW_BYTES
+from .hardware import BANK_BYTES, WARP_LANES
+from .instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
+from .instructions.shared_ops import cp_async_op, matrix_op, plain_op
 
-__all__ = ["ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async"]
+__all__ = ["ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async", "lane_mask"]
 
-_LE16 = np.array([1, 256], dtype=np.uint32)
+LANES = np.arange(WARP_LANES)
 
 
 def check_smem(smem) -> np.ndarray:
@@ -33,54 +31,91 @@ def check_smem(smem) -> np.ndarray:
     return smem
 
 
-def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", align=None) -> np.ndarray:
-    """int64 (..., 32) byte offsets; checks alignment and bounds of the lanes that are used."""
+def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", align=None,
+                single=False) -> np.ndarray:
+    """int64 (..., 32) byte offsets; alignment and bounds of the lanes that are used.
+
+    The bounds are compared without arithmetic on the addresses, so values near 2**63 (or uint64
+    values above it) are reported as they are instead of overflowing.
+    """
     a = np.asarray(addrs)
     if a.dtype.kind not in "ui":
         raise TypeError(f"addrs must be integer byte offsets, got dtype {a.dtype}")
-    if a.ndim < 1 or a.shape[-1] != 32:
-        raise ValueError(f"addrs must hold 32 byte offsets (one per lane, shape (..., 32)), got shape {a.shape}")
-    a = a.astype(np.int64)
-    used = np.ones(32, bool) if lanes is None else np.asarray(lanes, bool)
-    align = nbytes if align is None else align
-    bad_align = (a % align != 0) & used
-    if bad_align.any():
-        idx = np.argwhere(bad_align)[0]
-        lane = int(idx[-1])
-        raise ValueError(f"lane {lane}: {what} {int(a[tuple(idx)]):#x} is not {align}-byte aligned")
-    bad = ((a < 0) | (a + nbytes > smem_size)) & used
+    if a.ndim < 1 or a.shape[-1] != WARP_LANES or (single and a.ndim != 1):
+        want = "(32,)" if single else "(..., 32)"
+        raise ValueError(f"addrs must hold 32 byte offsets (one per lane, shape {want}), got shape {a.shape}")
+    used = np.broadcast_to(np.ones(WARP_LANES, bool) if lanes is None else np.asarray(lanes, bool), a.shape)
+    limit = smem_size - nbytes
+    bad = used.copy() if limit < 0 else used & (a > limit)
+    if a.dtype.kind == "i":
+        bad |= used & (a < 0)
     if bad.any():
-        idx = np.argwhere(bad)[0]
-        raise ValueError(f"lane {int(idx[-1])}: {what} {int(a[tuple(idx)]):#x} (+{nbytes} bytes) lies "
+        idx = tuple(np.argwhere(bad)[0])
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {_hex(a[idx])} (+{nbytes} bytes) lies "
                          f"outside smem of {smem_size} bytes")
+    a = np.where(used, a, 0).astype(np.int64)
+    align = nbytes if align is None else align
+    bad = used & (a % align != 0)
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0])
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {_hex(a[idx])} is not {align}-byte aligned")
     return a
 
 
-def _check_num(num) -> int:
-    if num not in NUMS:
-        raise ValueError(f"num must be 1, 2 or 4 (ldmatrix .x1/.x2/.x4), got {num!r}")
-    return int(num)
+def _where(idx) -> str:
+    return f"instruction {idx[:-1] if len(idx) > 2 else idx[0]}, " if len(idx) > 1 else ""
 
+
+def _hex(v) -> str:
+    v = int(v)
+    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
+
+
+def lane_mask(mask) -> np.ndarray:
+    """An active-lane mask (None = all, an int with bit i = lane i, or 32 booleans) -> bool (32,)."""
+    if mask is None:
+        return np.ones(WARP_LANES, bool)
+    m = np.asarray(mask)
+    if m.dtype == bool:
+        if m.shape != (WARP_LANES,):
+            raise ValueError(f"mask must be 32 booleans (one per lane) or an int bit mask, got shape {m.shape}")
+        return m.copy()
+    if m.ndim == 0 and m.dtype.kind in "ui":
+        v = int(m)
+        if not 0 <= v < 1 << WARP_LANES:
+            raise ValueError(f"mask {_hex(v)} does not fit in 32 bits (bit i = lane i)")
+        return ((v >> LANES) & 1).astype(bool)
+    raise TypeError(f"mask must be an int bit mask (bit i = lane i) or 32 booleans, got {m.dtype} {m.shape}")
+
+
+def check_words(values, shape, what: str) -> np.ndarray:
+    """32-bit register words: integers in [0, 2**32), exactly ``shape``."""
+    v = np.asarray(values)
+    if v.dtype.kind not in "ui" or v.shape != shape:
+        raise ValueError(f"{what} must be uint32 words shaped {shape}, got {v.dtype} {v.shape}")
+    bad = (v < 0) | (v > 0xFFFFFFFF) if v.dtype.kind == "i" else v > 0xFFFFFFFF
+    if bad.any():
+        lane, reg = (int(x) for x in np.argwhere(bad)[0])
+        raise ValueError(f"lane {lane}: {what} word {reg} = {int(v[lane, reg])} is not a 32-bit value (0..2**32-1)")
+    return v.astype(np.uint32)
+
+
+# ---------------------------------------------------------------------------------------------
+# ldmatrix / stmatrix
 
 @lru_cache(maxsize=None)
-def _ldsm_table(num: int, trans: bool):
+def _movement(op: SharedOp):
     """(src lane, column) of each (lane, reg, half), and the order stmatrix writes them in."""
-    src, col = ldsm_layout(num, trans).table()   # (32, num, 2)
-    # Matrices (phases) in order; within one, lower rows written last so they win.
-    order = np.lexsort((col.ravel(), -src.ravel(), src.ravel() // 8))
-    for a in (src, col, order):
-        a.setflags(write=False)
+    src, col = op.movement.table()   # (32, num, 2)
+    # Matrices (= phases) in order; within one, lower rows written last so that they win.
+    order = np.lexsort((col.ravel(), -src.ravel(), src.ravel() // op.phase_lanes))
+    for x in (src, col, order):
+        x.setflags(write=False)
     return src, col, order
 
 
-def _ldsm_byte_index(addrs: np.ndarray, num: int, trans: bool) -> np.ndarray:
-    """Byte offset of each (…, lane, reg, half) element: (..., 32, num, 2)."""
-    src, col, _ = _ldsm_table(num, trans)
-    return addrs[..., src] + 2 * col
-
-
-def _row_lanes(num: int) -> np.ndarray:
-    return np.arange(32) < 8 * num
+def _row_lanes(op: SharedOp) -> np.ndarray:
+    return LANES < op.address_lanes
 
 
 def ldmatrix(smem, addrs, num, trans=False) -> np.ndarray:
@@ -90,9 +125,10 @@ def ldmatrix(smem, addrs, num, trans=False) -> np.ndarray:
     ignored (not even checked).  Each row is 16 bytes and must be 16-byte aligned.
     """
     smem = check_smem(smem)
-    num = _check_num(num)
-    a = check_addrs(addrs, ROW_BYTES, smem.size, _row_lanes(num), "ldmatrix row address")
-    idx = _ldsm_byte_index(a, num, bool(trans))
+    op = matrix_op("ldmatrix", num, trans)
+    a = check_addrs(addrs, op.bytes_per_addr, smem.size, _row_lanes(op), op.what)
+    src, col, _ = _movement(op)
+    idx = a[..., src] + 2 * col                                   # (..., 32, num, 2)
     halves = smem[idx].astype(np.uint32) | (smem[idx + 1].astype(np.uint32) << 8)
     return halves[..., 0] | (halves[..., 1] << 16)
 
@@ -113,47 +149,19 @@ def stmatrix(smem, addrs, regs, num, trans=False) -> None:
     did, a later matrix overwrites an earlier one and within a matrix the lowest row wins.
     """
     smem = check_smem(smem)
-    num = _check_num(num)
-    a = check_addrs(addrs, ROW_BYTES, smem.size, _row_lanes(num), "stmatrix row address")
-    if a.ndim != 1:
-        raise ValueError(f"stmatrix writes one smem: addrs must have shape (32,), got {a.shape}")
-    r = np.asarray(regs)
-    if r.dtype.kind not in "ui" or r.shape != (32, num):
-        raise ValueError(f"stmatrix.x{num}: regs must be uint32 shaped (32, {num}), got {r.dtype} {r.shape}")
-    r = r.astype(np.uint32)
-    idx = _ldsm_byte_index(a, num, bool(trans))                  # (32, num, 2)
-    halves = np.stack([r & 0xFFFF, r >> 16], axis=-1)            # (32, num, 2)
-    order = _ldsm_table(num, bool(trans))[2]
+    op = matrix_op("stmatrix", num, trans)
+    a = check_addrs(addrs, op.bytes_per_addr, smem.size, _row_lanes(op), op.what, single=True)
+    r = check_words(regs, (WARP_LANES, op.nregs), f"{op.name} regs")
+    src, col, order = _movement(op)
+    idx = a[src] + 2 * col                                        # (32, num, 2)
+    halves = np.stack([r & 0xFFFF, r >> 16], axis=-1)             # (32, num, 2)
     byte_idx = np.stack([idx, idx + 1], axis=-1).reshape(-1, 2)[order]
     byte_val = np.stack([halves & 0xFF, halves >> 8], axis=-1).reshape(-1, 2)[order]
     _last_writer_wins(smem, byte_idx, byte_val.astype(np.uint8))
 
 
-_WIDTHS = (1, 2, 4, 8, 16)
-
-
-def _check_width(nbytes) -> int:
-    if nbytes not in _WIDTHS:
-        raise ValueError(f"nbytes must be one of {_WIDTHS} (u8, u16, b32, v2.b32, v4.b32), got {nbytes!r}")
-    return int(nbytes)
-
-
-def lane_mask(mask) -> np.ndarray:
-    """An active-lane mask (None = all, an int with bit i = lane i, or 32 booleans) -> bool (32,)."""
-    if mask is None:
-        return np.ones(32, bool)
-    m = np.asarray(mask)
-    if m.dtype == bool:
-        if m.shape != (32,):
-            raise ValueError(f"mask must be 32 booleans (one per lane) or an int bit mask, got shape {m.shape}")
-        return m.copy()
-    if m.ndim == 0 and m.dtype.kind in "ui":
-        v = int(m)
-        if not 0 <= v < 1 << 32:
-            raise ValueError(f"mask {v:#x} does not fit in 32 bits (bit i = lane i)")
-        return ((v >> np.arange(32)) & 1).astype(bool)
-    raise TypeError(f"mask must be an int bit mask (bit i = lane i) or 32 booleans, got {m.dtype} {m.shape}")
-
+# ---------------------------------------------------------------------------------------------
+# plain loads and stores, cp.async
 
 def ld_shared(smem, addrs, nbytes, mask=None) -> np.ndarray:
     """``ld.shared`` of 1, 2, 4, 8 or 16 bytes per lane -> uint32 (..., 32, max(1, nbytes//4)).
@@ -161,27 +169,26 @@ def ld_shared(smem, addrs, nbytes, mask=None) -> np.ndarray:
     1- and 2-byte loads are zero-extended (``.u8``/``.u16``).  Inactive lanes read 0.
     """
     smem = check_smem(smem)
-    nbytes = _check_width(nbytes)
+    op = plain_op("ld", nbytes)
     m = lane_mask(mask)
-    a = check_addrs(addrs, nbytes, smem.size, m)
-    a = np.where(m, a, 0)
-    b = smem[a[..., None] + np.arange(nbytes)].astype(np.uint32)      # (..., 32, nbytes)
-    b = np.where(m[:, None], b, 0)
-    if nbytes < 4:
-        return (b * (np.uint32(1) << (8 * np.arange(nbytes, dtype=np.uint32)))).sum(-1, dtype=np.uint32)[..., None]
-    words = b.reshape(b.shape[:-1] + (nbytes // 4, 4))
-    return (words << (8 * np.arange(4, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+    a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what)
+    nb = op.bytes_per_addr
+    b = np.zeros(a.shape + (nb,), np.uint32)
+    b[..., m, :] = smem[a[..., m, None] + np.arange(nb)]            # only active lanes touch smem
+    if nb < BANK_BYTES:
+        return (b << (8 * np.arange(nb, dtype=np.uint32))).sum(-1, dtype=np.uint32)[..., None]
+    words = b.reshape(b.shape[:-1] + (op.nregs, BANK_BYTES))
+    return (words << (8 * np.arange(BANK_BYTES, dtype=np.uint32))).sum(-1, dtype=np.uint32)
 
 
-def _store_bytes(smem, a, data_bytes, m, phase_lanes):
-    """data_bytes (32, nbytes) uint8.  Lanes are written phase by phase (``phase_lanes``
-    lanes each), and within a phase from the highest lane down, so that the lowest lane of
-    the last phase touching a byte wins (``phase_lanes=1``: the highest lane wins)."""
-    nbytes = data_bytes.shape[-1]
-    lane = np.arange(32)
-    order = np.lexsort((-lane, lane // phase_lanes))
+def _store_bytes(smem, op: SharedOp, a, data_bytes, m):
+    """data_bytes (32, nbytes) uint8, written as ``op.overlap`` says: phase by phase (``phase_lanes``
+    lanes each) and within a phase from the highest lane down, so that the lowest lane of the last
+    phase touching a byte wins; or lane by lane upwards, so that the highest lane wins."""
+    per_phase = 1 if op.overlap == OVERLAP_HIGHEST_LANE else op.phase_lanes
+    order = np.lexsort((-LANES, LANES // per_phase))
     lanes = order[m[order]]
-    idx = a[lanes][:, None] + np.arange(nbytes)
+    idx = a[lanes][:, None] + np.arange(op.bytes_per_addr)
     _last_writer_wins(smem, idx, data_bytes[lanes])
 
 
@@ -193,20 +200,16 @@ def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
     overwrites an earlier one and within a phase the lowest lane wins.
     """
     smem = check_smem(smem)
-    nbytes = _check_width(nbytes)
+    op = plain_op("st", nbytes)
     m = lane_mask(mask)
-    a = check_addrs(addrs, nbytes, smem.size, m)
-    if a.ndim != 1:
-        raise ValueError(f"st.shared writes one smem: addrs must have shape (32,), got {a.shape}")
-    nw = max(1, nbytes // 4)
-    v = np.asarray(values)
-    if v.dtype.kind not in "ui" or v.shape != (32, nw):
-        raise ValueError(f"st.shared of {nbytes} bytes: values must be uint32 shaped (32, {nw}), got {v.dtype} {v.shape}")
-    if nbytes < 4 and (v >= (1 << (8 * nbytes))).any():
-        lane = int(np.argwhere(v >= (1 << (8 * nbytes)))[0][0])
-        raise ValueError(f"lane {lane}: value {int(v[lane, 0]):#x} does not fit in {nbytes} byte(s)")
-    data = v.astype("<u4").view(np.uint8).reshape(32, -1)[:, :nbytes]
-    _store_bytes(smem, a, data, m, phase_lanes=32 if nbytes <= 4 else 128 // nbytes)
+    a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what, single=True)
+    v = check_words(values, (WARP_LANES, op.nregs), f"{op.name} values")
+    nb = op.bytes_per_addr
+    if nb < BANK_BYTES and (v >> (8 * nb)).any():
+        lane = int(np.argwhere(v >> (8 * nb))[0][0])
+        raise ValueError(f"lane {lane}: value {int(v[lane, 0]):#x} does not fit in {nb} byte(s)")
+    data = v.astype("<u4").view(np.uint8).reshape(WARP_LANES, -1)[:, :nb]
+    _store_bytes(smem, op, a, data, m)
 
 
 def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
@@ -218,14 +221,11 @@ def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
     earlier one and within a phase the lowest lane wins.
     """
     smem = check_smem(smem)
-    if level not in ("ca", "cg"):
-        raise ValueError(f"cp.async level must be 'ca' or 'cg', got {level!r}")
-    if nbytes not in (4, 8, 16) or (level == "cg" and nbytes != 16):
-        raise ValueError(f"cp.async.{level} copies {'16' if level == 'cg' else '4, 8 or 16'} bytes per lane, "
-                         f"got {nbytes!r}")
+    op = cp_async_op(level, nbytes)
     m = lane_mask(mask)
-    a = check_addrs(addrs, nbytes, smem.size, m, "cp.async destination")
+    a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what, single=True)
     s = np.asarray(src)
-    if s.dtype != np.uint8 or s.shape != (32, nbytes):
-        raise ValueError(f"cp.async of {nbytes} bytes: src must be uint8 shaped (32, {nbytes}), got {s.dtype} {s.shape}")
-    _store_bytes(smem, a, s, m, phase_lanes=1 if level == "ca" else 8)
+    if s.dtype != np.uint8 or s.shape != (WARP_LANES, op.bytes_per_addr):
+        raise ValueError(f"{op.name}: src must be the copied bytes, uint8 shaped (32, {op.bytes_per_addr}), "
+                         f"got {s.dtype} {s.shape}")
+    _store_bytes(smem, op, a, s, m)

@@ -9,7 +9,6 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fragsim
-from fragsim.banks import metric_names
 
 LANE = np.arange(32)
 
@@ -206,7 +205,7 @@ def test_src_is_only_for_cp_async():
                                      ("cp.async.ca.16", "op_ldgsts")])
 def test_report_names_the_ncu_metrics_of_the_instruction(op, kind):
     r = fragsim.bank_conflicts(op, LANE * 16)
-    assert any(kind in name for name in r.metrics) and metric_names(op)[1] in r.metrics
+    assert any(kind in name for name in r.metrics) and fragsim.parse_shared_op(op).metrics[1] in r.metrics
 
 
 @settings(max_examples=80, deadline=None)
@@ -275,12 +274,3 @@ def test_importing_fragsim_does_not_import_numba():
            "print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_straight_line_phase_code_is_what_its_generator_writes():
-    import inspect
-
-    from fragsim import banks_kernel
-
-    src = inspect.getsource(banks_kernel)
-    assert banks_kernel._phase_source(8) in src and banks_kernel._phase_source(16) in src

@@ -206,5 +206,5 @@ def test_cp_async_writes_the_copied_bytes():
 def test_misaligned_plain_access_names_the_lane():
     addrs = LANE * 8
     addrs[5] = 44
-    with pytest.raises(ValueError, match="lane 5: address 0x2c is not 8-byte aligned"):
+    with pytest.raises(ValueError, match="lane 5: ld.shared.v2.b32 address 0x2c is not 8-byte aligned"):
         ld_shared(np.zeros(512, np.uint8), addrs, 8)

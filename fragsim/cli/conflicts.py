@@ -144,9 +144,7 @@ def run(args) -> int:
 
 
 def _batch_text(r) -> str:
-    from ..banks import metric_names
-
-    wf_name, bc_name = metric_names(r.op)
+    wf_name, bc_name = r.entry.metrics
     lines = [f"{r.op}: {len(r)} instructions", "   #  wavefronts  ideal  conflicts"]
     for i in range(len(r)):
         flag = "" if r.exact is None or r.exact[i] else "  (estimate)"

@@ -14,8 +14,8 @@ import numpy as np
 from ..formats import FloatFormat, get_format
 from ..layout import LinearLayout
 from .mma import MMA_FORMS, SHAPES_BY_INPUT
-from .shared_ops import SharedOp, parse_shared_op  # noqa: F401  (re-exported)
-from .ldmatrix import ldsm_layout, NUMS  # noqa: F401
+from .shared_op import SharedOp  # noqa: F401  (re-exported)
+from .shared_ops import SHARED_OPS, parse_shared_op  # noqa: F401  (re-exported)
 
 PREFIX = "mma.sync.aligned."
 OPERANDS = ("A", "B", "C", "D")

@@ -1,50 +1,26 @@
-"""Shared-memory instructions, by their PTX spelling: what each lane moves.
+"""The shared-memory instruction table: one ``SharedOp`` entry per variant, and the parser.
 
-One ``SharedOp`` per spelling: the access kind (``ld``/``st`` plain loads and stores,
-``ldsm``/``stsm`` for ldmatrix/stmatrix, ``ldgsts`` for cp.async, which writes shared
-memory), the bytes each address covers, and for ldmatrix/stmatrix how many 8x8 matrices.
+``SHARED_OPS`` is the one list of variants (name -> entry, in a fixed order: ldmatrix, stmatrix,
+ld.shared, st.shared, cp.async).  ``parse_shared_op`` turns any accepted PTX spelling into its
+entry; callers parse once at the boundary and pass the entry down.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from .ldmatrix import ROW_BYTES
+from .. import _check
+from . import cp_async, ld_st_shared, ldmatrix
+from .shared_op import SharedOp
 
-
-@dataclass(frozen=True)
-class SharedOp:
-    name: str            # canonical short spelling, e.g. "ldmatrix.x4.trans", "ld.shared.v2.b32"
-    kind: str            # "ld" | "st" | "ldsm" | "stsm" | "ldgsts"
-    bytes_per_addr: int  # bytes each lane's address covers (16 for an ldmatrix row)
-    num: int = 0         # ldmatrix/stmatrix: number of 8x8 matrices
-    trans: bool = False
-
-    @property
-    def is_store(self) -> bool:
-        return self.kind in ("st", "stsm", "ldgsts")
-
-    @property
-    def address_lanes(self) -> int:
-        """How many lanes' addresses the instruction reads (ldmatrix.x1 reads 8)."""
-        return 8 * self.num if self.num else 32
-
-    @property
-    def ptx(self) -> str:
-        if self.kind in ("ldsm", "stsm"):
-            base = "ldmatrix" if self.kind == "ldsm" else "stmatrix"
-            return f"{base}.sync.aligned.m8n8.x{self.num}{'.trans' if self.trans else ''}.shared.b16"
-        if self.kind == "ldgsts":
-            level = self.name.split(".")[2]
-            return f"cp.async.{level}.shared.global [dst], [src], {self.bytes_per_addr}"
-        return self.name
-
+SHARED_OPS: dict[str, SharedOp] = {e.name: e for e in ldmatrix.ENTRIES + ld_st_shared.ENTRIES + cp_async.ENTRIES}
+# ld.shared / st.shared: every spelling of one access (ld.shared.f32 -> ld.shared.b32)
+_PLAIN_SPELLINGS = {s: e for e in ld_st_shared.ENTRIES for s in (e.name, *e.aliases)}
 
 _MATRIX = re.compile(r"^(ldmatrix|stmatrix)(?:\.sync)?(?:\.aligned)?(?:\.m8n8)?\.x([124])(\.trans)?"
                      r"(?:\.shared(?:::cta)?)?(?:\.b16)?$")
-_PLAIN = re.compile(r"^(ld|st)\.shared(?:::cta)?(?:\.(v2|v4))?\.([usbf])(8|16|32|64)$")
-_CPASYNC = re.compile(r"^cp\.async\.(ca|cg)(?:\.shared(?:::cta)?\.global)?\.(4|8|16)$")
+_PLAIN = re.compile(r"^(ld|st)\.shared(?:::cta)?((?:\.v[0-9]+)?\.[a-z]+[0-9]+)$")
+_CPASYNC = re.compile(r"^cp\.async\.(ca|cg)(?:\.shared(?:::cta)?\.global)?\.([0-9]+)$")
 
 EXAMPLES = ("ldmatrix.x4", "ldmatrix.x2.trans", "stmatrix.x4", "ld.shared.u8", "ld.shared.u16",
             "ld.shared.b32", "ld.shared.v2.b32", "ld.shared.v4.b32", "st.shared.b32",
@@ -52,27 +28,56 @@ EXAMPLES = ("ldmatrix.x4", "ldmatrix.x2.trans", "stmatrix.x4", "ld.shared.u8", "
 
 
 def parse_shared_op(op) -> SharedOp:
+    """A PTX spelling (``"ldmatrix.x4"``, ``"ldmatrix.sync.aligned.m8n8.x4.shared.b16"``,
+    ``"ld.shared.v4.b32"``, ``"cp.async.cg.16"`` ...) or an entry -> the table entry."""
     if isinstance(op, SharedOp):
         return op
     if not isinstance(op, str):
         raise TypeError(f"op must be a PTX instruction name (str), got {type(op).__name__}")
     s = op.strip().lower()
+    if not s.isascii() or any(c.isspace() for c in s):
+        raise ValueError(f"op {op!r}: unexpected space or non-ASCII character in an instruction name")
     m = _MATRIX.match(s)
     if m:
-        kind = "ldsm" if m.group(1) == "ldmatrix" else "stsm"
-        num, trans = int(m.group(2)), bool(m.group(3))
-        return SharedOp(f"{m.group(1)}.x{num}{'.trans' if trans else ''}", kind, ROW_BYTES, num, trans)
+        return SHARED_OPS[f"{m.group(1)}.x{m.group(2)}{m.group(3) or ''}"]
     m = _PLAIN.match(s)
     if m:
-        vec = {None: 1, "v2": 2, "v4": 4}[m.group(2)]
-        nbytes = vec * int(m.group(4)) // 8
-        if nbytes > 16:
-            raise ValueError(f"op {op!r}: a lane moves at most 16 bytes (v4.b32 or v2.b64), got {nbytes}")
-        return SharedOp(s, m.group(1), nbytes)
+        key = f"{m.group(1)}.shared{m.group(2)}"
+        if key in _PLAIN_SPELLINGS:
+            return _PLAIN_SPELLINGS[key]
+        raise ValueError(f"op {op!r}: not a shared-memory access fragsim models; a lane moves 1, 2, 4, 8 or 16 "
+                         f"bytes ({', '.join(e.name for e in ld_st_shared.ENTRIES if e.kind == m.group(1))} "
+                         f"and their .u/.s/.f spellings)")
     m = _CPASYNC.match(s)
     if m:
         level, size = m.group(1), int(m.group(2))
-        if level == "cg" and size != 16:
-            raise ValueError(f"op {op!r}: cp.async.cg copies 16 bytes only (PTX ISA); use cp.async.ca for 4 or 8")
-        return SharedOp(f"cp.async.{level}.{size}", "ldgsts", size)
+        if size not in cp_async.SIZES[level]:
+            sizes = ", ".join(map(str, cp_async.SIZES[level][:-1])) + " or " * (len(cp_async.SIZES[level]) > 1) \
+                + str(cp_async.SIZES[level][-1])
+            raise ValueError(f"op {op!r}: cp.async.{level} copies {sizes} bytes per lane (PTX ISA)")
+        return SHARED_OPS[f"cp.async.{level}.{size}"]
     raise ValueError(f"unknown shared-memory op {op!r}; expected e.g. {', '.join(EXAMPLES)}")
+
+
+# Entries by the parameters of the functional API (fragsim.ldmatrix(num, trans), ld_shared(nbytes) ...).
+
+def matrix_op(family: str, num, trans) -> SharedOp:
+    """``ldmatrix``/``stmatrix`` entry for ``num`` matrices (1, 2, 4) and ``trans``."""
+    n = _check.integer(num, "num", ldmatrix.NUMS, f"8x8 matrices: {family} .x1/.x2/.x4")
+    t = _check.boolean(trans, "trans")
+    return SHARED_OPS[f"{family}.x{n}{'.trans' if t else ''}"]
+
+
+def plain_op(direction: str, nbytes) -> SharedOp:
+    """``ld.shared``/``st.shared`` entry for ``nbytes`` per lane."""
+    n = _check.integer(nbytes, "nbytes", tuple(ld_st_shared.WIDTHS), "bytes per lane: u8, u16, b32, v2.b32, v4.b32")
+    return SHARED_OPS[f"{direction}.shared.{ld_st_shared.WIDTHS[n][0]}"]
+
+
+def cp_async_op(level, nbytes) -> SharedOp:
+    """``cp.async.{level}`` entry for ``nbytes`` per lane."""
+    lv = _check.choice(level, "level (cp.async cache level)", tuple(cp_async.SIZES))
+    n = _check.integer(nbytes, "nbytes", (4, 8, 16))
+    if n not in cp_async.SIZES[lv]:
+        raise ValueError(f"cp.async.{lv} copies {', '.join(map(str, cp_async.SIZES[lv]))} bytes per lane, got {n}")
+    return SHARED_OPS[f"cp.async.{lv}.{n}"]

@@ -1,0 +1,130 @@
+"""Write ``kernel_generated.py``, the numba batch path, from the rules and the drivers.
+
+    python -m fragsim.banks.generate          # rewrite fragsim/banks/kernel_generated.py
+    python -m fragsim.banks.generate --check  # exit 1 if the committed file is stale
+
+The generated module holds, as text: the hardware constants the rules use (as literal values),
+straight-line versions of ``rules.phase_cost`` for phases of 8 and 16 lanes (they double the
+batch throughput), verbatim copies of ``rules.COMPILED`` and ``drivers.COMPILED`` under
+``@njit(cache=True)``, and per phase structure of the table's entries (lanes per phase, partner
+merging) a copy of ``rules.instruction_figures`` and ``drivers.batch_instructions`` bound to the
+straight-line phase code it needs (``batch_instructions_<lanes>[m]``).  Because everything numba compiles sits in that one file, numba's
+on-disk cache (keyed on the file that defines a function) can never serve code compiled from
+an older version of a rule: any change to a rule changes the generated file, and the test suite
+fails until it is regenerated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import sys
+import textwrap
+
+from .. import hardware
+from ..hardware import WARP_LANES
+from ..instructions.shared_ops import SHARED_OPS
+from . import drivers, rules
+
+TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_generated.py")
+CONSTANTS = {"WARP_LANES": hardware.WARP_LANES, "NUM_BANKS": hardware.NUM_BANKS,
+             "SOURCE_LINE_BYTES": hardware.SOURCE_LINE_BYTES, "ERR_NEGATIVE": drivers.ERR_NEGATIVE,
+             "ERR_TOO_BIG": drivers.ERR_TOO_BIG, "ERR_ALIGN": drivers.ERR_ALIGN, "ERR_SRC": drivers.ERR_SRC}
+
+
+def straight_line_phase(p: int) -> str:
+    """``phase_cost`` for a phase of ``p`` lanes without loops or branches.
+
+    Lane j is the first of its unit (f_j) unless an earlier active lane has the same unit; the
+    phase costs the most first-units in one group.  For 8 groups the counts are packed as nibbles
+    of one integer (counts <= 8 fit in 4 bits); otherwise they are counted pairwise.
+    """
+    lines = ["@njit(cache=True, inline=\"always\")",
+             f"def _phase{p}(row, s, m, shift, gm):"]
+    for j in range(p):
+        lines += [f"    a{j} = (m >> (s + {j})) & 1", f"    u{j} = row[s + {j}] >> shift", f"    g{j} = u{j} & gm"]
+    for j in range(p):
+        terms = " & ".join(f"(1 - (a{q} & (u{q} == u{j})))" for q in range(j)) or "1"
+        lines.append(f"    f{j} = a{j} & {terms}")
+    if p == 8:
+        lines.append("    h = " + " + ".join(f"(f{j} << (g{j} << 2))" for j in range(p)))
+        lines.append("    best = max(" + ", ".join(f"(h >> {4 * k}) & 15" for k in range(8)) + ")")
+    else:
+        lines.append("    best = 0")
+        for j in range(p):
+            terms = " + ".join(f"(f{q} & (g{q} == g{j}))" for q in range(p))
+            lines.append(f"    best = max(best, a{j} * ({terms}))")
+    lines.append(f"    return best, {' | '.join(f'a{j}' for j in range(p))}")
+    return "\n".join(lines) + "\n"
+
+
+def structures() -> list:
+    """The phase structures of the table's ld/st/ldmatrix/stmatrix entries: (phase lanes, merges)."""
+    return sorted({(e.phase_lanes, e.merges_partners) for e in SHARED_OPS.values() if e.kind != "ldgsts"})
+
+
+def tag(phase_lanes: int, merges: bool) -> str:
+    return f"{phase_lanes}{'m' if merges else ''}"
+
+
+def _specialised(phase_lanes: int, merges: bool) -> str:
+    """``rules.instruction_figures`` and ``drivers.batch_instructions`` for one phase structure, with
+    ``phase_cost`` bound to the straight-line versions of the phase lengths it can take: one small
+    compiled function per structure (a single one holding every version runs ~3x slower)."""
+    t = tag(phase_lanes, merges)
+    lengths = sorted({phase_lanes, min(WARP_LANES, 2 * phase_lanes)} if merges else {phase_lanes})
+    lines = ['@njit(cache=True, inline="always")',
+             f"def phase_cost_{t}(addr, start, stop, m, unit_shift, groups, seen, counts):"]
+    for n in lengths:
+        if n in (8, 16):
+            guard = " and groups == 8" if n == 8 else ""   # 8 groups: the nibble-packed counts fit
+            lines += [f"    if stop - start == {n}{guard}:",
+                      f"        return _phase{n}(addr, start, m, unit_shift, groups - 1)"]
+    lines.append("    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)")
+    fig = _copy(rules.instruction_figures, f"instruction_figures_{t}").replace("phase_cost(", f"phase_cost_{t}(")
+    drv = _copy(drivers.batch_instructions, f"batch_instructions_{t}").replace(
+        "instruction_figures(", f"instruction_figures_{t}(")
+    return "\n".join(lines) + "\n\n\n" + fig + "\n\n" + drv
+
+
+def _copy(fn, name=None) -> str:
+    src = textwrap.dedent(inspect.getsource(fn))
+    if name:
+        src = src.replace(f"def {fn.__name__}(", f"def {name}(", 1)
+    return "@njit(cache=True)\n" + src
+
+
+def source() -> str:
+    parts = [f'"""GENERATED by `python -m fragsim.banks.generate` from fragsim/banks/rules.py and drivers.py.\n\n'
+             'Do not edit: change the rules or the drivers and regenerate (tests/test_banks_generated.py\n'
+             'fails while this file is stale).\n"""\n',
+             "import numpy as np\nfrom numba import njit\n",
+             "\n".join(f"{k} = {v}" for k, v in CONSTANTS.items()) + "\n",
+             straight_line_phase(8), straight_line_phase(16),
+             _copy(rules.phase_cost, "phase_cost_loop")]
+    parts += [_copy(getattr(rules, n)) for n in rules.COMPILED if n not in ("phase_cost", "instruction_figures")]
+    parts += [_copy(getattr(drivers, n)) for n in drivers.COMPILED if n != "batch_instructions"]
+    parts += [_specialised(p, m) for p, m in structures()]
+    return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fragsim.banks.generate", description=__doc__.split("\n")[0])
+    p.add_argument("--check", action="store_true", help="exit 1 if the committed file differs from a fresh one")
+    args = p.parse_args(argv)
+    new = source()
+    old = open(TARGET).read() if os.path.exists(TARGET) else ""
+    if args.check:
+        if old != new:
+            sys.stderr.write(f"{TARGET} is stale: run python -m fragsim.banks.generate\n")
+            return 1
+        return 0
+    if old != new:
+        with open(TARGET, "w") as f:
+            f.write(new)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""Checks of the bank model's inputs (addresses, masks, cp.async sources), shared by both paths."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..hardware import WARP_LANES
+from ..instructions.shared_op import SharedOp
+from ..smem import lane_mask
+
+FULL_MASK = (1 << WARP_LANES) - 1
+LANES = np.arange(WARP_LANES)
+
+
+def ranges(lanes) -> str:
+    """Lanes as "0-7,9,12-15"."""
+    lanes = [int(x) for x in lanes]
+    out, i = [], 0
+    while i < len(lanes):
+        j = i
+        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
+            j += 1
+        out.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
+        i = j + 1
+    return ",".join(out) if out else "none"
+
+
+def _where(idx) -> str:
+    return f"instruction {idx[0]}, " if len(idx) > 1 else ""
+
+
+def _hex(v) -> str:
+    v = int(v)
+    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
+
+
+def active_lanes(o: SharedOp, mask) -> np.ndarray:
+    """mask -> bool (32,) of the lanes that take part (lanes past the address lanes never do)."""
+    bits = lane_mask(mask)
+    if o.kind in ("ldsm", "stsm") and not bits[: o.address_lanes].all():
+        raise ValueError(f"mask: {o.name} is .sync.aligned, every lane of the warp executes it "
+                         f"(lanes {ranges(np.flatnonzero(~bits[:o.address_lanes]))} are masked off)")
+    return bits & (LANES < o.address_lanes)
+
+
+def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
+    """mask -> uint32 (n,) bit masks: None, one int, (n,) ints, (32,) or (n, 32) booleans."""
+    if mask is None:
+        m = np.full(n, FULL_MASK, np.uint32)
+    else:
+        arr = np.asarray(mask)
+        if arr.dtype == bool:
+            if arr.shape == (WARP_LANES,):
+                arr = np.broadcast_to(arr, (n, WARP_LANES))
+            if arr.shape != (n, WARP_LANES):
+                raise ValueError(f"mask of booleans must be shaped (32,) or ({n}, 32), got {arr.shape}")
+            m = (arr.astype(np.uint64) << LANES.astype(np.uint64)).sum(-1).astype(np.uint32)
+        elif arr.dtype.kind in "ui":
+            if arr.ndim == 0:
+                arr = np.full(n, arr)
+            if arr.shape != (n,):
+                raise ValueError(f"mask of ints must be one int or shaped ({n},), got {arr.shape}")
+            bad = (arr > FULL_MASK) | ((arr < 0) if arr.dtype.kind == "i" else False)
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"instruction {i}: mask {_hex(arr[i])} does not fit in 32 bits (bit i = lane i)")
+            m = arr.astype(np.uint32)
+        else:
+            raise TypeError(f"mask must be ints (bit i = lane i) or booleans, got dtype {arr.dtype}")
+    if o.kind in ("ldsm", "stsm"):
+        need = np.uint32((1 << o.address_lanes) - 1)
+        bad = (m & need) != need
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"instruction {i}: mask: {o.name} is .sync.aligned, every lane of the warp "
+                             f"executes it (mask {int(m[i]):#010x})")
+    return m
+
+
+def integer_array(x, name: str, what: str) -> np.ndarray:
+    a = np.asarray(x)
+    if a.dtype.kind not in "ui":
+        raise TypeError(f"{name} must be integer {what}, got dtype {a.dtype}")
+    return a
+
+
+def check_addrs(o: SharedOp, addrs, active) -> np.ndarray:
+    """Shared-memory byte offsets of one instruction (32,): non-negative, 32-bit, aligned."""
+    a = integer_array(addrs, "addrs", "byte offsets into shared memory")
+    if a.shape != (WARP_LANES,):
+        raise ValueError(f"addrs must hold 32 byte offsets (one per lane, shape (32,) or (n, 32)), got shape {a.shape}")
+    for lane in np.flatnonzero(active):
+        v = int(a[lane])
+        if v < 0:
+            raise ValueError(f"lane {lane}: {o.what} {v} is negative")
+        if v >> 32:
+            raise ValueError(f"lane {lane}: {o.what} {v:#x} does not fit in 32 bits")
+        if v % o.bytes_per_addr:
+            raise ValueError(f"lane {lane}: {o.what} {v:#x} is not {o.bytes_per_addr}-byte aligned")
+    return np.where(active, a, 0).astype(np.int64)
+
+
+def check_src(o: SharedOp, src, active) -> np.ndarray:
+    """cp.async global source byte addresses (32,); default: lane l copies from l * size."""
+    if src is None:
+        return LANES.astype(np.int64) * o.bytes_per_addr
+    s = integer_array(src, "src", "global byte addresses")
+    if s.shape != (WARP_LANES,):
+        raise ValueError(f"src must hold 32 global byte addresses (one per lane, shape (32,)), got shape {s.shape}")
+    for lane in np.flatnonzero(active):
+        v = int(s[lane])
+        if v < 0 or v % o.bytes_per_addr or v >> 62:
+            raise ValueError(f"lane {lane}: cp.async source address {_hex(v)} is not a non-negative multiple "
+                             f"of {o.bytes_per_addr} below 2**62")
+    return np.where(active, s, 0).astype(np.int64)
+
+
+def no_src_unless_cp_async(o: SharedOp, src) -> None:
+    if src is not None and o.kind != "ldgsts":
+        raise ValueError(f"src: only cp.async reads global memory; {o.name} takes no source addresses")

@@ -1,0 +1,179 @@
+"""One instruction, with the detail: ``BankReport`` and its phases.
+
+The figures come from the rules (``fragsim.banks.rules``, run here as plain Python); the detail
+(which banks each phase hits, which words, which lanes collide) explains them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
+from ..instructions.shared_op import SharedOp
+from . import rules
+
+CP_ASYNC_NOTE = (
+    "cp.async writes shared memory one 128-byte source line at a time; lanes writing one bank, or "
+    "reading one source element, take a wavefront each (writes are not merged)")
+CP_INEXACT_NOTE = (
+    "estimate: the source lines are not each read by one run of lanes at stride +size/-size/0 (or "
+    "a partial warp reads more than 4 lines); measured counters on H200 differ from this by up to "
+    "about +-20 wavefronts here")
+
+
+@dataclass
+class Phase:
+    """One phase: its lanes, its cost, and per bank the distinct words (word = byte address >> 2)."""
+
+    index: int
+    lanes: list            # every lane of the phase
+    active: list           # the lanes that take part
+    wavefronts: int
+    banks: dict            # bank -> sorted list of distinct word addresses (byte address of the word)
+    lanes_by_word: dict    # word byte address -> lanes touching it
+    writes_by_bank: dict = field(default_factory=dict)  # cp.async: bank -> lanes writing it
+    lanes_by_source: dict = field(default_factory=dict)  # cp.async: source address -> lanes
+
+    @property
+    def collisions(self) -> list:
+        """Banks that need more than one wavefront: [(bank, [(word, lanes), ...]), ...]."""
+        out = []
+        if self.writes_by_bank:
+            for b, lanes in sorted(self.writes_by_bank.items()):
+                if len(lanes) > 1:
+                    out.append((b, [(None, lanes)]))
+            return out
+        for b, words in sorted(self.banks.items()):
+            if len(words) > 1:
+                out.append((b, [(w, self.lanes_by_word[w]) for w in words]))
+        return out
+
+    def to_dict(self) -> dict:
+        d = {"index": self.index, "lanes": self.lanes, "active": self.active, "wavefronts": self.wavefronts,
+             "banks": {str(b): [hex(w) for w in ws] for b, ws in sorted(self.banks.items())},
+             "collisions": [{"bank": b, "words": [{"word": None if w is None else hex(w), "lanes": ls}
+                                                  for w, ls in ws]} for b, ws in self.collisions]}
+        if self.writes_by_bank:
+            d["writes_by_bank"] = {str(b): ls for b, ls in sorted(self.writes_by_bank.items())}
+            d["same_source"] = [{"src": hex(k), "lanes": v} for k, v in sorted(self.lanes_by_source.items())
+                                if len(v) > 1]
+        return d
+
+
+@dataclass
+class BankReport:
+    """Bank conflicts of one warp instruction, in Nsight Compute's terms."""
+
+    entry: SharedOp = field(repr=False)
+    wavefronts: int        # what the entry's wavefront metric counts
+    ideal: int             # fewest wavefronts possible
+    conflicts: int         # what the entry's bank-conflict metric counts (wavefronts - ideal)
+    phases: list
+    addrs: list
+    active: list
+    merged_pairs: bool = False
+    notes: list = field(default_factory=list)
+    modelled_wavefronts: int | None = None   # cp.async.cg: the cost the counters do not show
+    exact: bool = True     # False: outside the measured domain (cp.async with irregular sources)
+    src: list | None = None
+
+    @property
+    def op(self) -> str:
+        return self.entry.name
+
+    @property
+    def ptx(self) -> str:
+        return self.entry.ptx
+
+    @property
+    def metrics(self) -> dict:
+        wf_name, bc_name = self.entry.metrics
+        return {wf_name: self.wavefronts, bc_name: self.conflicts}
+
+    @property
+    def collisions(self) -> list:
+        return [(p.index, b, ws) for p in self.phases for b, ws in p.collisions]
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "ptx": self.ptx, "wavefronts": self.wavefronts, "ideal": self.ideal,
+                "conflicts": self.conflicts, "metrics": self.metrics, "merged_pairs": self.merged_pairs,
+                "modelled_wavefronts": self.modelled_wavefronts, "exact": self.exact, "src": self.src,
+                "active_lanes": [i for i, a in enumerate(self.active) if a],
+                "addrs": self.addrs, "phases": [p.to_dict() for p in self.phases], "notes": self.notes}
+
+    def __str__(self) -> str:
+        from .text import format_report
+        return format_report(self)
+
+
+def _scratch():
+    return (np.empty((WARP_LANES, WARP_LANES), np.int64), np.empty(WARP_LANES, np.int64),
+            np.empty(WARP_LANES, np.int64))
+
+
+def _phase(o: SharedOp, k: int, lanes: list, a: np.ndarray, active: np.ndarray, wavefronts: int) -> Phase:
+    """The detail of one phase (which banks and words its active lanes touch)."""
+    act = [lane for lane in lanes if active[lane]]
+    banks: dict = {}
+    by_word: dict = {}
+    writes: dict = {}
+    for lane in act:
+        base = (int(a[lane]) // BANK_BYTES) * BANK_BYTES
+        for j in range(max(1, o.bytes_per_addr // BANK_BYTES)):
+            wb = base + BANK_BYTES * j
+            b = (wb // BANK_BYTES) % NUM_BANKS
+            by_word.setdefault(wb, []).append(lane)
+            words = banks.setdefault(b, [])
+            if wb not in words:
+                words.append(wb)
+            if o.kind == "ldgsts":
+                writes.setdefault(b, []).append(lane)
+    for b in banks:
+        banks[b].sort()
+    return Phase(k, lanes, act, int(wavefronts), banks, by_word, writes)
+
+
+def report(o: SharedOp, a: np.ndarray, active: np.ndarray) -> BankReport:
+    """ld/st.shared, ldmatrix, stmatrix: int64 addresses (32,), active lanes bool (32,)."""
+    m = int(np.sum(active.astype(np.int64) << np.arange(WARP_LANES, dtype=np.int64)))
+    seen, counts, phase_wf = _scratch()
+    wf, ideal, size = rules.instruction_figures(a, m, o.address_lanes, o.phase_lanes, o.merges_partners,
+                                                o.unit_shift, o.bank_groups, seen, counts, phase_wf)
+    merged = size != o.phase_lanes
+    phases = [_phase(o, k, list(range(s, min(s + size, o.address_lanes))), a, active, phase_wf[k])
+              for k, s in enumerate(range(0, o.address_lanes, size))]
+    p = len(phases)
+    notes = []
+    if merged:
+        notes.append("partner lanes (n^1 or n^2) load the same addresses: the load takes "
+                     f"{p} phase{'s' if p > 1 else ''} of {size} lanes instead of "
+                     f"{WARP_LANES // o.phase_lanes} of {o.phase_lanes}")
+    return BankReport(o, int(wf), int(ideal), int(wf - ideal), phases, [int(x) for x in a],
+                      [bool(x) for x in active], bool(merged), notes)
+
+
+def cp_async_report(o: SharedOp, a: np.ndarray, src: np.ndarray, active: np.ndarray) -> BankReport:
+    m = int(np.sum(active.astype(np.int64) << np.arange(WARP_LANES, dtype=np.int64)))
+    seen, counts, phase_wf = _scratch()
+    line_of = np.empty(WARP_LANES, np.int64)
+    scount = np.empty(WARP_LANES, np.int64)
+    wf, ideal, exact = rules.cp_async_figures(a, src, m, o.bytes_per_addr, o.width_phase_lanes, line_of, seen,
+                                              counts, scount, phase_wf)
+    phases = []
+    for k in range(int(line_of.max()) + 1):
+        lanes = [int(x) for x in np.flatnonzero(line_of == k)]
+        ph = _phase(o, k, lanes, a, active, phase_wf[k])
+        for lane in lanes:
+            ph.lanes_by_source.setdefault(int(src[lane]), []).append(lane)
+        phases.append(ph)
+    notes = [CP_ASYNC_NOTE] + ([] if exact else [CP_INEXACT_NOTE])
+    modelled = None
+    if not o.counted:
+        modelled = int(wf)
+        notes.append(f"modelled cost {wf} wavefronts ({wf - ideal} from conflicts); Nsight Compute "
+                     "counts no shared-memory wavefronts and 0 bank conflicts for .cg (it bypasses L1)")
+        wf, ideal = 0, 0
+    return BankReport(o, int(wf), int(ideal), int(wf - ideal), phases, [int(x) for x in a],
+                      [bool(x) for x in active], False, notes, modelled, bool(exact), [int(x) for x in src])

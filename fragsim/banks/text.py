@@ -1,0 +1,69 @@
+"""The text form of a ``BankReport`` (what ``fragsim conflicts`` prints)."""
+
+from __future__ import annotations
+
+from ..hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES
+from .inputs import ranges
+from .report import BankReport, Phase
+
+
+def _plural(n, word):
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _collision_lines(r: BankReport, p: Phase) -> list:
+    """Banks needing more than one wavefront, by bank group (the banks one lane's access spans)."""
+    unit = r.entry.unit_bytes
+    span = unit // BANK_BYTES
+    groups: dict = {}
+    for lane in p.active:
+        a = r.addrs[lane] // unit * unit
+        g = (a // BANK_BYTES) % NUM_BANKS
+        groups.setdefault(g, {}).setdefault(a, []).append(lane)
+    out = []
+    kind = r.entry.kind
+    what = "row" if kind in ("ldsm", "stsm") else ("word" if unit == BANK_BYTES else f"{unit}-byte unit")
+    for g, units in sorted(groups.items()):
+        banks = f"bank {g:2d}" if span == 1 else f"banks {g}-{g + span - 1}"
+        if p.writes_by_bank:
+            lanes = sorted(l for ls in units.values() for l in ls)
+            if len(lanes) > 1:
+                out.append(f"    {banks}: {len(lanes)} writes (lanes {ranges(lanes)}), one wavefront each")
+        elif len(units) > 1:
+            parts = ", ".join(f"{u:#x} (lane{'s' if len(ls) > 1 else ''} {ranges(ls)})"
+                              for u, ls in sorted(units.items()))
+            out.append(f"    {banks}: {len(units)} {what}s: {parts}")
+    return out
+
+
+def format_report(r: BankReport) -> str:
+    lines = [f"{r.op}  ({r.ptx})"]
+    nact = sum(r.active)
+    how = (f"(one per {SOURCE_LINE_BYTES}-byte source line)" if r.src is not None else
+           f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
+    lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({ranges([i for i, x in enumerate(r.active) if x])}), "
+                 f"{_plural(len(r.phases), 'phase')} {how}")
+    for p in r.phases:
+        head = f"phase {p.index}  lanes {ranges(p.lanes):<7}"
+        if r.src is not None and p.lanes:
+            head += f" (source line {r.src[p.lanes[0]] // SOURCE_LINE_BYTES * SOURCE_LINE_BYTES:#x})"
+        if not p.active:
+            lines.append(f"{head}  no active lane: 0 wavefronts")
+            continue
+        nbanks = len(p.banks)
+        most = max(len(v) for v in p.banks.values())
+        lines.append(f"{head}  {_plural(p.wavefronts, 'wavefront'):<13} {nbanks} bank{'s' if nbanks != 1 else ''} hit, "
+                     f"at most {_plural(most, 'distinct word')} per bank")
+        lines.extend(_collision_lines(r, p))
+        for src_addr, ls in sorted(p.lanes_by_source.items()):
+            if len(ls) > 1:
+                lines.append(f"    source {src_addr:#x}: read by {len(ls)} lanes ({ranges(ls)}), one wavefront each")
+    for note in r.notes:
+        lines.append(f"note: {note}")
+    wf_name, bc_name = r.entry.metrics
+    width = max(len(wf_name), len(bc_name))
+    lines.append("Nsight Compute:")
+    lines.append(f"  {wf_name:<{width}}  {r.wavefronts}")
+    lines.append(f"  {bc_name:<{width}}  {r.conflicts}")
+    lines.append(f"  {'ideal wavefronts':<{width}}  {r.ideal}")
+    return "\n".join(lines)

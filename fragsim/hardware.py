@@ -1,0 +1,28 @@
+"""Physical facts of the warp and its shared-memory path, named once and cited.
+
+Everything else (the instruction table, the shared-memory and bank models, the probes) reads these
+names; a bare 32, 4 or 128 elsewhere means something else.
+"""
+
+from __future__ import annotations
+
+#: Threads per warp (CUDA C++ Programming Guide, "SIMT Architecture").
+WARP_LANES = 32
+
+#: Shared memory has 32 banks, each 4 bytes wide, for every compute capability since 5.0
+#: (CUDA C++ Programming Guide, "Shared Memory" of each compute capability).
+NUM_BANKS = 32
+BANK_BYTES = 4
+
+#: One wavefront reads or writes at most one 4-byte word per bank: 128 bytes.  Wider accesses are
+#: split into phases of 128 bytes' worth of lanes (reference/shared-memory-banks.md).
+WAVEFRONT_BYTES = NUM_BANKS * BANK_BYTES
+
+#: cp.async data arrives from L1 in 128-byte cache lines; the H200/H100 measurements group a
+#: copy's lanes by the 128-byte line of their *source* address (tests/data/banks/).
+SOURCE_LINE_BYTES = 128
+
+#: ldmatrix/stmatrix move 8x8 matrices of 16-bit elements: one 16-byte row per address lane
+#: (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
+MATRIX_ROWS = 8
+MATRIX_ROW_BYTES = 16
