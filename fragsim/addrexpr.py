@@ -241,9 +241,6 @@ class _Node:
     def __init__(self, kind, op, pos, kids=(), arg=None):
         self.kind, self.op, self.pos, self.kids, self.arg = kind, op, pos, kids, arg
 
-    def __repr__(self):
-        return f"_Node({self.kind}, {self.op!r}, pos={self.pos}, kids={self.kids}, arg={self.arg!r})"
-
 
 class _Parser:
     def __init__(self, src: str):

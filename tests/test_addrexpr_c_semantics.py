@@ -60,10 +60,6 @@ def test_a_5000_term_expression_over_32_lanes_evaluates_well_under_a_second():
     assert best < 1.0, f"{best:.3f} s"
 
 
-def test_a_deep_tree_has_a_flat_repr():
-    assert "Expr(" in repr(parse("(" * 5000 + "lane" + ")" * 5000))
-
-
 # ---- item 3: literals and shift counts at and beyond 2**63 ---------------------------------------
 
 def test_a_hex_literal_of_2_63_is_unsigned_long_as_in_c():
@@ -218,7 +214,7 @@ def test_an_unsigned_long_result_of_2_63_or_more_is_an_error_not_a_negative_offs
     ("(char *)lane", r"position 6: expected '\)' to close the cast"),
     ("(unsigned short long)lane", r"'unsigned short long' is not a valid C type"),
     ("(auto)lane", r"\(auto\) is not a cast"),
-    ("int + 1", "not a C|binding"),
+    ("int + 1", "position 0: a statement starting with a type is a binding"),
 ])
 def test_casts_to_other_types_are_refused(src, msg):
     with pytest.raises(AddrExprError, match=msg):
@@ -252,7 +248,7 @@ def test_pasted_kernel_lines_with_types_and_a_trailing_semicolon():
 def test_a_typed_binding_converts_like_a_cast():
     assert np.array_equal(evaluate("unsigned char b = lane * 16; b"), (LANE * 16) % 256)
     assert np.array_equal(evaluate("unsigned u = lane - 1; u / 2"), np.where(LANE == 0, 2147483647, (LANE - 1) // 2))
-    assert np.array_equal(evaluate("auto a = lane - 1; a / 2"), (LANE - 1) // 2 * (LANE >= 1) + 0)
+    assert np.array_equal(evaluate("auto a = lane - 1; a / 2"), np.where(LANE == 0, 0, (LANE - 1) // 2))
 
 
 def test_variables_lists_only_the_free_names():
