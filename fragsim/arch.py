@@ -1,8 +1,13 @@
-"""Per-architecture parameters of the tensor-core arithmetic: one row per architecture.
+"""Architectures as data: one row per architecture, and the compute capabilities each models.
 
-The arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add of
-the reference doc (shared/reference/tensor-core-arithmetic.md), over these numbers.
-Adding an architecture is adding a row to ``ARCHS`` (plus its aliases).
+A row holds every fact fragsim keeps about an architecture: its name and compute capability,
+the names users give it (aliases), and the parameters of the tensor-core arithmetic.  The
+arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add of the
+reference doc (shared/reference/tensor-core-arithmetic.md), over these numbers.  Which
+instructions an architecture has follows from the instruction table (each entry's ``min_cc``).
+``COMPUTE_CAPABILITIES`` says which row models a GPU of a given compute capability, or why none
+does; gpu_check, the ``--arch`` choices and the dry-run backend read it.  Adding an architecture is
+adding a row here (and its compute capabilities).
 
 Where the published sources leave a behaviour open, the row holds it as a single field
 (``e_zero_f16``, ``zero_sign``, ``c_subnormal_exp``, ``tf32_nan_low_bits``), so that
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["ArchParams", "ARCHS", "ALIASES", "get_arch"]
+__all__ = ["ArchParams", "ARCHS", "ALIASES", "COMPUTE_CAPABILITIES", "get_arch", "arch_for_cc"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class ArchParams:
 
     name: str
     description: str
+    cc: int                     # its own compute capability, major*10 + minor
+    aliases: tuple              # other names users give it ("a100", "ampere")
     block_16bit: int
     block_tf32: int
     frac_bits: int
@@ -53,6 +60,11 @@ class ArchParams:
     tf32_nan_low_bits: bool = False
 
     def __post_init__(self):
+        for f in fields(self):  # exact types: a string where a bool belongs would act as True
+            v = getattr(self, f.name)
+            want = {"int": int, "bool": bool, "str": str, "tuple": tuple}[str(f.type)]
+            if type(v) is not want:
+                raise TypeError(f"arch {self.name}: {f.name} must be {want.__name__}, got {type(v).__name__} {v!r}")
         for f in ("round_f32", "round_f16"):
             if getattr(self, f) not in ("rz", "rne"):
                 raise ValueError(f"arch {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
@@ -93,18 +105,40 @@ class ArchParams:
 ARCHS: dict[str, ArchParams] = {
     a.name: a
     for a in (
-        ArchParams("sm_80", "A100 (Ampere)", block_16bit=8, block_tf32=4, frac_bits=24,
-                   e_zero_f32=-132, e_zero_f16=-20),
-        ArchParams("sm_90", "H100/H200 (Hopper)", block_16bit=16, block_tf32=8, frac_bits=25,
-                   e_zero_f32=-133, e_zero_f16=-21),
+        ArchParams("sm_80", "A100 (Ampere)", cc=80, aliases=("sm80", "80", "a100", "ampere"),
+                   block_16bit=8, block_tf32=4, frac_bits=24, e_zero_f32=-132, e_zero_f16=-20),
+        ArchParams("sm_90", "H100/H200 (Hopper)", cc=90, aliases=("sm90", "sm_90a", "90", "h100", "h200", "h800",
+                                                                  "hopper"),
+                   block_16bit=16, block_tf32=8, frac_bits=25, e_zero_f32=-133, e_zero_f16=-21),
     )
 }
 
-ALIASES = {
-    "sm_80": "sm_80", "sm80": "sm_80", "80": "sm_80", "a100": "sm_80", "ampere": "sm_80",
-    "sm_90": "sm_90", "sm90": "sm_90", "sm_90a": "sm_90", "90": "sm_90", "h100": "sm_90",
-    "h200": "sm_90", "h800": "sm_90", "hopper": "sm_90",
+ALIASES = {alias: a.name for a in ARCHS.values() for alias in (a.name, *a.aliases)}
+
+# Compute capability -> (the row that models it, why) or (None, why no row does).
+COMPUTE_CAPABILITIES = {
+    80: ("sm_80", "A100/A30: the row's own architecture"),
+    86: ("sm_80", "GA10x Ampere: MMA-Sim 2.1.1 gives every Ampere GPU these parameters (no GA10x measured here)"),
+    87: ("sm_80", "Jetson Orin (Ampere): MMA-Sim 2.1.1 gives every Ampere GPU these parameters (not measured here)"),
+    89: ("sm_80", "Ada Lovelace: MMA-Sim 2.1.1 gives it Ampere's f16/bf16/tf32 mma parameters, validated on an "
+                  "RTX 4090 (not measured here)"),
+    90: ("sm_90", "H100/H200: the row's own architecture"),
+    70: (None, "Volta runs no m16n8k* mma.sync form and no ldmatrix"),
+    75: (None, "Turing's tensor cores differ from Ampere's (MMA-Sim: 8-byte blocks) and fragsim has no row for them"),
+    100: (None, "Blackwell (sm_100) has no row: its mma.sync arithmetic is not modelled or validated here"),
+    103: (None, "Blackwell (sm_103) has no row: its mma.sync arithmetic is not modelled or validated here"),
+    120: (None, "RTX Blackwell (sm_120) has no row: its mma.sync arithmetic is not modelled or validated here"),
 }
+
+
+def arch_for_cc(major: int, minor: int, name: str = "this GPU") -> str:
+    """The row that models a GPU of compute capability ``major.minor``; ValueError naming why if none."""
+    row, why = COMPUTE_CAPABILITIES.get(major * 10 + minor, (None, "fragsim knows nothing about it"))
+    if row is None:
+        modelled = ", ".join(f"{cc // 10}.{cc % 10}" for cc, (r, _) in COMPUTE_CAPABILITIES.items() if r)
+        raise ValueError(f"{name} has compute capability {major}.{minor}: {why}; fragsim models compute "
+                         f"capabilities {modelled} (rows {', '.join(ARCHS)})")
+    return row
 
 
 def get_arch(name) -> ArchParams:

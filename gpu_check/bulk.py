@@ -24,28 +24,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import fragsim
+from fragsim.arch import get_arch
 from fragsim.instructions import lookup, parse_shared_op
 
-from . import corpus as C
+from . import corpus
 from . import generate as G
 from . import kernels as K
 
 DEFAULT_CHUNK = 1 << 16
 SHARED_LOOP_PART = 4096      # cases per worker task for per-case shared-memory models
-
-
-class ModelMissing(RuntimeError):
-    pass
-
-
-def mma_model_available() -> bool:
-    try:
-        import fragsim.mma_sync  # noqa: F401
-    except ModuleNotFoundError as e:
-        if e.name == "fragsim.mma_sync":
-            return False
-        raise
-    return True
 
 
 def kind_of(op: str) -> str:
@@ -82,7 +69,7 @@ def _loop_shared(op, tiles, addrs, mask, payload):
             fragsim.st_shared(sm, addrs[i], payload[i], sop.bytes_per_addr, int(mask[i]))
         else:
             fragsim.cp_async(sm, addrs[i], payload[i][:, :sop.bytes_per_addr], sop.bytes_per_addr, int(mask[i]),
-                             level=sop.name.split(".")[2])
+                             level=sop.level)
     return res
 
 
@@ -102,8 +89,6 @@ def model_outputs(op: str, inp: dict, arch: str, pool=None) -> dict:
     """What fragsim says the instruction produces for these inputs."""
     k = K.kernel_for(op)
     if k.kind == "mma":
-        if not mma_model_available():
-            raise ModelMissing("mma model not built yet (fragsim.mma_sync is missing)")
         return {"d": np.asarray(fragsim.mma(k.op, inp["a"], inp["b"], inp["c"], arch=arch), np.uint32)}
     sop = parse_shared_op(k.op)
     n = inp["addrs"].shape[0]
@@ -224,15 +209,15 @@ class Recorder:
         idx = np.flatnonzero(take)
         if not idx.size:
             return
-        self.inputs.setdefault(op, []).append(C.subset(inp, idx))
-        self.outputs.setdefault(op, []).append(C.subset(hw, idx))
+        self.inputs.setdefault(op, []).append(corpus.subset(inp, idx))
+        self.outputs.setdefault(op, []).append(corpus.subset(hw, idx))
         self.kept[op] = self.kept.get(op, 0) + int(idx.size)
 
     def flush(self, op: str, extra_meta=None):
         op = canonical(op)
         if op not in self.inputs:
             return None
-        path = C.save(self.directory, op, C.concat(self.inputs.pop(op)), C.concat(self.outputs.pop(op)),
+        path = corpus.save(self.directory, op, corpus.concat(self.inputs.pop(op)), corpus.concat(self.outputs.pop(op)),
                       self.info, extra_meta)
         self.paths.append(path)
         return path
@@ -259,16 +244,16 @@ class ModelBackend:
     """fragsim in place of the GPU (dry run): every case agrees by construction."""
 
     def __init__(self, arch="sm_90", pool=None):
-        self.arch = arch
+        row = get_arch(arch)
+        self.arch = row.name
+        self.cc = row.cc
         self.pool = pool
         self.info = {"device": "fragsim dry run (no GPU: the model stands in for the hardware)",
-                     "cc": {"sm_80": "8.0", "sm_90": "9.0"}[arch], "arch": arch, "driver": "-",
+                     "cc": f"{row.cc // 10}.{row.cc % 10}", "arch": row.name, "driver": "-",
                      "cuda_runtime": "-", "cuda_driver_api": "-", "nvrtc": "-", "date": _now()}
 
     def available_ops(self):
-        cc = 80 if self.arch == "sm_80" else 90
-        ops = K.all_ops(cc)
-        return ops if mma_model_available() else [o for o in ops if kind_of(o) != "mma"]
+        return K.all_ops(self.cc)
 
     def run(self, op, inp):
         return model_outputs(op, inp, self.arch, self.pool)
@@ -278,12 +263,12 @@ class ReplayBackend:
     """Recorded corpora as the hardware: inputs and outputs come from the files."""
 
     def __init__(self, directory: str):
-        paths = C.find(directory)
+        paths = corpus.find(directory)
         if not paths:
             raise ValueError(f"no corpus files (*.npz) under {directory}")
         self.corpora = {}
         for p in paths:
-            c = C.load(p)
+            c = corpus.load(p)
             self.corpora.setdefault(canonical(c.op), []).append(c)
         first = next(iter(self.corpora.values()))[0]
         self.info = {k: first.meta.get(k, "-") for k in ("device", "cc", "arch", "driver", "cuda_runtime",
@@ -399,9 +384,6 @@ def check_op(backend, op, cases, *, seed=0, chunk=DEFAULT_CHUNK, pool=None, reco
     compare = not record_only
     if record_only:
         res.note = "recorded, not compared"
-    if compare and k.kind == "mma" and not mma_model_available():
-        compare = False
-        res.note = "not compared: mma model not built yet"
     res.compared = compare
     if isinstance(backend, ReplayBackend):
         source = backend.batches(op, cases, chunk)
@@ -469,7 +451,7 @@ def run_probes(backend, op, *, record_only=False, recorder=None) -> list[ProbeRe
     inp = G.probe_inputs(form)
     hw = backend.run(k.op, inp)
     exp = None
-    if not record_only and mma_model_available():
+    if not record_only:
         exp = model_outputs(k.op, inp, backend.arch)
     if recorder is not None:
         recorder.add(k.op, inp, hw, force=True)

@@ -8,7 +8,7 @@ One warp per case, ``WARPS_PER_BLOCK`` warps per block, a grid over the cases.
 
 The asm operand lists come from the table: ``form.nregs(op)`` registers per operand,
 ``form.ptx`` as the instruction.  The same source compiles with NVRTC (CuPy) and with
-``nvcc -cubin``; stmatrix needs sm_90 and is left out below compute capability 9.0.
+``nvcc -cubin``; an instruction is left out below its entry's minimum compute capability.
 
 Kernel arguments (all arrays C-contiguous, one row per case):
 
@@ -29,18 +29,19 @@ import re
 from dataclasses import dataclass
 
 from fragsim.instructions import FORMS, lookup, parse_shared_op
+from fragsim.instructions import SHARED_OPS as TABLE
 
 TILE_BYTES = 1024          # shared-memory tile per warp (per case)
 WARPS_PER_BLOCK = 4
 THREADS_PER_BLOCK = 32 * WARPS_PER_BLOCK
 
-# Every shared-memory variant the cross-check covers, in fragsim's spelling.
-LDMATRIX_OPS = tuple(f"ldmatrix.x{n}{t}" for n in (1, 2, 4) for t in ("", ".trans"))
-STMATRIX_OPS = tuple(f"stmatrix.x{n}{t}" for n in (1, 2, 4) for t in ("", ".trans"))
-LD_OPS = ("ld.shared.u8", "ld.shared.u16", "ld.shared.b32", "ld.shared.v2.b32", "ld.shared.v4.b32")
-ST_OPS = ("st.shared.u8", "st.shared.u16", "st.shared.b32", "st.shared.v2.b32", "st.shared.v4.b32")
-CP_ASYNC_OPS = ("cp.async.ca.4", "cp.async.ca.8", "cp.async.ca.16", "cp.async.cg.16")
-SHARED_OPS = LDMATRIX_OPS + STMATRIX_OPS + LD_OPS + ST_OPS + CP_ASYNC_OPS
+# Every shared-memory variant the cross-check covers: the table's, in its order.
+SHARED_OPS = tuple(TABLE)
+LDMATRIX_OPS = tuple(n for n, e in TABLE.items() if e.family == "ldmatrix")
+STMATRIX_OPS = tuple(n for n, e in TABLE.items() if e.family == "stmatrix")
+LD_OPS = tuple(n for n, e in TABLE.items() if e.family == "ld.shared")
+ST_OPS = tuple(n for n, e in TABLE.items() if e.family == "st.shared")
+CP_ASYNC_OPS = tuple(n for n, e in TABLE.items() if e.family == "cp.async")
 
 
 @dataclass(frozen=True)
@@ -136,123 +137,53 @@ extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned
   unsigned* d = D + (w * 32 + lane) * {n['D']};
 {''.join(f'  d[{i}] = d{i};' + chr(10) for i in range(n['D']))}}}
 """
-    return Kernel(name, form.name, "mma", form.ptx, "HMMA", 80, src)
+    return Kernel(name, form.name, "mma", form.ptx, form.sass, form.min_cc, src)
 
 
-def _shared_kernel(opname: str) -> Kernel:
+def _shared_kernel(opname) -> Kernel:
     op = parse_shared_op(opname)
     name = "fs_" + _ident(op.name)
-    if op.kind in ("ldsm", "stsm"):
-        num = op.num
-        regs = _regs("r", num)
-        if op.kind == "ldsm":
-            ptx = op.ptx
-            asm = f"{ptx} {_brace([f'%{i}' for i in range(num)])}, [%{num}];"
-            src = f"""\
-extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,
-    const unsigned* __restrict__ ADDR, unsigned* __restrict__ OUT, long long n) {{
-  FS_CASE(n)
-  FS_TILE_IN(SMEM)
-  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];
-  unsigned {', '.join(regs)};
-  asm volatile("{asm}"
-      : {', '.join(f'"=r"({r})' for r in regs)}
-      : "r"(addr) : "memory");
-  unsigned* o = OUT + (w * 32 + lane) * {num};
-{''.join(f'  o[{i}] = r{i};' + chr(10) for i in range(num))}}}
-"""
-            return Kernel(name, op.name, "ldsm", ptx, "LDSM", 75, src)
-        ptx = op.ptx
-        asm = f"{ptx} [%0], {_brace([f'%{i + 1}' for i in range(num)])};"
-        src = f"""\
-extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,
-    const unsigned* __restrict__ ADDR, const unsigned* __restrict__ REGS,
-    unsigned char* __restrict__ SMEM_OUT, long long n) {{
-  FS_CASE(n)
-  FS_TILE_IN(SMEM)
-  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];
-  const unsigned* r = REGS + (w * 32 + lane) * {num};
-  asm volatile("{asm}"
-      :: "r"(addr), {', '.join(f'"r"(r[{i}])' for i in range(num))} : "memory");
-  FS_TILE_OUT(SMEM_OUT)
-}}
-"""
-        return Kernel(name, op.name, "stsm", ptx, "STSM", 90, src)
+    regs = _regs("r", op.nregs)
+    masked = op.kind not in ("ldsm", "stsm")   # .sync.aligned instructions run on every lane
+    mask_arg = "const unsigned* __restrict__ MASK,\n    " if masked else ""
+    head = (f'extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,\n'
+            f"    const unsigned* __restrict__ ADDR, {mask_arg}")
+    setup = ("  FS_CASE(n)\n  FS_TILE_IN(SMEM)\n"
+             "  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];\n")
 
-    nw = max(1, op.bytes_per_addr // 4)
-    if op.kind == "ld":
-        ptx = op.name
-        outs = [f"%{i}" for i in range(nw)]
-        asm = f"{ptx} {outs[0] if nw == 1 else _brace(outs)}, [%{nw}];"
-        regs = _regs("r", nw)
-        src = f"""\
-extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,
-    const unsigned* __restrict__ ADDR, const unsigned* __restrict__ MASK,
-    unsigned* __restrict__ OUT, long long n) {{
-  FS_CASE(n)
-  FS_TILE_IN(SMEM)
-  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];
-  unsigned {', '.join(f'{r} = 0u' for r in regs)};
-  if ((MASK[w] >> lane) & 1u) {{
-    asm volatile("{asm}"
-        : {', '.join(f'"=r"({r})' for r in regs)}
-        : "r"(addr) : "memory");
-  }}
-  unsigned* o = OUT + (w * 32 + lane) * {nw};
-{''.join(f'  o[{i}] = r{i};' + chr(10) for i in range(nw))}}}
-"""
-        return Kernel(name, op.name, "ld", ptx, "LDS", 70, src)
-    if op.kind == "st":
-        ptx = op.name
-        ins = [f"%{i + 1}" for i in range(nw)]
-        asm = f"{ptx} [%0], {ins[0] if nw == 1 else _brace(ins)};"
-        src = f"""\
-extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,
-    const unsigned* __restrict__ ADDR, const unsigned* __restrict__ MASK,
-    const unsigned* __restrict__ VALS, unsigned char* __restrict__ SMEM_OUT, long long n) {{
-  FS_CASE(n)
-  FS_TILE_IN(SMEM)
-  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];
-  const unsigned* v = VALS + (w * 32 + lane) * {nw};
-  if ((MASK[w] >> lane) & 1u) {{
-    asm volatile("{asm}"
-        :: "r"(addr), {', '.join(f'"r"(v[{i}])' for i in range(nw))} : "memory");
-  }}
-  FS_TILE_OUT(SMEM_OUT)
-}}
-"""
-        return Kernel(name, op.name, "st", ptx, "STS", 70, src)
-    # cp.async
-    level = op.name.split(".")[2]
-    size = op.bytes_per_addr
-    ptx = f"cp.async.{level}.shared.global"
-    asm = f"{ptx} [%0], [%1], {size};"
-    src = f"""\
-extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,
-    const unsigned* __restrict__ ADDR, const unsigned* __restrict__ MASK,
-    const unsigned char* __restrict__ SRC, unsigned char* __restrict__ SMEM_OUT, long long n) {{
-  FS_CASE(n)
-  FS_TILE_IN(SMEM)
-  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];
-  const unsigned long long g = fs_global_addr(SRC + (w * 32 + lane) * 16);
-  if ((MASK[w] >> lane) & 1u) {{
-    asm volatile("{asm}" :: "r"(addr), "l"(g) : "memory");
-  }}
-  asm volatile("cp.async.commit_group;" ::: "memory");
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-  FS_TILE_OUT(SMEM_OUT)
-}}
-"""
-    return Kernel(name, op.name, "ldgsts", f"{ptx} ..., {size}", "LDGSTS", 80, src)
+    def guarded(stmt: str) -> str:
+        return f"  if ((MASK[w] >> lane) & 1u) {{\n    {stmt}\n  }}\n" if masked else f"  {stmt}\n"
+
+    if op.kind in ("ldsm", "ld"):
+        asm = op.asm(f"%{op.nregs}", [f"%{i}" for i in range(op.nregs)])
+        outs = ", ".join(f'"=r"({r})' for r in regs)
+        call = f'asm volatile("{asm}"\n      : {outs}\n      : "r"(addr) : "memory");'
+        src = (head + "unsigned* __restrict__ OUT, long long n) {\n" + setup
+               + f"  unsigned {', '.join(f'{r} = 0u' for r in regs)};\n" + guarded(call)
+               + f"  unsigned* o = OUT + (w * 32 + lane) * {op.nregs};\n"
+               + "".join(f"  o[{i}] = r{i};\n" for i in range(op.nregs)) + "}\n")
+    elif op.kind in ("stsm", "st"):
+        payload = "REGS" if op.kind == "stsm" else "VALS"
+        asm = op.asm("%0", [f"%{i + 1}" for i in range(op.nregs)])
+        ins = ", ".join(f'"r"(v[{i}])' for i in range(op.nregs))
+        call = f'asm volatile("{asm}"\n      :: "r"(addr), {ins} : "memory");'
+        src = (head + f"const unsigned* __restrict__ {payload}, unsigned char* __restrict__ SMEM_OUT, "
+               "long long n) {\n" + setup + f"  const unsigned* v = {payload} + (w * 32 + lane) * {op.nregs};\n"
+               + guarded(call) + "  FS_TILE_OUT(SMEM_OUT)\n}\n")
+    else:  # cp.async: the lane's 16-byte slot of SRC holds the bytes it copies
+        asm = op.asm("%0", src="%1")
+        call = f'asm volatile("{asm}" :: "r"(addr), "l"(g) : "memory");'
+        src = (head + "const unsigned char* __restrict__ SRC, unsigned char* __restrict__ SMEM_OUT, long long n) {\n"
+               + setup + "  const unsigned long long g = fs_global_addr(SRC + (w * 32 + lane) * 16);\n"
+               + guarded(call)
+               + '  asm volatile("cp.async.commit_group;" ::: "memory");\n'
+               + '  asm volatile("cp.async.wait_group 0;" ::: "memory");\n'
+               + "  FS_TILE_OUT(SMEM_OUT)\n}\n")
+    return Kernel(name, op.name, op.kind, op.ptx, op.sass, op.min_cc, src)
 
 
 def _nregs_out(k: Kernel) -> int:
-    if k.kind == "mma":
-        return FORMS[k.op].nregs("D")
-    op = parse_shared_op(k.op)
-    if op.kind == "ldsm":
-        return op.num
-    return max(1, op.bytes_per_addr // 4)
+    return FORMS[k.op].nregs("D") if k.kind == "mma" else parse_shared_op(k.op).nregs
 
 
 def kernel_for(op: str) -> Kernel:
@@ -272,10 +203,10 @@ def all_ops(cc: int = 90) -> list[str]:
 
 def kernels(cc: int = 90, ops=None) -> list[Kernel]:
     ks = [kernel_for(o) for o in (all_ops(cc) if ops is None else ops)]
-    too_new = [k.op for k in ks if k.min_cc > cc]
+    too_new = [k for k in ks if k.min_cc > cc]
     if too_new:
-        raise ValueError(f"compute capability {cc // 10}.{cc % 10} lacks {', '.join(too_new)} "
-                         f"(stmatrix needs 9.0)")
+        raise ValueError(f"compute capability {cc // 10}.{cc % 10} lacks "
+                         + ", ".join(f"{k.op} (needs {k.min_cc // 10}.{k.min_cc % 10})" for k in too_new))
     return ks
 
 

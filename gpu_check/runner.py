@@ -1,7 +1,7 @@
 """Run the generated kernels on a GPU through CuPy (NVRTC), one warp per case.
 
 ``GpuRunner()`` opens device 0, reads its compute capability, compiles every kernel the
-device has (stmatrix only from 9.0) for that architecture, and runs batches:
+device has (each instruction entry's ``min_cc``) for that architecture, and runs batches:
 ``runner.run(op, inputs) -> outputs`` with the array conventions of ``kernels.py`` and
 ``generate.py``.  Anything missing (CuPy, a driver, a GPU, NVRTC) raises
 ``GpuUnavailable`` with one line that says what.
@@ -15,6 +15,7 @@ import subprocess
 
 import numpy as np
 
+from fragsim.arch import arch_for_cc  # noqa: F401  (where gpu_check users found it)
 from fragsim.instructions import parse_shared_op
 
 from . import kernels as K
@@ -22,17 +23,6 @@ from . import kernels as K
 
 class GpuUnavailable(RuntimeError):
     """No usable GPU here (the message is one line, meant for the user)."""
-
-
-def arch_for_cc(major: int, minor: int, name: str = "this GPU") -> str:
-    """The fragsim model that a compute capability runs: sm_80 for 8.x, sm_90 for 9.x."""
-    if major == 8:
-        return "sm_80"
-    if major == 9:
-        return "sm_90"
-    raise ValueError(f"{name} has compute capability {major}.{minor}; fragsim models sm_80 (compute "
-                     f"capability 8.x, e.g. A100) and sm_90 (9.x, e.g. H100) only, so there is no model to "
-                     f"check it against")
 
 
 def _driver_release() -> str:
@@ -120,10 +110,10 @@ class GpuRunner:
         available = K.all_ops(cc)
         if ops is None:
             ops = available
-        missing = [o for o in ops if K.kernel_for(o).op not in available]
+        missing = [K.kernel_for(o) for o in ops if K.kernel_for(o).op not in available]
         if missing:
             raise ValueError(f"{self.info['device']} (compute capability {self.info['cc']}) lacks "
-                             f"{', '.join(missing)}; stmatrix needs 9.0")
+                             + ", ".join(f"{k.op} (needs {k.min_cc // 10}.{k.min_cc % 10})" for k in missing))
         self.kernels = {k.op: k for k in K.kernels(cc, ops)}
         src = K.module_source(cc, list(self.kernels))
         try:

@@ -30,12 +30,6 @@ def gpu():
         pytest.skip(f"no GPU to test on: {e}")
 
 
-@pytest.fixture(scope="module")
-def mma_model():
-    if not bulk.mma_model_available():
-        pytest.skip("mma model not built yet")
-
-
 def _agree(gpu, op, inp):
     hw = gpu.run(op, inp)
     exp = bulk.model_outputs(op, inp, gpu.arch)
@@ -94,7 +88,7 @@ def _mma_inputs(form, cases):
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_mma_matches_the_gpu_bit_for_bit(gpu, mma_model, form):
+def test_mma_matches_the_gpu_bit_for_bit(gpu, form):
     @LIVE
     @given(st.lists(mma_case(form), min_size=1, max_size=8))
     def prop(cases):
@@ -103,7 +97,7 @@ def test_mma_matches_the_gpu_bit_for_bit(gpu, mma_model, form):
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_mma_matches_the_gpu_on_generated_classes(gpu, mma_model, form):
+def test_mma_matches_the_gpu_on_generated_classes(gpu, form):
     # The bulk generators' classes (cancellation with c = -sum, exponent spreads, ...),
     # seeds chosen by hypothesis.
     @LIVE
@@ -114,7 +108,7 @@ def test_mma_matches_the_gpu_on_generated_classes(gpu, mma_model, form):
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_mma_probes_match_the_gpu(gpu, mma_model, form):
+def test_mma_probes_match_the_gpu(gpu, form):
     _agree(gpu, form, G.probe_inputs(form))
 
 

@@ -19,7 +19,7 @@ import fragsim
 from fragsim import FORMS, lookup
 from fragsim.cli import main
 from fragsim.gpu_check import bulk, corpus, generate as G, kernels as K
-from fragsim.gpu_check.runner import arch_for_cc
+from fragsim.arch import arch_for_cc
 
 DATA = Path(__file__).parent / "data" / "hw"
 FILES = corpus.find(str(DATA))

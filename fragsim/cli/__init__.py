@@ -27,12 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"fragsim.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"fragsim.cli.{name}":
-                continue  # subcommand not built yet in this checkout
-            raise
+        mod = importlib.import_module(f"fragsim.cli.{name}")
         sp = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(sp)
         sp.set_defaults(_run=mod.run)

@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from ..arch import ARCHS
+
 NAME = "gpu-check"
 HELP = ("cross-check fragsim against the GPU: run N random cases of every mma form and shared-memory "
         "instruction on the device and on fragsim, and compare bit for bit")
@@ -45,7 +47,7 @@ def add_arguments(p):
     p.add_argument("--details", type=int, default=5, metavar="K", help="mismatches shown in detail per op (default 5)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: fragsim stands in for the device (checks the pipeline, not the model)")
-    p.add_argument("--arch", choices=("sm_80", "sm_90"), default="sm_90",
+    p.add_argument("--arch", choices=tuple(ARCHS), default="sm_90",
                    help="model for --dry-run (on a GPU the device decides)")
     p.add_argument("--replay", metavar="DIR",
                    help="no GPU: take inputs and hardware outputs from the corpora recorded in DIR")

@@ -27,6 +27,8 @@ class MmaForm:
     shape: tuple[int, int, int]     # (M, N, K)
     types: dict = field(hash=False)
     layouts: dict = field(hash=False)
+    min_cc: int = 80                # lowest compute capability (major*10 + minor) that has it (PTX ISA)
+    sass: str = "HMMA"              # the SASS mnemonic it compiles to
 
     @property
     def ptx(self) -> str:

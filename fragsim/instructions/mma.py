@@ -44,8 +44,10 @@ B_K8N8_TF32 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2"])
 
 
 def _form(name, shape, D, A, B, C, layout_a, layout_b, layout_c, layout_d=None):
+    # PTX ISA "mma" target requirements: m16n8k8 with .f16 inputs from sm_75, the rest from sm_80.
+    min_cc = 75 if shape == (16, 8, 8) and A == "f16" else 80
     return {
-        "name": name, "shape": shape,
+        "name": name, "shape": shape, "min_cc": min_cc, "sass": "HMMA",
         "types": {"A": A, "B": B, "C": C, "D": D},
         "layouts": {"A": layout_a, "B": layout_b, "C": layout_c, "D": layout_d or layout_c},
     }
