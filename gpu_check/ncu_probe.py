@@ -1,0 +1,125 @@
+"""The bank-conflict probe program: one kernel per shared-memory instruction, and its SASS check.
+
+Each kernel runs exactly one instruction (its entry's asm text from the instruction table) on
+one warp whose lane addresses, mask and cp.async sources come from global memory, so nothing
+is folded at compile time; ``check_sass`` reads the cubin back (``cuobjdump -sass``) and requires
+exactly one shared-memory instruction per kernel, the entry's SASS mnemonic.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+from fragsim.instructions import SHARED_OPS
+from fragsim.instructions.shared_ops import parse_shared_op
+
+SMEM_BYTES = 16384
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncu_banks_probe.cu")
+
+# Every instruction the probe measures, in the table's order (the op id is the index).
+OPS = tuple(SHARED_OPS)
+# SASS opcodes that touch shared memory (a probe kernel must hold exactly one, its own)
+SHARED_OPCODES = {"LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS", "LD", "ST", "ATOM", "RED", "LDSU"}
+
+
+class NcuUnavailable(RuntimeError):
+    """Nsight Compute (or nvcc, or the counters) cannot be used here."""
+
+
+def kernel_name(op: str) -> str:
+    return "probe_" + re.sub(r"[^a-z0-9]+", "_", op)
+
+
+def _kernel(op: str) -> str:
+    o = parse_shared_op(op)
+    head = (f'extern "C" __global__ void __launch_bounds__(32) {kernel_name(op)}'
+            "(const unsigned* __restrict__ c, unsigned* __restrict__ out, const unsigned char* __restrict__ src) {\n"
+            f"    __shared__ __align__(1024) unsigned char smem[SMEM_BYTES];\n"
+            "    const unsigned lane = threadIdx.x;\n"
+            "    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + c[lane];\n"
+            "    const unsigned mask = c[32];\n")
+    n = o.nregs
+    if o.kind in ("ldsm", "ld"):
+        asm = o.asm(f"%{n}", [f"%{i}" for i in range(n)])
+        call = (f'asm volatile("{asm}" : ' + ", ".join(f'"=r"(r[{i}])' for i in range(n)) + ' : "r"(a));\n')
+        store = "for (int i = 0; i < 4; i++) out[lane * 4 + i] = r[i];\n"
+    elif o.kind in ("stsm", "st"):
+        asm = o.asm("%0", [f"%{i + 1}" for i in range(n)])
+        call = (f'asm volatile("{asm}" :: "r"(a), ' + ", ".join(f'"r"(lane * 4 + {i})' for i in range(n))
+                + ' : "memory");\n')
+    else:  # cp.async: wait inside the guarded block, so the probe's only LDGSTS completes in the launch
+        asm = o.asm("%0", src="%1")
+        call = (f'asm volatile("{asm}" :: "r"(a), "l"(src + c[33 + lane]) : "memory");\n'
+                '        asm volatile("cp.async.wait_all;" ::: "memory");\n')
+    if o.kind in ("ldsm", "stsm"):   # .sync.aligned: every lane runs it, the mask is not used
+        body = ("    unsigned r[4] = {0, 0, 0, 0};\n    " + call + "    (void)mask;\n    " + store
+                if o.kind == "ldsm" else "    " + call + "    (void)mask; (void)out;\n")
+    elif o.kind == "ld":
+        body = ("    if ((mask >> lane) & 1u) {\n        unsigned r[4] = {0, 0, 0, 0};\n        " + call
+                + "        " + store + "    }\n")
+    else:
+        body = "    if ((mask >> lane) & 1u) {\n        " + call + "    }\n    (void)out;\n"
+    return head + body + "}\n"
+
+
+def probe_source(ops=OPS) -> str:
+    with open(TEMPLATE) as f:
+        src = f.read()
+    kernels = "\n".join(_kernel(op) for op in ops)
+    table = ", ".join(kernel_name(op) for op in ops)
+    return (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@KERNELS@", kernels)
+            .replace("@TABLE@", table))
+
+
+def build_probe(workdir: str, arch: str = "native", ops=OPS) -> str:
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        raise NcuUnavailable("nvcc not found on PATH (needed to build the bank-conflict probe)")
+    cu = os.path.join(workdir, "probe.cu")
+    exe = os.path.join(workdir, "probe")
+    with open(cu, "w") as f:
+        f.write(probe_source(ops))
+    cmd = [nvcc, "-O3", f"-arch={arch}", "-o", exe, cu]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise NcuUnavailable(f"nvcc failed building the probe: {r.stderr.strip().splitlines()[-1:]}")
+    return exe
+
+
+def sass_functions(text: str) -> dict:
+    """``cuobjdump -sass`` text -> {function name: [opcode, ...]} (opcodes without modifiers).
+
+    Instructions guarded by ``@!PT`` (a predicate that is never true) never execute and are left out.
+    """
+    funcs, cur = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Function : (\S+)", line)
+        if m:
+            cur = funcs.setdefault(m.group(1), [])
+            continue
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)(?:\.[A-Z0-9_.]+)?\b", line)
+        if m and cur is not None:
+            if (m.group(1) or "").strip() == "@!PT":
+                continue  # predicated on never-true: not executed (ptxas pads LDGSTS with `@!PT LDS RZ, [RZ]`)
+            cur.append(m.group(2))
+    return funcs
+
+
+def check_sass(sass_text: str, ops=OPS) -> dict:
+    """Each probe kernel must hold exactly one shared-memory instruction, the one under test."""
+    funcs = sass_functions(sass_text)
+    found = {}
+    for op in ops:
+        name = kernel_name(op)
+        if name not in funcs:
+            raise RuntimeError(f"SASS check: kernel {name} not found in cuobjdump output")
+        shared = [o for o in funcs[name] if o in SHARED_OPCODES]
+        want = parse_shared_op(op).sass
+        if shared != [want]:
+            raise RuntimeError(f"SASS check: {name} must hold exactly one {want} and no other shared "
+                               f"access, found {shared}")
+        found[op] = shared
+    return found
