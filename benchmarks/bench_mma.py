@@ -69,10 +69,13 @@ def main(argv=None):
                 for op in "ABC"]
         for arch in ("sm_90", "sm_80"):
             row = {"form": form, "arch": arch, "batch": args.batch}
+            def run(form=form, regs=regs, arch=arch):
+                return fragsim.mma(form, *regs, arch=arch)
+
             numba.set_num_threads(1)
-            row["us_1_core"] = best_us(lambda: fragsim.mma(form, *regs, arch=arch), args.batch, args.repeat)
+            row["us_1_core"] = best_us(run, args.batch, args.repeat)
             numba.set_num_threads(all_threads)
-            row["us_all_cores"] = best_us(lambda: fragsim.mma(form, *regs, arch=arch), args.batch, args.repeat)
+            row["us_all_cores"] = best_us(run, args.batch, args.repeat)
             row["cores"] = all_threads
             if args.mmasim:
                 row["us_mmasim"] = mmasim_us(form, arch)

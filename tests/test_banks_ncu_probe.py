@@ -56,7 +56,7 @@ def test_ncu_csv_rows_group_by_launch_in_order():
 @pytest.mark.parametrize("op", ncu_probe.OPS)
 def test_generated_address_sets_are_aligned_and_inside_the_probe_buffer(op):
     size = parse_shared_op(op).bytes_per_addr
-    for label, a, mask, src in bank_cases.cases_for(op, seed=7, n_random=20, cp_sources=True)[:200]:
+    for label, a, _mask, src in bank_cases.cases_for(op, seed=7, n_random=20, cp_sources=True)[:200]:
         assert a.min() >= 0 and a.max() + size <= ncu_probe.SMEM_BYTES and (a % size == 0).all(), label
         assert src.min() >= 0 and src.max() + size <= bank_cases.SRC_BYTES and (src % size == 0).all(), label
 

@@ -33,9 +33,7 @@ The model, every rule of it checked against Nsight Compute on an H200 (tests/dat
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..instructions.shared_op import NCU_METRICS, SharedOp
+from ..instructions.shared_op import NCU_METRICS
 from ..instructions.shared_ops import parse_shared_op
 from . import inputs
 from .batch import BatchReport, bank_conflicts_batch

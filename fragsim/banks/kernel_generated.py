@@ -191,14 +191,15 @@ def merges_partners(addr, m):
 
 
 @njit(cache=True)
-def cp_async_figures(addr, src, m, nbytes, width_phase_lanes, line_of, seen, counts, scount, phase_wf):
+def cp_async_figures(addr, src, m, nbytes, width_phase_lanes, line_of, seen, counts, scount,
+                     phase_wf):
     """(wavefronts, ideal, exact) of one cp.async (LDGSTS).
 
-    cp.async writes shared memory as its global data arrives: one phase per 128-byte *source*
-    line (the active lanes grouped by ``src >> 7``, lines in order of their first lane; lane ->
-    line index in ``line_of``, -1 if inactive; phase k's cost in ``phase_wf[k]``).  Per phase, wavefronts = the most lanes writing one
-    bank group, or reading one source element (writes are never merged).  ideal = max(width phases
-    with an active lane, ceil(source lines / 4)).
+    cp.async writes shared memory as its global data arrives: one phase per 128-byte *source* line
+    (the active lanes grouped by ``src >> 7``, lines in order of their first lane; lane -> line
+    index in ``line_of``, -1 if inactive; phase k's cost in ``phase_wf[k]``). Per phase, wavefronts
+    = the most lanes writing one bank group, or reading one source element (writes are never
+    merged). ideal = max(width phases with an active lane, ceil(source lines / 4)).
 
     ``exact`` says whether the inputs lie in the domain where this reproduced every measurement:
     each source line read by one run of lanes at source stride +nbytes, -nbytes or 0, no line's
