@@ -8,6 +8,7 @@ exactly) at the edges.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,16 +94,31 @@ FORMATS: dict[str, FloatFormat] = {
 def get_format(fmt: str | FloatFormat) -> FloatFormat:
     if isinstance(fmt, FloatFormat):
         return fmt
+    if not isinstance(fmt, str):
+        raise TypeError(f"number format must be a name (str) such as 'f16', got {type(fmt).__name__}")
     try:
         return FORMATS[str(fmt).lstrip(".").lower()]
     except KeyError:
         raise ValueError(f"unknown number format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
 
 
+def _first_index(mask: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
 def _as_bits(bits, fmt: FloatFormat) -> np.ndarray:
     b = np.asarray(bits)
     if b.dtype.kind not in "ui":
         raise TypeError(f"{fmt.name} bit patterns must be an unsigned integer array, got dtype {b.dtype}")
+    # A wider or negative pattern is not a word of the format: masking it would hand back
+    # the value of some other word (0x13c00 as f16 would read as 1.0).
+    limit = 1 << fmt.storage_bits
+    if b.size and (b.dtype.kind == "i" or b.dtype.itemsize * 8 > fmt.storage_bits):
+        bad = (b < 0) | (b >= limit)
+        if bad.any():
+            idx = _first_index(bad)
+            raise ValueError(f"{fmt.name} bit patterns must lie in [0, 2**{fmt.storage_bits}), got "
+                             f"{int(b[idx])} at index {idx}")
     return b.astype(np.int64)
 
 
@@ -245,21 +261,94 @@ def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = 
     return word.astype(fmt.dtype)
 
 
-def from_float(x, fmt, rounding: str = "rne") -> np.ndarray:
-    """float values -> raw words of ``fmt``, rounded ('rne' or 'rz'); NaN -> canonical NaN."""
-    fmt = get_format(fmt)
-    x = np.asarray(x, dtype=np.float64)
+def _float_parts(x: np.ndarray):
+    """float64 values -> exact (sign, sig, exp) int64 arrays; Inf/NaN give sig 0 (patched later)."""
     m, e = np.frexp(np.abs(x))  # |x| = m * 2**e, 0.5 <= m < 1
     sig = np.where(np.isfinite(x), np.ldexp(m, 53), 0).astype(np.int64)
-    exp = e.astype(np.int64) - 53
-    sign = np.signbit(x).astype(np.int64)
-    word = round_to_format(sign, sig, exp, fmt, rounding).astype(np.int64)
-    if fmt.ieee_specials:
-        inf_word = (sign << fmt.sign_shift) | (((1 << fmt.exp_bits) - 1) << fmt.exp_shift)
-        word = np.where(np.isinf(x), inf_word, word)
+    return np.signbit(x).astype(np.int64), sig, e.astype(np.int64) - 53
+
+
+def _int_parts(a: np.ndarray):
+    """Integer array (at most 64 bits) -> (sign, sig, exp) with sig < 2**62, no rounding yet:
+    bits shifted out are kept as a sticky lowest bit, far below any format's rounding bit."""
+    neg = a < 0
+    if a.dtype.kind == "i":
+        w = a.astype(np.int64)
+        mag = np.where(neg, ~w, w).astype(np.uint64) + neg.astype(np.uint64)  # ~w = |w| - 1: no overflow at INT64_MIN
     else:
-        word = np.where(np.isinf(x), (sign << fmt.sign_shift) | fmt.canonical_nan, word)
-    word = np.where(np.isnan(x), fmt.canonical_nan, word)
+        mag = a.astype(np.uint64)
+    big = mag >= np.uint64(1 << 62)
+    sticky = (mag & np.uint64(3)) != 0
+    sig = np.where(big, (mag >> np.uint64(2)) | sticky.astype(np.uint64), mag).astype(np.int64)
+    return neg.astype(np.int64), sig, np.where(big, 2, 0).astype(np.int64)
+
+
+def _pyint_parts(n: int) -> tuple[int, int, int]:
+    """A Python int of any size -> (sign, sig, exp) with sig < 2**62 and a sticky lowest bit."""
+    mag = -n if n < 0 else n
+    shift = max(mag.bit_length() - 61, 0)
+    sig = mag >> shift
+    if mag & ((1 << shift) - 1):
+        sig |= 1
+    return int(n < 0), sig, shift
+
+
+def _object_parts(a: np.ndarray):
+    """An object array of Python/NumPy numbers -> (sign, sig, exp, special) where ``special``
+    holds the float elements (for their Inf/NaN) and 0 at the integers."""
+    flat = a.ravel()
+    sign, sig, exp = (np.zeros(flat.size, np.int64) for _ in range(3))
+    special = np.zeros(flat.size, np.float64)
+    is_float = np.zeros(flat.size, bool)
+    for i, v in enumerate(flat):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, float, np.floating)) \
+                or (isinstance(v, np.floating) and v.dtype.itemsize > 8):
+            idx = tuple(int(j) for j in np.unravel_index(i, a.shape))
+            raise TypeError(f"to_bits: values must be real numbers (int or float), got "
+                            f"{type(v).__name__} {v!r:.40} at index {idx}")
+        if isinstance(v, numbers.Integral):
+            sign[i], sig[i], exp[i] = _pyint_parts(int(v))
+        else:
+            special[i], is_float[i] = float(v), True
+    fs, fsig, fexp = _float_parts(special[is_float])
+    sign[is_float], sig[is_float], exp[is_float] = fs, fsig, fexp
+    return (x.reshape(a.shape) for x in (sign, sig, exp, special))
+
+
+def from_float(x, fmt, rounding: str = "rne") -> np.ndarray:
+    """Real values -> raw words of ``fmt``, rounded once ('rne' or 'rz'); NaN -> canonical NaN.
+
+    ``x``: floats (float16/32/64) or integers (NumPy integer arrays or Python ints of any
+    size), as a scalar or an array.  Integers are rounded exactly as IEEE converts an exact
+    integer: ``2**1100`` is Inf under 'rne' and the largest finite number under 'rz'.
+    Anything else (None, strings, dates, booleans, complex) is a ``TypeError``.
+    """
+    fmt = get_format(fmt)
+    if rounding not in ("rne", "rz"):
+        raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
+    try:
+        a = np.asarray(x)
+    except ValueError as e:  # ragged nesting
+        raise ValueError(f"to_bits: values must form a rectangular array ({e})") from None
+    kind = a.dtype.kind
+    special = None
+    if kind == "f" and a.dtype.itemsize <= 8:
+        special = a.astype(np.float64)
+        sign, sig, exp = _float_parts(special)
+    elif kind in "iu":
+        sign, sig, exp = _int_parts(a)
+    elif kind == "O":
+        sign, sig, exp, special = _object_parts(a)
+    else:
+        raise TypeError(f"to_bits: values must be real numbers (int or float), got dtype {a.dtype}")
+    word = round_to_format(sign, sig, exp, fmt, rounding).astype(np.int64)
+    if special is not None:
+        if fmt.ieee_specials:
+            inf_word = (sign << fmt.sign_shift) | (((1 << fmt.exp_bits) - 1) << fmt.exp_shift)
+        else:
+            inf_word = (sign << fmt.sign_shift) | fmt.canonical_nan
+        word = np.where(np.isinf(special), inf_word, word)
+        word = np.where(np.isnan(special), fmt.canonical_nan, word)
     return word.astype(fmt.dtype)
 
 

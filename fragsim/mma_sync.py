@@ -24,18 +24,31 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     'h100', 'h200', 'hopper'), or an ``fragsim.arch.ArchParams`` row.  ``parallel``: spread
     large batches over numba's threads.  Returns D registers, uint32 ``(..., 32, nregs_D)``.
     """
+    if not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be True or False, got {type(parallel).__name__} {parallel!r:.40}")
     pl = plan(form, arch)
     f = pl.form
     regs = [check_regs(f, op, x) for op, x in (("A", a), ("B", b), ("C", c))]
-    try:
-        lead = np.broadcast_shapes(*(r.shape[:-2] for r in regs))
-    except ValueError:
-        raise ValueError(f"{f.name}: the leading (batch) dimensions of A, B and C do not broadcast: "
-                         f"{', '.join(str(r.shape) for r in regs)}") from None
+    lead = _broadcast_lead(f, [r.shape for r in regs])
     batch = int(np.prod(lead, dtype=np.int64))
-    flat = [np.ascontiguousarray(np.broadcast_to(r, lead + r.shape[-2:]).reshape(batch, r.shape[-2] * r.shape[-1]))
+    flat = [(r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:])).reshape(batch, r.shape[-2] * r.shape[-1])
             for r in regs]
     from .arith import kernel  # numba loads here, on first use, not at `import fragsim`
 
-    d = kernel.run(pl, index_maps(f), *flat, parallel=parallel)
+    d = kernel.run(pl, index_maps(f), *flat, parallel=bool(parallel))
     return d.reshape(lead + (32, f.nregs("D")))
+
+
+def _broadcast_lead(f, shapes) -> tuple[int, ...]:
+    """NumPy's broadcast of the leading (batch) dimensions, for any number of them
+    (``np.broadcast_shapes`` stops at 32)."""
+    leads = [s[:-2] for s in shapes]
+    ndim = max(len(x) for x in leads)
+    out = []
+    for i in range(ndim):
+        sizes = {x[i - ndim + len(x)] for x in leads if i - ndim + len(x) >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"{f.name}: the leading (batch) dimensions of A, B and C do not broadcast: "
+                             f"{', '.join(str(s) for s in shapes)}")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)

@@ -1,10 +1,18 @@
-"""Matrix bits <-> per-lane registers, through the fragment maps of the instruction table."""
+"""Matrix bits <-> per-lane registers, through the fragment maps of the instruction table.
+
+Leading (batch) dimensions are flattened to one before indexing, so any number of them
+works (up to NumPy's 64 dimensions in all).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .instructions import lookup
+
+
+def _first_bad(bad: np.ndarray) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argwhere(bad)[0])
 
 
 def _check_matrix(form, operand, matrix) -> np.ndarray:
@@ -23,8 +31,10 @@ def _check_matrix(form, operand, matrix) -> np.ndarray:
                          f"{shape[1]}), got shape {m.shape}")
     limit = 1 << fmt.storage_bits
     if m.size and (m.min() < 0 or m.max() >= limit):
+        idx = _first_bad((m < 0) | (m >= limit))
         raise ValueError(f"operand {operand} of {form.name}: {fmt.name} words must lie in "
-                         f"[0, 2**{fmt.storage_bits}), got values up to {int(m.max())}")
+                         f"[0, 2**{fmt.storage_bits}), got {int(m[idx])} at row {idx[-2]}, col {idx[-1]}"
+                         + (f" of batch index {idx[:-2]}" if m.ndim > 2 else ""))
     return m.astype(np.uint32)
 
 
@@ -34,15 +44,17 @@ def pack(form, operand, matrix) -> np.ndarray:
     m = _check_matrix(form, operand, matrix)
     rows, cols = form.coords(operand)           # (32, nregs, epr)
     bits = form.fmt(operand).storage_bits
-    vals = m[..., rows, cols]                    # (..., 32, nregs, epr)
+    lead = m.shape[:-2]
+    vals = m.reshape((-1,) + m.shape[-2:])[:, rows, cols]   # (n, 32, nregs, epr)
     regs = np.zeros(vals.shape[:-1], dtype=np.uint32)
     for e in range(vals.shape[-1]):
         regs |= vals[..., e] << np.uint32(bits * e)
-    return regs
+    return regs.reshape(lead + regs.shape[1:])
 
 
 def check_regs(form, operand, regs, what: str = "registers") -> np.ndarray:
-    """Validate a register array for ``operand``; returns it as uint32."""
+    """Validate a register array for ``operand``: integer words in [0, 2**32), shaped
+    (..., 32, nregs); returns it as uint32."""
     form = lookup(form)
     r = np.asarray(regs)
     n = form.nregs(operand)
@@ -51,8 +63,14 @@ def check_regs(form, operand, regs, what: str = "registers") -> np.ndarray:
     if r.ndim < 2 or r.shape[-2:] != (32, n):
         raise ValueError(f"operand {operand} of {form.name}: expected {what} shaped (..., 32, {n}) "
                          f"({n} registers per lane), got shape {r.shape}")
-    if r.dtype.itemsize > 4 and r.size and (r.min() < 0 or r.max() > 0xFFFFFFFF):
-        raise ValueError(f"operand {operand} of {form.name}: {what} must fit in 32 bits")
+    # A negative int8/16/32 word would otherwise wrap to 0xFF..., a silent wrong register.
+    if r.size and (r.dtype.kind == "i" or r.dtype.itemsize > 4):
+        bad = (r < 0) | (r > 0xFFFFFFFF)
+        if bad.any():
+            idx = _first_bad(bad)
+            raise ValueError(f"operand {operand} of {form.name}: {what} must be 32-bit words in "
+                             f"[0, 2**32), got {int(r[idx])} at lane {idx[-2]}, register {idx[-1]}"
+                             + (f" of batch index {idx[:-2]}" if r.ndim > 2 else ""))
     return r.astype(np.uint32, copy=False)
 
 
@@ -64,7 +82,9 @@ def unpack(form, operand, regs) -> np.ndarray:
     rows, cols = form.coords(operand)
     bits = fmt.storage_bits
     mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    out = np.zeros(r.shape[:-2] + form.matrix_shape(operand), dtype=fmt.dtype)
+    lead = r.shape[:-2]
+    r = r.reshape((-1,) + r.shape[-2:])
+    out = np.zeros((r.shape[0],) + form.matrix_shape(operand), dtype=fmt.dtype)
     for e in range(rows.shape[-1]):
-        out[..., rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
-    return out
+        out[:, rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
+    return out.reshape(lead + out.shape[1:])

@@ -20,9 +20,16 @@ import numpy as np
 
 __all__ = ["Swizzle"]
 
+MAX_LAYOUT_BITS = 63  # every non-negative int64 offset
+
 
 class Swizzle:
-    """``Swizzle(B, M, S)``: callable on a Python int or an integer NumPy array of offsets."""
+    """``Swizzle(B, M, S)``: callable on a Python int or an integer NumPy array of offsets.
+
+    A Python int gives a Python int.  An array gives an int64 array (uint64 stays uint64)
+    whatever its integer dtype: ``Swizzle(4, 20, -10)`` moves bits 20..23 up to 30..33, past
+    any 32-bit type, so the result is computed and returned in 64 bits.
+    """
 
     __slots__ = ("B", "M", "S")
 
@@ -74,9 +81,13 @@ class Swizzle:
         if a.dtype.kind == "i" and a.size and a.min() < 0:
             idx = np.argwhere(a < 0)[0]
             raise ValueError(f"{self!r}: offsets must be >= 0, got {int(a[tuple(idx)])} at index {tuple(int(i) for i in idx)}")
-        y = a & a.dtype.type(self.yyy_mask)
-        y = (y >> self.S) if self.S >= 0 else (y << -self.S)
-        return a ^ y
+        # The result can need more bits than the input's dtype (a left shift, S < 0): compute
+        # and return in 64 bits, where every swizzle fits (M + |S| + B <= 62).
+        w = a.astype(np.uint64 if a.dtype == np.uint64 else np.int64)
+        t = w.dtype.type
+        y = w & t(self.yyy_mask)
+        y = (y >> t(self.S)) if self.S >= 0 else (y << t(-self.S))
+        return w ^ y
 
     def _shift(self, v: int) -> int:
         return v >> self.S if self.S >= 0 else v << -self.S
@@ -93,9 +104,15 @@ class Swizzle:
         from .layout import LinearLayout
 
         need = self.M + abs(self.S) + self.B
-        bits = need if bits is None else int(bits)
-        if bits < 0:
-            raise ValueError(f"{self!r}.as_layout: bits must be >= 0, got {bits}")
+        if bits is None:
+            bits = need
+        elif isinstance(bits, (bool, np.bool_)) or not isinstance(bits, numbers.Integral):
+            raise TypeError(f"{self!r}.as_layout: bits must be an integer, got {type(bits).__name__}")
+        bits = int(bits)
+        # Bits above ``need`` are the identity: a larger layout says nothing new.
+        if not 0 <= bits <= MAX_LAYOUT_BITS:
+            raise ValueError(f"{self!r}.as_layout: bits must be in [0, {MAX_LAYOUT_BITS}] (bits above "
+                             f"{need} pass through unchanged), got {bits}")
         return LinearLayout.of(("offset",), offset=[(self(1 << i),) for i in range(bits)])
 
     # -- value semantics ---------------------------------------------------------------------------

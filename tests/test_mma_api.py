@@ -60,6 +60,11 @@ def test_unknown_form_is_refused_with_the_reason():
         fragsim.mma("m16n8k16.row.col.f32.f16.f16.f16", *regs(F32))
 
 
+def test_a_valid_ptx_form_fragsim_lacks_is_not_modelled():
+    with pytest.raises(ValueError, match="m8n8k4.row.col.f32.f16.f16.f32 is a valid PTX form but is not modelled"):
+        fragsim.mma("m8n8k4.row.col.f32.f16.f16.f32", *regs(F32))
+
+
 def test_wrong_register_count_names_operand_and_shape():
     a, b, c = regs(F32)
     with pytest.raises(ValueError, match=r"operand B of m16n8k16.row.col.f32.f16.f16.f32: expected registers "
@@ -112,3 +117,23 @@ def test_registers_are_not_modified():
     keep = [x.copy() for x in (a, b, c)]
     fragsim.mma(F32, a, b, c)
     assert all(np.array_equal(x, y) for x, y in zip((a, b, c), keep))
+
+
+
+def test_one_numba_specialization_whatever_the_operand_layout():
+    """Batched, broadcast, read-only and strided operands reach the kernel as one array type:
+    numba compiles (8-14 s) once per kernel, not once per mix."""
+    import numba
+    from fragsim.arith import kernel
+
+    a, b, c = regs(F32, (2 * numba.get_num_threads() + 1,), seed=7)
+    ro = a.copy()
+    ro.setflags(write=False)
+    strided = np.repeat(b, 2, axis=0)[::2]
+    mixes = [(a, b, c), (a, b[0], c), (ro, b, c[0]), (a, strided, np.broadcast_to(c[0], c.shape))]
+    for parallel in (False, True):
+        for ops in mixes:
+            dense = [np.array(np.broadcast_to(x, a.shape[:1] + x.shape[-2:])) for x in ops]
+            assert np.array_equal(fragsim.mma(F32, *ops, parallel=parallel), fragsim.mma(F32, *dense, parallel=parallel))
+    assert len(kernel._run_serial.signatures) == 1
+    assert len(kernel._run_parallel.signatures) == (1 if numba.get_num_threads() > 1 else 0)

@@ -10,6 +10,7 @@ prints it for people.  Exact integer arithmetic throughout; nothing here is numb
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -147,13 +148,26 @@ def explain(form, A, B, C, row: int, col: int, arch="sm_90") -> dict:
     pl = plan(form, arch)
     f = pl.form
     M, N, K = f.shape
+    for name, v in (("row", row), ("col", col)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{f.name}: {name} must be an integer, got {type(v).__name__} {v!r:.40}")
+    row, col = int(row), int(col)
     if not (0 <= row < M and 0 <= col < N):
         raise ValueError(f"{f.name}: element ({row}, {col}) is outside D ({M}x{N})")
     A, B, C = (np.asarray(x) for x in (A, B, C))
     for op, x in (("A", A), ("B", B), ("C", C)):
-        if x.shape != f.matrix_shape(op) or x.dtype.kind not in "ui":
-            raise ValueError(f"operand {op} of {f.name}: expected {f.fmt(op).name} bits shaped "
-                             f"{f.matrix_shape(op)}, got {x.dtype} {x.shape}")
+        fmt = f.fmt(op)
+        if x.dtype.kind not in "ui":
+            raise TypeError(f"operand {op} of {f.name}: expected {fmt.name} bits (unsigned integers), "
+                            f"got dtype {x.dtype}")
+        if x.shape != f.matrix_shape(op):
+            raise ValueError(f"operand {op} of {f.name}: expected {fmt.name} bits shaped "
+                             f"{f.matrix_shape(op)}, got {x.shape}")
+        bad = (x < 0) | (x >= (1 << fmt.storage_bits))
+        if bad.any():
+            r, c = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"operand {op} of {f.name}: {fmt.name} words must lie in "
+                             f"[0, 2**{fmt.storage_bits}), got {int(x[r, c])} at row {r}, col {c}")
     arch_row = pl.arch
     trace = {
         "form": f.ptx, "arch": arch_row.name, "arch_description": arch_row.description, "element": [row, col],

@@ -31,6 +31,12 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, 
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 
+# Hash of simd.py (fragsim._cachekey.source_hash), whose intrinsics are compiled into these
+# kernels.  numba keys its disk cache on this file's content only: the stamp makes an edit of
+# simd.py change that key.  After editing simd.py run `python -m fragsim.arith.cachekey`
+# (tests/test_numba_cache_key.py fails until then).
+SIMD_SOURCE_HASH = "91a2ce1f1c8a485795a99724de6fa4655b680715488d0477ad0e4e299d2ced95"
+
 LANES = 8
 # Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.
 SPEXP = 128
@@ -312,7 +318,10 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
     nd = pl.form.nregs("D")
     d = np.empty(batch * 32 * nd, np.uint32)
     prm = make_params(pl, maps)
-    args = (a.reshape(-1), b.reshape(-1), c.reshape(-1), d, maps["a_src"], maps["a_sh"],
+    # One array type per argument, whatever the caller holds (read-only broadcast views,
+    # strided slices): numba compiles a new specialization for each distinct type.
+    a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
+    args = (a, b, c, d, maps["a_src"], maps["a_sh"],
             maps["b_src"], maps["b_sh"], maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm)
     threads = numba.get_num_threads()
     if parallel and threads > 1 and batch >= 2 * threads:

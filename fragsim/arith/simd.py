@@ -7,8 +7,9 @@ gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 
 results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
 
 Only what the kernel needs is here.  Functions are numba intrinsics: call them from
-``@njit`` code only.  numba's cache of kernel.py does not notice edits to this file: touch
-kernel.py after changing it.
+``@njit`` code only.  numba's cache of kernel.py is keyed on kernel.py's content alone, so
+after editing this file run ``python -m fragsim.arith.cachekey``: it writes this file's
+hash into kernel.py (a test fails until it is current).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ simulator, the text maps, the GPU kernels and the docs all read these objects.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..layout import LinearLayout
-from .mma import MMA_FORMS, SHAPES_BY_INPUT
+from . import ptx_mma
+from .mma import MMA_FORMS
 from .shared_op import SharedOp  # noqa: F401  (re-exported)
 from .shared_ops import SHARED_OPS, parse_shared_op  # noqa: F401  (re-exported)
 
@@ -60,11 +62,15 @@ class MmaForm:
         for op in OPERANDS:
             lay = self.layouts[op]
             rows, cols = lay.table()  # (32, nregs, epr)
+            # Shared by every caller (pack, unpack, the kernel's index maps): read-only, so
+            # that no caller can corrupt the others.
+            rows.setflags(write=False)
+            cols.setflags(write=False)
             out[op] = (rows, cols)
         return out
 
     def coords(self, operand: str) -> tuple[np.ndarray, np.ndarray]:
-        """(row, col) held by each (lane, register, half): two int arrays (32, nregs, epr)."""
+        """(row, col) held by each (lane, register, half): two read-only int arrays (32, nregs, epr)."""
         return self._coords[check_operand(operand)]
 
     def owner(self, operand: str):
@@ -98,23 +104,8 @@ def check_operand(operand) -> str:
 
 
 def _refusal(tokens: list[str], spelled: str) -> str:
-    """Why PTX rejects a combination that is not in the table (or that we lack)."""
-    supported = "; ".join(FORMS)
-    if len(tokens) != 7:
-        return (f"form {spelled!r}: expected SHAPE.row.col.DTYPE.ATYPE.BTYPE.CTYPE, e.g. "
-                f"m16n8k16.row.col.f32.f16.f16.f32; supported: {supported}")
-    shape, la, lb, d, a, b, c = tokens
-    if (la, lb) != ("row", "col"):
-        return f"form {spelled}: {shape} takes only .row.col (A row-major, B column-major); got .{la}.{lb}"
-    if a != b:
-        return f"form {spelled}: A and B must have the same type (.{a} vs .{b})"
-    if a in SHAPES_BY_INPUT and shape not in SHAPES_BY_INPUT[a]:
-        return f"form {spelled}: .{a} inputs come in shapes {', '.join(SHAPES_BY_INPUT[a])}, not {shape}"
-    if a in ("bf16", "tf32") and (d, c) != ("f32", "f32"):
-        return f"form {spelled}: .{a} inputs accumulate in f32 only (.f32.{a}.{a}.f32)"
-    if a == "f16" and d != c:
-        return f"form {spelled}: D and C types must match for this shape (ptxas rejects it)"
-    return f"form {spelled} is not in fragsim's instruction table; supported: {supported}"
+    """Why a spelling is not in the table: a PTX form fragsim does not model, or not PTX."""
+    return ptx_mma.refusal(tokens, spelled, FORMS)
 
 
 def lookup(form) -> MmaForm:
@@ -124,11 +115,15 @@ def lookup(form) -> MmaForm:
     if not isinstance(form, str):
         raise TypeError(f"form must be a PTX mma spelling (str), got {type(form).__name__}")
     s = form.strip().lower()
+    for i, ch in enumerate(s):
+        if not (ch.isascii() and (ch.isalnum() or ch in "._:")):
+            pos = i + len(form) - len(form.lstrip())
+            raise ValueError(f"form {form!r}: character {ch!r} (U+{ord(ch):04X} {unicodedata.name(ch, '')}) "
+                             f"at position {pos} cannot be part of a PTX spelling (letters, digits, '.', '_', ':')")
     for pre in (PREFIX, "mma.sync.", "mma."):
         if s.startswith(pre):
             s = s[len(pre):]
             break
-    s = s.replace(" ", "")
     parts = s.split(".")
     if len(parts) == 5:  # "m16n8k16.f32.f16.f16.f32": .row.col is the only layout these shapes take
         s = ".".join(parts[:1] + ["row", "col"] + parts[1:])
