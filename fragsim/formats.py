@@ -220,6 +220,8 @@ def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = 
     fmt = get_format(fmt)
     if rounding not in ("rne", "rz"):
         raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
+    if overflow not in ("ieee", "inf"):
+        raise ValueError(f"overflow must be 'ieee' or 'inf', got {overflow!r}")
     sign = np.asarray(sign, dtype=np.int64)
     sig = np.asarray(sig, dtype=np.int64)
     exp = np.asarray(exp, dtype=np.int64)

@@ -76,6 +76,13 @@ def test_mixed_python_numbers_convert_elementwise():
     assert got.tolist() == to_bits(np.array([1, 2.5, np.nan, -np.inf, 2.0**70]), "bf16").tolist()
 
 
+@pytest.mark.parametrize("kw", [{"rounding": "nearest"}, {"overflow": "saturate"}, {"rounding": True}])
+def test_rounding_and_overflow_modes_are_checked(kw):
+    from fragsim.formats import round_to_format
+    with pytest.raises(ValueError, match=f"{next(iter(kw))} must be"):
+        round_to_format(0, 1, 0, "f16", **kw)
+
+
 def test_a_format_must_be_named_by_a_string():
     with pytest.raises(TypeError, match="number format must be a name"):
         to_bits(1.0, 16)
