@@ -9,16 +9,9 @@ Public API (see DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmat
 from __future__ import annotations
 
 import importlib
-import os
 
-__version__ = "0.1.0"
-
-# Source-tree use (PYTHONPATH=., as on the GPU machines): viz/ and gpu_check/ sit beside
-# fragsim/; an installed wheel maps them to fragsim/viz and fragsim/gpu_check instead.
-_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if not os.path.isdir(os.path.join(os.path.dirname(__file__), "viz")) and os.path.isfile(
-        os.path.join(_root, "viz", "__init__.py")):
-    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+# viz/ and gpu_check/ sit beside fragsim/ in the repository and exist only as fragsim.viz and
+# fragsim.gpu_check through pyproject's package-dir mapping: in a clone, `pip install -e .`.
 
 from .formats import to_bits, from_bits, get_format, FORMATS as NUMBER_FORMATS  # noqa: E402
 from .instructions import lookup, FORMS, MmaForm, parse_shared_op  # noqa: E402
@@ -35,6 +28,14 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "__version__":  # from the package metadata, on first use: importlib.metadata costs ~20 ms
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            globals()[name] = value = version("fragsim")
+        except PackageNotFoundError:
+            raise AttributeError("fragsim.__version__: fragsim is not installed, so it has no package "
+                                 "metadata (pip install -e .)") from None
+        return value
     if name in _LAZY:
         mod, attr = _LAZY[name]
         value = getattr(importlib.import_module(mod), attr)
