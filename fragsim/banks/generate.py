@@ -83,6 +83,9 @@ def _specialised(phase_lanes: int, merges: bool) -> str:
                       f"        return _phase{n}(addr, start, m, unit_shift, groups - 1)"]
     lines.append("    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)")
     fig = _copy(rules.instruction_figures, f"instruction_figures_{t}").replace("phase_cost(", f"phase_cost_{t}(")
+    # the structure fixes merge_capable: a constant lets the compiler drop the branch it never takes
+    sig_end = fig.index(":\n") + 2
+    fig = fig[:sig_end] + fig[sig_end:].replace("merge_capable", str(merges))
     drv = _copy(drivers.batch_instructions, f"batch_instructions_{t}").replace(
         "instruction_figures(", f"instruction_figures_{t}(")
     return "\n".join(lines) + "\n\n\n" + fig + "\n\n" + drv

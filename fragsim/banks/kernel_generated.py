@@ -373,7 +373,7 @@ def instruction_figures_8(addr, m, address_lanes, phase_lanes, merge_capable, un
     an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
     wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
     """
-    merged = merge_capable and merges_partners(addr, m)
+    merged = False and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
@@ -428,7 +428,7 @@ def instruction_figures_8m(addr, m, address_lanes, phase_lanes, merge_capable, u
     an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
     wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
     """
-    merged = merge_capable and merges_partners(addr, m)
+    merged = True and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
@@ -481,7 +481,7 @@ def instruction_figures_16(addr, m, address_lanes, phase_lanes, merge_capable, u
     an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
     wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
     """
-    merged = merge_capable and merges_partners(addr, m)
+    merged = False and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
@@ -534,7 +534,7 @@ def instruction_figures_16m(addr, m, address_lanes, phase_lanes, merge_capable, 
     an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
     wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
     """
-    merged = merge_capable and merges_partners(addr, m)
+    merged = True and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
@@ -585,7 +585,7 @@ def instruction_figures_32(addr, m, address_lanes, phase_lanes, merge_capable, u
     an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
     wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
     """
-    merged = merge_capable and merges_partners(addr, m)
+    merged = False and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
