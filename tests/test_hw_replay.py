@@ -184,9 +184,9 @@ def test_without_cupy_the_command_says_so_in_one_line_and_exits_2(tmp_path):
     fake = tmp_path / "cupy"
     fake.mkdir()
     (fake / "__init__.py").write_text("raise ImportError('No module named cupy (test stand-in)')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))  # the installed fragsim, not the source tree
     r = subprocess.run([sys.executable, "-m", "fragsim", "gpu-check", "--cases", "1"],
-                       capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=120)
+                       capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "CuPy is not installed" in lines[0], r.stderr

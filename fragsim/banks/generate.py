@@ -68,21 +68,33 @@ def tag(phase_lanes: int, merges: bool) -> str:
     return f"{phase_lanes}{'m' if merges else ''}"
 
 
+def _phases_for(p: int) -> str:
+    """``rules.phases_cost`` for phases of exactly ``p`` lanes, bound to its straight-line phase code."""
+    if p in (8, 16):
+        wrap = ('@njit(cache=True, inline="always")\n'
+                f"def phase_cost_p{p}(addr, start, stop, m, unit_shift, groups, seen, counts):\n"
+                f"    return _phase{p}(addr, start, m, unit_shift, groups - 1)\n\n\n")
+        return wrap + _copy(rules.phases_cost, f"phases_cost_p{p}", inline=True).replace(
+            "phase_cost(", f"phase_cost_p{p}(")
+    return _copy(rules.phases_cost, f"phases_cost_p{p}", inline=True).replace("phase_cost(", "phase_cost_loop(")
+
+
 def _specialised(phase_lanes: int, merges: bool) -> str:
-    """``rules.instruction_figures`` and ``drivers.batch_instructions`` for one phase structure, with
-    ``phase_cost`` bound to the straight-line versions of the phase lengths it can take: one small
-    compiled function per structure (a single one holding every version runs ~3x slower)."""
+    """``rules.instruction_figures`` and ``drivers.batch_instructions`` for one phase structure: the
+    phase length (one, or two with merging) chosen once per instruction, outside the phase loop,
+    each length with its own loop (one function holding them all behind a per-phase branch, or
+    writing the per-phase costs the batch never reads, runs 2-3x slower)."""
     t = tag(phase_lanes, merges)
     lengths = sorted({phase_lanes, min(WARP_LANES, 2 * phase_lanes)} if merges else {phase_lanes})
     lines = ['@njit(cache=True, inline="always")',
-             f"def phase_cost_{t}(addr, start, stop, m, unit_shift, groups, seen, counts):"]
-    for n in lengths:
-        if n in (8, 16):
-            guard = " and groups == 8" if n == 8 else ""   # 8 groups: the nibble-packed counts fit
-            lines += [f"    if stop - start == {n}{guard}:",
-                      f"        return _phase{n}(addr, start, m, unit_shift, groups - 1)"]
-    lines.append("    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)")
-    fig = _copy(rules.instruction_figures, f"instruction_figures_{t}").replace("phase_cost(", f"phase_cost_{t}(")
+             f"def phases_cost_{t}(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):"]
+    for n in lengths[:-1]:
+        lines += [f"    if p == {n}:",
+                  f"        return phases_cost_p{n}(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)"]
+    lines.append(f"    return phases_cost_p{lengths[-1]}(addr, m, address_lanes, p, unit_shift, groups, seen, counts, "
+                 "phase_wf)")
+    fig = _copy(rules.instruction_figures, f"instruction_figures_{t}", inline=True).replace(
+        "phases_cost(", f"phases_cost_{t}(")
     # the structure fixes merge_capable: a constant lets the compiler drop the branch it never takes
     sig_end = fig.index(":\n") + 2
     fig = fig[:sig_end] + fig[sig_end:].replace("merge_capable", str(merges))
@@ -91,11 +103,22 @@ def _specialised(phase_lanes: int, merges: bool) -> str:
     return "\n".join(lines) + "\n\n\n" + fig + "\n\n" + drv
 
 
-def _copy(fn, name=None) -> str:
+def _check_structures() -> None:
+    """The 8-lane straight-line code packs counts of 8 bank groups: every entry that can take an
+    8-lane phase must have 16-byte units."""
+    for e in SHARED_OPS.values():
+        if e.kind != "ldgsts" and e.phase_lanes == 8 and e.bank_groups != 8:
+            raise ValueError(f"{e.name}: 8-lane phases with {e.bank_groups} bank groups; extend generate.py")
+
+
+def _copy(fn, name=None, inline=False) -> str:
+    """A function's source under @njit, lines marked ``# detail only`` left out (the batch path
+    does not read what they record)."""
     src = textwrap.dedent(inspect.getsource(fn))
+    src = "".join(line for line in src.splitlines(keepends=True) if not line.rstrip().endswith("# detail only"))
     if name:
         src = src.replace(f"def {fn.__name__}(", f"def {name}(", 1)
-    return "@njit(cache=True)\n" + src
+    return ('@njit(cache=True, inline="always")\n' if inline else "@njit(cache=True)\n") + src
 
 
 def source() -> str:
@@ -107,8 +130,12 @@ def source() -> str:
              "\n".join(f"{k} = {v}" for k, v in CONSTANTS.items()) + "\n",
              straight_line_phase(8), straight_line_phase(16),
              _copy(rules.phase_cost, "phase_cost_loop")]
-    parts += [_copy(getattr(rules, n)) for n in rules.COMPILED if n not in ("phase_cost", "instruction_figures")]
+    parts += [_copy(getattr(rules, n)) for n in rules.COMPILED
+              if n not in ("phase_cost", "phases_cost", "instruction_figures")]
     parts += [_copy(getattr(drivers, n)) for n in drivers.COMPILED if n != "batch_instructions"]
+    _check_structures()
+    lengths = sorted({n for p, m in structures() for n in ({p, min(WARP_LANES, 2 * p)} if m else {p})})
+    parts += [_phases_for(n) for n in lengths]
     parts += [_specialised(p, m) for p, m in structures()]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 

@@ -357,36 +357,84 @@ def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exa
 
 
 @njit(cache=True, inline="always")
-def phase_cost_8(addr, start, stop, m, unit_shift, groups, seen, counts):
-    if stop - start == 8 and groups == 8:
-        return _phase8(addr, start, m, unit_shift, groups - 1)
-    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)
+def phase_cost_p8(addr, start, stop, m, unit_shift, groups, seen, counts):
+    return _phase8(addr, start, m, unit_shift, groups - 1)
 
 
-@njit(cache=True)
-def instruction_figures_8(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                        seen, counts, phase_wf):
-    """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
-
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
-    """
-    merged = False and merges_partners(addr, m)
-    p = phase_lanes * 2 if merged else phase_lanes
-    if p > WARP_LANES:
-        p = WARP_LANES
+@njit(cache=True, inline="always")
+def phases_cost_p8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
+    wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
+    without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
     wf = 0
     ideal = 0
     k = 0
     for s in range(0, address_lanes, p):
         stop = s + p if s + p < address_lanes else address_lanes
-        c, a = phase_cost_8(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
+        c, a = phase_cost_p8(addr, s, stop, m, unit_shift, groups, seen, counts)
         wf += c
         ideal += a
         k += 1
+    return wf, ideal
+
+
+@njit(cache=True, inline="always")
+def phase_cost_p16(addr, start, stop, m, unit_shift, groups, seen, counts):
+    return _phase16(addr, start, m, unit_shift, groups - 1)
+
+
+@njit(cache=True, inline="always")
+def phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
+    wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
+    without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
+    wf = 0
+    ideal = 0
+    k = 0
+    for s in range(0, address_lanes, p):
+        stop = s + p if s + p < address_lanes else address_lanes
+        c, a = phase_cost_p16(addr, s, stop, m, unit_shift, groups, seen, counts)
+        wf += c
+        ideal += a
+        k += 1
+    return wf, ideal
+
+
+@njit(cache=True, inline="always")
+def phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
+    wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
+    without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
+    wf = 0
+    ideal = 0
+    k = 0
+    for s in range(0, address_lanes, p):
+        stop = s + p if s + p < address_lanes else address_lanes
+        c, a = phase_cost_loop(addr, s, stop, m, unit_shift, groups, seen, counts)
+        wf += c
+        ideal += a
+        k += 1
+    return wf, ideal
+
+
+@njit(cache=True, inline="always")
+def phases_cost_8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    return phases_cost_p8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
+
+
+@njit(cache=True, inline="always")
+def instruction_figures_8(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                        seen, counts, phase_wf):
+    """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
+
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
+    """
+    merged = False and merges_partners(addr, m)
+    p = phase_lanes * 2 if merged else phase_lanes
+    if p > WARP_LANES:
+        p = WARP_LANES
+    wf, ideal = phases_cost_8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 
@@ -410,38 +458,25 @@ def batch_instructions_8(addrs, masks, address_lanes, phase_lanes, merge_capable
 
 
 @njit(cache=True, inline="always")
-def phase_cost_8m(addr, start, stop, m, unit_shift, groups, seen, counts):
-    if stop - start == 8 and groups == 8:
-        return _phase8(addr, start, m, unit_shift, groups - 1)
-    if stop - start == 16:
-        return _phase16(addr, start, m, unit_shift, groups - 1)
-    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)
+def phases_cost_8m(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    if p == 8:
+        return phases_cost_p8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
+    return phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def instruction_figures_8m(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
                         seen, counts, phase_wf):
     """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
 
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
     """
     merged = True and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
-    wf = 0
-    ideal = 0
-    k = 0
-    for s in range(0, address_lanes, p):
-        stop = s + p if s + p < address_lanes else address_lanes
-        c, a = phase_cost_8m(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
-        wf += c
-        ideal += a
-        k += 1
+    wf, ideal = phases_cost_8m(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 
@@ -465,36 +500,23 @@ def batch_instructions_8m(addrs, masks, address_lanes, phase_lanes, merge_capabl
 
 
 @njit(cache=True, inline="always")
-def phase_cost_16(addr, start, stop, m, unit_shift, groups, seen, counts):
-    if stop - start == 16:
-        return _phase16(addr, start, m, unit_shift, groups - 1)
-    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)
+def phases_cost_16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    return phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def instruction_figures_16(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
                         seen, counts, phase_wf):
     """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
 
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
     """
     merged = False and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
-    wf = 0
-    ideal = 0
-    k = 0
-    for s in range(0, address_lanes, p):
-        stop = s + p if s + p < address_lanes else address_lanes
-        c, a = phase_cost_16(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
-        wf += c
-        ideal += a
-        k += 1
+    wf, ideal = phases_cost_16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 
@@ -518,36 +540,25 @@ def batch_instructions_16(addrs, masks, address_lanes, phase_lanes, merge_capabl
 
 
 @njit(cache=True, inline="always")
-def phase_cost_16m(addr, start, stop, m, unit_shift, groups, seen, counts):
-    if stop - start == 16:
-        return _phase16(addr, start, m, unit_shift, groups - 1)
-    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)
+def phases_cost_16m(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    if p == 16:
+        return phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
+    return phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def instruction_figures_16m(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
                         seen, counts, phase_wf):
     """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
 
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
     """
     merged = True and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
-    wf = 0
-    ideal = 0
-    k = 0
-    for s in range(0, address_lanes, p):
-        stop = s + p if s + p < address_lanes else address_lanes
-        c, a = phase_cost_16m(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
-        wf += c
-        ideal += a
-        k += 1
+    wf, ideal = phases_cost_16m(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 
@@ -571,34 +582,23 @@ def batch_instructions_16m(addrs, masks, address_lanes, phase_lanes, merge_capab
 
 
 @njit(cache=True, inline="always")
-def phase_cost_32(addr, start, stop, m, unit_shift, groups, seen, counts):
-    return phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts)
+def phases_cost_32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    return phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def instruction_figures_32(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
                         seen, counts, phase_wf):
     """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
 
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
     """
     merged = False and merges_partners(addr, m)
     p = phase_lanes * 2 if merged else phase_lanes
     if p > WARP_LANES:
         p = WARP_LANES
-    wf = 0
-    ideal = 0
-    k = 0
-    for s in range(0, address_lanes, p):
-        stop = s + p if s + p < address_lanes else address_lanes
-        c, a = phase_cost_32(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
-        wf += c
-        ideal += a
-        k += 1
+    wf, ideal = phases_cost_32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 

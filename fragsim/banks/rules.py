@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..hardware import NUM_BANKS, SOURCE_LINE_BYTES, WARP_LANES
 
 # The functions banks.kernel compiles, callees before callers.
-COMPILED = ("phase_cost", "partners_agree", "merges_partners", "instruction_figures",
+COMPILED = ("phase_cost", "partners_agree", "merges_partners", "phases_cost", "instruction_figures",
             "cp_async_figures")
 
 
@@ -67,29 +67,35 @@ def merges_partners(addr, m):
     return partners_agree(addr, m, 1) or partners_agree(addr, m, 2)
 
 
-def instruction_figures(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                        seen, counts, phase_wf):
-    """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
-
-    Phases are runs of ``phase_lanes`` lanes in lane order over the address lanes (twice as long
-    when partner lanes merge); wavefronts = the sum of the phases' costs, ideal = the phases with
-    an active lane (a phase without one costs nothing).  Nsight Compute's bank-conflict counter is
-    wavefronts - ideal.  ``phase_wf[k]`` receives phase k's cost.
-    """
-    merged = merge_capable and merges_partners(addr, m)
-    p = phase_lanes * 2 if merged else phase_lanes
-    if p > WARP_LANES:
-        p = WARP_LANES
+def phases_cost(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
+    """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
+    wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
+    without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
     wf = 0
     ideal = 0
     k = 0
     for s in range(0, address_lanes, p):
         stop = s + p if s + p < address_lanes else address_lanes
         c, a = phase_cost(addr, s, stop, m, unit_shift, groups, seen, counts)
-        phase_wf[k] = c
+        phase_wf[k] = c  # detail only
         wf += c
         ideal += a
         k += 1
+    return wf, ideal
+
+
+def instruction_figures(addr, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                        seen, counts, phase_wf):
+    """(wavefronts, ideal, lanes per phase) of ld/st.shared, ldmatrix and stmatrix.
+
+    Phases of ``phase_lanes`` lanes, twice as long when partner lanes merge.  Nsight Compute's
+    bank-conflict counter is wavefronts - ideal.
+    """
+    merged = merge_capable and merges_partners(addr, m)
+    p = phase_lanes * 2 if merged else phase_lanes
+    if p > WARP_LANES:
+        p = WARP_LANES
+    wf, ideal = phases_cost(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
 
 
