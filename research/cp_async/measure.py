@@ -32,6 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cases import OPS, SMEM_BYTES, cases, priority_order  # noqa: E402
 
+SRC_BYTES = 4 << 20  # global source buffer; its address is printed and kept as meta["src_base"]
+
 # metric base names wanted: the two the model predicts (shared wavefronts, less op_misc/ld/st, and
 # ldgsts bank conflicts) and context on the global side of the copy
 WANT = {
@@ -72,7 +74,7 @@ def kernel(op: str) -> str:
 
 def build(work: str) -> str:
     src = open(os.path.join(HERE, "probe_template.cu")).read()
-    src = (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@KERNELS@", "\n".join(kernel(o) for o in OPS))
+    src = (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@SRC_BYTES@", str(SRC_BYTES)).replace("@KERNELS@", "\n".join(kernel(o) for o in OPS))
            .replace("@TABLE@", ", ".join(kernel_name(o) for o in OPS)))
     cu, exe = os.path.join(work, "probe.cu"), os.path.join(work, "probe")
     open(cu, "w").write(src)
@@ -126,6 +128,9 @@ def parse_csv(text: str) -> list:
     return [by_id[k] for k in sorted(order, key=int)]
 
 
+SRC_BASE: list = []
+
+
 def run(exe, per_op, metrics, seconds, cache, work, tag, log):
     case_file = os.path.join(work, f"cases_{tag}.bin")
     write_cases(case_file, per_op)
@@ -136,6 +141,9 @@ def run(exe, per_op, metrics, seconds, cache, work, tag, log):
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     launched = {int(a): int(b) for a, b in re.findall(r"^launched (\d+) (\d+)$", r.stdout, flags=re.M)}
+    base = re.findall(r"^src_base (\d+)$", r.stdout, flags=re.M)
+    if base:
+        SRC_BASE.append(int(base[0]))
     text = open(csv_path).read() if os.path.exists(csv_path) else ""
     log(f"[{tag}] ncu exit {r.returncode}, launched {launched}, {time.time() - t0:.1f}s")
     if r.returncode or not launched:
@@ -205,6 +213,10 @@ def main():
     log(f"metrics: {[WANT[m.split('.')[0]] for m in metrics]}; missing: {[v for k, v in WANT.items() if avail and k not in avail]}")
     per_op = {}
     for op in OPS:
+        if a.family == "validate":
+            import validate_cases
+            per_op[op] = validate_cases.cases(op, a.seed)
+            continue
         if a.family == "pairs":
             import pairs
             per_op[op] = pairs.cases(op, a.seed) if ".ca." in op else []
@@ -221,6 +233,9 @@ def main():
     if per_op["cp.async.cg.16"]:
         rows_cg, text_cg = run(exe, {"cp.async.cg.16": per_op["cp.async.cg.16"]}, metrics, a.seconds / 5, "none",
                                work, a.tag + "_cg", log)
+    if SRC_BASE:
+        meta["src_base"] = SRC_BASE[0]
+        log(f"source buffer at {SRC_BASE[0]:#x} (all runs: {[hex(b) for b in SRC_BASE]})")
     save(os.path.join(a.out, f"cp_async_{a.tag}.npz"), dict(meta, cache_control="none"), rows + rows_cg, metrics)
     with gzip.open(os.path.join(a.out, f"ncu_{a.tag}.csv.gz"), "wt") as f:
         f.write(text + "\n# ---- cg\n" + text_cg)

@@ -29,7 +29,7 @@
 
 typedef void (*probe_fn)(const unsigned*, unsigned*, const unsigned char*);
 #define CASE_WORDS 65
-#define SRC_BYTES 65536
+#define SRC_BYTES @SRC_BYTES@
 static probe_fn KERNELS[] = { @TABLE@ };
 static const int N_KERNELS = sizeof(KERNELS) / sizeof(KERNELS[0]);
 
@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&d_out, 32 * 4 * sizeof(unsigned)));
     CHECK(cudaMalloc(&d_src, SRC_BYTES));
     CHECK(cudaMemset(d_src, 0x5a, SRC_BYTES));
+    printf("src_base %llu\n", (unsigned long long)(size_t)d_src);
 
     char* list = strdup(argv[2]);
     for (char* tok = strtok(list, ","); tok; tok = strtok(nullptr, ",")) {
