@@ -69,14 +69,15 @@ def tag(phase_lanes: int, merges: bool) -> str:
 
 
 def _phases_for(p: int) -> str:
-    """``rules.phases_cost`` for phases of exactly ``p`` lanes, bound to its straight-line phase code."""
+    """``rules.phases_cost`` for phases of exactly ``p`` lanes (a constant the compiler can unroll
+    by), bound to its straight-line phase code."""
+    body = _copy(rules.phases_cost, f"phases_cost_p{p}", inline=True).replace("    wf = 0\n", f"    p = {p}\n    wf = 0\n", 1)
     if p in (8, 16):
         wrap = ('@njit(cache=True, inline="always")\n'
                 f"def phase_cost_p{p}(addr, start, stop, m, unit_shift, groups, seen, counts):\n"
                 f"    return _phase{p}(addr, start, m, unit_shift, groups - 1)\n\n\n")
-        return wrap + _copy(rules.phases_cost, f"phases_cost_p{p}", inline=True).replace(
-            "phase_cost(", f"phase_cost_p{p}(")
-    return _copy(rules.phases_cost, f"phases_cost_p{p}", inline=True).replace("phase_cost(", "phase_cost_loop(")
+        return wrap + body.replace("phase_cost(", f"phase_cost_p{p}(")
+    return body.replace("phase_cost(", "phase_cost_loop(")
 
 
 def _specialised(phase_lanes: int, merges: bool) -> str:

@@ -366,6 +366,7 @@ def phases_cost_p8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, 
     """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
     wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
     without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
+    p = 8
     wf = 0
     ideal = 0
     k = 0
@@ -388,6 +389,7 @@ def phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts,
     """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
     wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
     without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
+    p = 16
     wf = 0
     ideal = 0
     k = 0
@@ -405,6 +407,7 @@ def phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts,
     """(wavefronts, ideal) over phases of ``p`` lanes in lane order across the address lanes:
     wavefronts = the sum of the phases' costs, ideal = the phases with an active lane (a phase
     without one costs nothing).  ``phase_wf[k]`` receives phase k's cost."""
+    p = 32
     wf = 0
     ideal = 0
     k = 0
