@@ -1,6 +1,6 @@
 """fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
 
-Public API (see DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
+Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
 ``bank_conflicts``, ``Swizzle``, plus ``to_bits``/``from_bits`` and the instruction table
 (``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so
 ``import fragsim`` stays fast.
