@@ -31,32 +31,31 @@ def src_base(path: str) -> int:
 
 
 def regime(r, base) -> str:
-    """Which part of the rule decides this launch (for the tables)."""
+    """Which part of the rule decides this launch (for the tables); the first that applies."""
     w = r["size"]
     nwords = max(1, w // 4)
     lanes = [rule._Lane(l, int(r["dst"][l]), int(r["src"][l]) + base, nwords)
              for l in range(32) if r["mask"] >> l & 1]
     if len({ln.line * 128 >> rule.HASH_BITS for ln in lanes}) > 1:
-        return "high bits"
-    groups = rule._groups(lanes, 128 // max(4, w))
+        return "lines differ in bits >= 22"
     names = set()
-    for g in groups:
+    for g in rule._groups(lanes, 128 // max(4, w)):
         ls = [ln for line in g for ln in line]
         pairs = [(a, b) for i, a in enumerate(ls) for b in ls[i + 1:]]
-        if any(a.words & b.words for a, b in pairs) and any(a.dst_banks & b.dst_banks for a, b in pairs):
-            names.add("dup")
-        cross = any(rule._collide(a, b) for a, b in pairs if a.line != b.line)
         inner = any(rule._collide(a, b) for a, b in pairs if a.line == b.line)
-        if len(g) > 1 and cross and inner:
-            names.add("Xi: lines collide + a line collides")
-        elif len(g) > 1 and cross:
-            names.add("X: lines collide")
+        if any(a.words & b.words for a, b in pairs) and any(a.dst_banks & b.dst_banks for a, b in pairs):
+            names.add(0)
+        if any(a.dst_banks & b.dst_banks for a, b in pairs if a.line != b.line):
+            names.add(1)
+        if any(a.src_banks & b.src_banks for a, b in pairs if a.line != b.line):
+            names.add(2 if inner else 3)
         elif inner:
-            names.add("I: one line collides")
-    for n in ("dup", "Xi: lines collide + a line collides", "X: lines collide", "I: one line collides"):
-        if n in names:
-            return n
-    return "no collision"
+            names.add(4)
+    return REGIMES[min(names)] if names else "no collision"
+
+
+REGIMES = ["dup: 2 lanes on 1 element + dst collision", "lines write one dst bank",
+           "lines share src bank + a line collides", "lines share src bank only", "collisions inside lines only"]
 
 
 def main():
@@ -89,10 +88,10 @@ def main():
             if exact and not (ok_w and ok_i):
                 fails.append((r, wf, ideal))
     print(f"measured 0 <= ideal <= wavefronts violated in {neg} launches\n")
-    hdr = f"{'':44s} {'launches':>8s} {'wf ok':>6s} {'ideal ok':>8s} {'exact':>6s} {'exact ok':>8s} {'inexact ok':>10s}"
+    hdr = f"{'':58s} {'launches':>8s} {'wf ok':>6s} {'ideal ok':>8s} {'exact':>6s} {'exact ok':>8s} {'inexact ok':>10s}"
 
     def row(name, c):
-        print(f"{name:44s} {c['n']:8d} {c['wf']:6d} {c['ideal']:8d} {c['exact']:6d} {c['exact_ok']:8d} "
+        print(f"{name:58s} {c['n']:8d} {c['wf']:6d} {c['ideal']:8d} {c['exact']:6d} {c['exact_ok']:8d} "
               f"{c['inexact_ok']:10d}")
 
     print("per op (all records)\n" + hdr)
@@ -106,7 +105,7 @@ def main():
         row(f"{k[0]} {k[1]}", by_reg[k])
     print("\nper record\n" + hdr)
     for k in sorted(by_rec):
-        row(k[-44:], by_rec[k])
+        row(k[-58:], by_rec[k])
     for r, wf, ideal in fails[: a.fails]:
         print(r["record"], r["op"], r["label"], "measured", r["wf"], r["wf"] - r["bc"], "rule", wf, ideal)
 

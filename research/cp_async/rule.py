@@ -8,7 +8,7 @@ The rule, and the measurements behind each part (NOTES.md has the tables):
    8 for .16); lanes of different phases never share a wavefront (ca.16 lanes 7 and 8 reading one
    line take 2 wavefronts, ideal 2).
 2. Line classes.  Every 128-byte source line has one of 4 classes, a XOR hash of its address bits
-   7..15 (``line_class``).  Two different lines of one class never share a wavefront; lines of
+   7..21 (``line_class``).  Two different lines of one class never share a wavefront; lines of
    different classes may (found with two-lane probes of 262 lines against line 0 and 78 other
    pairs; all consistent).  So at most 4 lines per wavefront, and adjacent 512-byte-aligned line
    quads always share, while e.g. lines 4 KiB + 128 apart mostly do not.
@@ -30,12 +30,11 @@ The rule, and the measurements behind each part (NOTES.md has the tables):
 5. ``.cg`` copies bypass L1: the counters show 0 wavefronts, 0 ideal (all 387 .cg launches).
 
 ``exact`` is False where the measurements disagree with step 4 (the schedule inside a group):
- * a group with two or more lines where lanes of different lines collide AND lanes of one line
-   collide with each other (regime "Xi": 752 of 910 recorded launches matched), or
- * a group where two lanes read one source element and some destination bank is written twice
-   (regime "dup": 268 of 274 matched), or
- * lines of one instruction whose addresses differ in bits >= 16 (the class hash was measured on
-   bits 7..15 only).
+ * a group where lanes of different lines write one destination bank,
+ * a group where lanes of different lines read one source bank AND two lanes of one line collide,
+ * a group where two lanes read one source element and some destination bank is written twice,
+ * lines of one instruction whose addresses differ in bits >= 22 (the class hash was measured on
+   bits 7..21 only).
 Everywhere else every recorded launch matched (wavefronts and ideal).
 """
 
@@ -45,12 +44,14 @@ import numpy as np
 
 LINE_BYTES = 128
 NUM_BANKS = 32
-# line class = (parity(addr & CLASS_MASKS[0]), parity(addr & CLASS_MASKS[1])), address bits 7..15
+# line class = (parity(addr & CLASS_MASKS[0]), parity(addr & CLASS_MASKS[1])).  Bits 7..15 from the
+# two-line probes of run 2 (262 lines against one, 78 other pairs), bits 16..21 from the validation
+# run's probes (each bit k: line A against A ^ 2^k ^ x, x = 0..3, at three A; bits 9..15 re-checked)
 CLASS_MASKS = (
-    (1 << 7) | (1 << 9) | (1 << 11) | (1 << 12) | (1 << 14),
-    (1 << 8) | (1 << 10) | (1 << 11) | (1 << 13) | (1 << 14) | (1 << 15),
+    (1 << 7) | (1 << 9) | (1 << 11) | (1 << 12) | (1 << 14) | (1 << 16) | (1 << 18) | (1 << 19) | (1 << 20) | (1 << 21),
+    (1 << 8) | (1 << 10) | (1 << 11) | (1 << 13) | (1 << 14) | (1 << 15) | (1 << 17) | (1 << 19),
 )
-HASH_BITS = 16  # the class hash is known for address bits below this
+HASH_BITS = 22  # the class hash is known for address bits below this (2 MiB pages: virtual = physical there)
 
 
 def line_class(addr: int) -> int:
@@ -133,22 +134,25 @@ def _schedule(group) -> int:
 
 
 def _inexact_group(group) -> bool:
+    """Where step 4 is not reliable (NOTES.md, "exact domain")."""
     lanes = [ln for ls in group for ln in ls]
     pairs = [(a, b) for i, a in enumerate(lanes) for b in lanes[i + 1:]]
     if any(a.words & b.words for a, b in pairs) and any(a.dst_banks & b.dst_banks for a, b in pairs):
-        return True                            # "dup": one source element twice + a destination conflict
+        return True                            # "dup": one source element twice + a destination collision
     if len(group) < 2:
         return False
-    cross = any(_collide(a, b) for a, b in pairs if a.line != b.line)
+    if any(a.dst_banks & b.dst_banks for a, b in pairs if a.line != b.line):
+        return True                            # lanes of different lines write one bank
+    cross = any(a.src_banks & b.src_banks for a, b in pairs if a.line != b.line)
     inner = any(_collide(a, b) for a, b in pairs if a.line == b.line)
-    return cross and inner                     # "Xi"
+    return cross and inner                     # lines collide in the source and a line collides in itself
 
 
 def cp_async_figures(op_size: int, level: str, dst, src, mask: int):
     """(wavefronts, ideal, exact) of one ``cp.async.<level>.shared.global`` warp instruction.
 
     op_size: 4, 8 or 16 bytes per lane; level: "ca" or "cg"; dst: 32 shared-memory byte
-    addresses; src: 32 global byte addresses (absolute: the class hash reads address bits 7..15);
+    addresses; src: 32 global byte addresses (absolute: the class hash reads address bits 7..21);
     mask: active lanes (bit i = lane i).  Counters as ``measured_figures`` reads them:
     wavefronts = l1tex__data_pipe_lsu_wavefronts_mem_shared less op_misc/op_ld/op_st, conflicts
     (l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts) = wavefronts - ideal.
