@@ -149,14 +149,16 @@ class AddrExprError(ValueError):
     """A syntax or evaluation error, naming the position and the token."""
 
 
-def tokenize(src: str) -> list:
+def tokenize(src: str) -> list[Token]:
     if not isinstance(src, str):
         raise TypeError(f"address expression must be a str, got {type(src).__name__}")
-    out, i = [], 0
+    out: list[Token] = []
+    i = 0
     while i < len(src):
         m = _TOKEN.match(src, i)
         if not m:
             raise AddrExprError(f"position {i}: unexpected character {src[i]!r} in {src!r}")
+        assert m.lastgroup is not None, "every alternative of _TOKEN is a named group"
         if m.lastgroup != "ws":
             if len(out) == MAX_TOKENS:
                 raise AddrExprError(f"position {i}: the expression has more than {MAX_TOKENS} tokens "
@@ -434,10 +436,13 @@ class _Parser:
             size = SIZEOF[core]
         else:
             try:
-                size = max(_int_type(words, start.pos).bits // 8, 1)
+                ctype = _int_type(words, start.pos)
             except AddrExprError:
+                ctype = None
+            if ctype is None:           # not a type, or `auto`, which has no size
                 raise AddrExprError(f"position {start.pos}: sizeof({' '.join(words) or _show(start)}) is not "
-                                    f"known; known types: {', '.join(sorted(SIZEOF))}") from None
+                                    f"known; known types: {', '.join(sorted(SIZEOF))}")
+            size = max(ctype.bits // 8, 1)
         self.expect(")")
         return self.node("num", None, t.pos, arg=(size, U64))
 
@@ -546,7 +551,11 @@ class _Program:
     def types(self, var_types: dict, lo: int = 0) -> tuple:
         """The C type of every node from ``lo`` on (children come before their parent), and the
         type a binary operator converts its operands to."""
-        nodes, types, operands = self.nodes, [None] * len(self.nodes), [None] * len(self.nodes)
+        # types: only the nodes from lo on (a subtree's children lie within it); operands: binary
+        # operators only, None elsewhere
+        nodes = self.nodes
+        types: dict[int, CType] = {}
+        operands: list[CType | None] = [None] * len(self.nodes)
         binding_at = {root: (name, decl) for name, decl, root, _ in self.bindings}
         var_types = dict(var_types)
         for i in range(lo, self.root + 1):
@@ -613,16 +622,17 @@ class _Evaluator:
     """Evaluates a subtree with an explicit stack; ``live`` marks the elements whose value is
     used (C's short-circuit): errors count only there."""
 
-    def __init__(self, nodes, types, operands, env, shape, outer):
+    def __init__(self, nodes, types, operands, env, shape, outer) -> None:
         self.nodes, self.types, self.operands = nodes, types, operands
         self.env, self.shape, self.outer = env, shape, outer
         self.consts: dict = {}                   # literal value -> its (read-only, shared) array
-        self.all_live = None                     # the mask of a run's root: every element is used
+        self.all_live: np.ndarray | None = None                    # the mask of a run's root: every element is used
 
     def run(self, root: int, live: np.ndarray):
         nodes, leaf = self.nodes, self.leaf
         self.all_live = live
-        stack = [[root, live, []]]                 # node, live mask, values of the finished children
+        # node, live mask, values of the finished children
+        stack: list[tuple[int, np.ndarray, list[np.ndarray]]] = [(root, live, [])]
         while True:
             frame = stack[-1]
             i, live, vals = frame
@@ -639,7 +649,7 @@ class _Evaluator:
                 if kid.kind == "num" or kid.kind == "var":
                     vals.append(leaf(kid))
                 else:
-                    stack.append([n.kids[k], live, []])
+                    stack.append((n.kids[k], live, []))
                 continue
             value = self.apply(i, n, vals, live)
             stack.pop()
@@ -816,7 +826,7 @@ class Expr:
     @property
     def variables(self) -> tuple:
         """The free (outer) names the expression reads, in order of first use; not the bound ones."""
-        return tuple(sorted(self._vars, key=self._vars.get))
+        return tuple(sorted(self._vars, key=self._vars.__getitem__))
 
     def __call__(self, lane=None, **variables) -> np.ndarray:
         return self.evaluate(lane, **variables)

@@ -77,7 +77,7 @@ class LinearLayout:
         cols = []
         for _, vecs in self.bases:
             for vec in vecs:
-                col = []
+                col: list[int] = []
                 for v, w in zip(vec, widths):
                     col.extend((v >> i) & 1 for i in range(w))
                 cols.append(col)

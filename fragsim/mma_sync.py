@@ -31,11 +31,11 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     regs = [check_regs(f, op, x) for op, x in (("A", a), ("B", b), ("C", c))]
     lead = _broadcast_lead(f, [r.shape for r in regs])
     batch = int(np.prod(lead, dtype=np.int64))
-    flat = [(r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:])).reshape(batch, r.shape[-2] * r.shape[-1])
-            for r in regs]
+    fa, fb, fc = ((r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:]))
+                  .reshape(batch, r.shape[-2] * r.shape[-1]) for r in regs)
     from .arith import kernel  # numba loads here, on first use, not at `import fragsim`
 
-    d = kernel.run(pl, index_maps(f), *flat, parallel=bool(parallel))
+    d = kernel.run(pl, index_maps(f), fa, fb, fc, parallel=bool(parallel))
     return d.reshape(lead + (32, f.nregs("D")))
 
 

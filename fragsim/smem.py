@@ -106,6 +106,8 @@ def check_words(values, shape, what: str) -> np.ndarray:
 @lru_cache(maxsize=None)
 def _movement(op: SharedOp):
     """(src lane, column) of each (lane, reg, half), and the order stmatrix writes them in."""
+    if op.movement is None:          # only the ldmatrix/stmatrix entries carry one
+        raise ValueError(f"{op.name}: has no data-movement layout (not an ldmatrix/stmatrix entry)")
     src, col = op.movement.table()   # (32, num, 2)
     # Matrices (= phases) in order; within one, lower rows written last so that they win.
     order = np.lexsort((col.ravel(), -src.ravel(), src.ravel() // op.phase_lanes))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,7 @@ def _block(pl, a_words, b_words, ks, c_word) -> dict:
     terms = [{"k": k, "a": _element(aw, in_fmt, "a"), "b": _element(bw, in_fmt, "b")}
              for k, aw, bw in zip(ks, a_words, b_words)]
     c = _element(c_word, acc_fmt, "c")
-    blk = {"k": [ks[0], ks[-1]], "c": c, "terms": terms}
+    blk: dict[str, Any] = {"k": [ks[0], ks[-1]], "c": c, "terms": terms}
     sp = _special(terms, c, acc_fmt)
     if sp is not None:
         word = acc_fmt.canonical_nan if sp["result"] == "nan" else (
@@ -169,7 +170,7 @@ def explain(form, A, B, C, row: int, col: int, arch="sm_90") -> dict:
             raise ValueError(f"operand {op} of {f.name}: {fmt.name} words must lie in "
                              f"[0, 2**{fmt.storage_bits}), got {int(x[r, c])} at row {r}, col {c}")
     arch_row = pl.arch
-    trace = {
+    trace: dict[str, Any] = {
         "form": f.ptx, "arch": arch_row.name, "arch_description": arch_row.description, "element": [row, col],
         "params": {"products_per_block": pl.block, "blocks": len(pl.blocks), "F": pl.frac_bits,
                    "e_zero": pl.e_zero, "rounding": pl.rounding, "output": pl.acc_fmt.name,

@@ -267,7 +267,7 @@ def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, 
         i8_store_u32(dw, i * nd + r, w)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
 def _run_range(lo, hi, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm,
                av, ah, bv, bh, cv, ch, eb, sv, dout):
     # No reference counting in here (_nrt=False): numba would otherwise touch the refcounts

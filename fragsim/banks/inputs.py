@@ -45,6 +45,7 @@ def active_lanes(o: SharedOp, mask) -> np.ndarray:
 
 def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
     """mask -> uint32 (n,) bit masks: None, one int, (n,) ints, (32,) or (n, 32) booleans."""
+    m: np.ndarray                               # each branch below builds it its own way
     if mask is None:
         m = np.full(n, FULL_MASK, np.uint32)
     else:

@@ -32,7 +32,7 @@ def _write(path, text):
 
 def run(args) -> int:
     out = args.out
-    written = {"maps": [], "pictures": [], "tables": []}
+    written: dict[str, list[str]] = {"maps": [], "pictures": [], "tables": []}
     os.makedirs(os.path.join(out, "maps"), exist_ok=True)
     for name, form in FORMS.items():
         for op in "ABCD" if form.types["C"] != form.types["D"] else "ABC":
