@@ -73,3 +73,11 @@ def test_import_is_light():
     code = "import sys, fragsim; print('numba' in sys.modules, 'matplotlib' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("command", ["tour", "layout", "mma", "conflicts", "gpu-check"])
+def test_every_subcommand_prints_its_help(command, capsys):
+    """argparse formats help strings with %: a stray % in one breaks --help with a traceback."""
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0 and command in capsys.readouterr().out

@@ -20,7 +20,7 @@ def add_arguments(p):
                    "ld.shared.v4.b32, st.shared.b32, stmatrix.x2.trans, cp.async.cg.16")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--addrs", metavar="EXPR", help="C expression of each lane's byte offset, in `lane` "
-                     "(0..31) and --var variables, e.g. \"(lane % 16) * 64 + (lane / 16) * 16\"")
+                     "(0..31) and --var variables, e.g. \"(lane %% 16) * 64 + (lane / 16) * 16\"")
     src.add_argument("--addrs-file", metavar="FILE", help="file of byte offsets: 32 per instruction "
                      "(whitespace/comma separated, hex allowed; several lines = several instructions), or .npy")
     p.add_argument("--mask", metavar="MASK", help="active lanes: an int bit mask (0xffff) or a C condition "
