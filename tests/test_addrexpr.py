@@ -114,3 +114,11 @@ def test_shift_out_of_range_is_an_error():
 def test_no_python_evaluation():
     with pytest.raises(ValueError):
         evaluate("__import__('os')")
+
+
+def test_sizeof_of_a_type_without_a_size_is_an_error_naming_the_position():
+    """sizeof(auto) has no size: one AddrExprError, not an AttributeError from inside the evaluator."""
+    from fragsim.addrexpr import AddrExprError
+
+    with pytest.raises(AddrExprError, match=r"position \d+: sizeof\(auto\) is not known"):
+        evaluate("lane * sizeof(auto)")
