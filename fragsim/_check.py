@@ -33,6 +33,12 @@ def choice(value, name: str, choices) -> str:
     return value
 
 
+def hex_int(v) -> str:
+    """An integer in hex for messages, with its sign in front (-0x3, not 0x-3)."""
+    v = int(v)
+    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
+
+
 def _among(choices) -> str:
     if choices is None:
         return ""

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ._check import hex_int
 from .hardware import BANK_BYTES, WARP_LANES
 from .instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
 from .instructions.shared_ops import cp_async_op, matrix_op, plain_op
@@ -51,24 +52,19 @@ def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", 
         bad |= used & (a < 0)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
-        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {_hex(a[idx])} (+{nbytes} bytes) lies "
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {hex_int(a[idx])} (+{nbytes} bytes) lies "
                          f"outside smem of {smem_size} bytes")
     a = np.where(used, a, 0).astype(np.int64)
     align = nbytes if align is None else align
     bad = used & (a % align != 0)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
-        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {_hex(a[idx])} is not {align}-byte aligned")
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {hex_int(a[idx])} is not {align}-byte aligned")
     return a
 
 
 def _where(idx) -> str:
     return f"instruction {idx[:-1] if len(idx) > 2 else idx[0]}, " if len(idx) > 1 else ""
-
-
-def _hex(v) -> str:
-    v = int(v)
-    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
 
 
 def lane_mask(mask) -> np.ndarray:
@@ -83,7 +79,7 @@ def lane_mask(mask) -> np.ndarray:
     if m.ndim == 0 and m.dtype.kind in "ui":
         v = int(m)
         if not 0 <= v < 1 << WARP_LANES:
-            raise ValueError(f"mask {_hex(v)} does not fit in 32 bits (bit i = lane i)")
+            raise ValueError(f"mask {hex_int(v)} does not fit in 32 bits (bit i = lane i)")
         return ((v >> LANES) & 1).astype(bool)
     raise TypeError(f"mask must be an int bit mask (bit i = lane i) or 32 booleans, got {m.dtype} {m.shape}")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.gpu_check.ncu_banks import OPS, load_record, measured_figures
+from fragsim.gpu_check.ncu_banks import OPS, SHORT, load_record, measured_figures
 from fragsim.instructions.shared_ops import parse_shared_op
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "banks")
@@ -38,9 +38,7 @@ def _rows():
             d["wf"].append(wf[sel])
             d["bc"].append(bc[sel])
             d["label"].extend(str(x) for x in rec["label"][sel])
-            kind = parse_shared_op(str(op)).kind
-            inst = {"ldsm": "inst_ldsm", "stsm": "inst_stsm", "ld": "inst_ld", "st": "inst_st",
-                    "ldgsts": "inst_ldgsts"}[kind]
+            inst = SHORT[parse_shared_op(str(op)).ncu_inst_metric]   # the entry's instruction counter
             d["inst"].append(rec["metrics"][inst][sel] if inst in rec["metrics"] else np.full(sel.size, -1))
     return {op: {k: (np.concatenate(v) if k != "label" else v) for k, v in d.items()} for op, d in out.items()}
 

@@ -39,16 +39,11 @@ class BatchReport:
 
 
 def _raise(o: SharedOp, err, a, s) -> None:
-    from .kernel_generated import ERR_ALIGN, ERR_NEGATIVE, ERR_TOO_BIG
+    from .kernel_generated import ERR_SRC
 
     code, i, lane = (int(x) for x in err)
-    v = int(a[i, lane])
-    if code == ERR_NEGATIVE:
-        raise ValueError(f"instruction {i}, lane {lane}: {o.what} {v} is negative")
-    if code == ERR_TOO_BIG:
-        raise ValueError(f"instruction {i}, lane {lane}: {o.what} {v:#x} does not fit in 32 bits")
-    if code == ERR_ALIGN:
-        raise ValueError(f"instruction {i}, lane {lane}: {o.what} {v:#x} is not {o.bytes_per_addr}-byte aligned")
+    if code != ERR_SRC:   # the kernel flagged this lane's address; say why as the detail path does
+        raise ValueError(f"instruction {i}, lane {lane}: {inputs.address_problem(o, int(a[i, lane]))}")
     sv = int(s[0 if s.shape[0] == 1 else i, lane])
     raise ValueError(f"instruction {i}, lane {lane}: cp.async source address {sv:#x} is not a "
                      f"non-negative multiple of {o.bytes_per_addr}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._check import hex_int
 from ..hardware import WARP_LANES
 from ..instructions.shared_op import SharedOp
 from ..smem import lane_mask
@@ -23,15 +24,6 @@ def ranges(lanes) -> str:
         out.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
         i = j + 1
     return ",".join(out) if out else "none"
-
-
-def _where(idx) -> str:
-    return f"instruction {idx[0]}, " if len(idx) > 1 else ""
-
-
-def _hex(v) -> str:
-    v = int(v)
-    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
 
 
 def active_lanes(o: SharedOp, mask) -> np.ndarray:
@@ -64,7 +56,7 @@ def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
             bad = (arr > FULL_MASK) | ((arr < 0) if arr.dtype.kind == "i" else False)
             if np.any(bad):
                 i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"instruction {i}: mask {_hex(arr[i])} does not fit in 32 bits (bit i = lane i)")
+                raise ValueError(f"instruction {i}: mask {hex_int(arr[i])} does not fit in 32 bits (bit i = lane i)")
             m = arr.astype(np.uint32)
         else:
             raise TypeError(f"mask must be ints (bit i = lane i) or booleans, got dtype {arr.dtype}")
@@ -85,19 +77,26 @@ def integer_array(x, name: str, what: str) -> np.ndarray:
     return a
 
 
+def address_problem(o: SharedOp, v: int) -> str:
+    """What is wrong with one lane's shared-memory address ("" if nothing): the rule of both paths."""
+    if v < 0:
+        return f"{o.what} {v} is negative"
+    if v >> 32:
+        return f"{o.what} {v:#x} does not fit in 32 bits"
+    if v % o.bytes_per_addr:
+        return f"{o.what} {v:#x} is not {o.bytes_per_addr}-byte aligned"
+    return ""
+
+
 def check_addrs(o: SharedOp, addrs, active) -> np.ndarray:
     """Shared-memory byte offsets of one instruction (32,): non-negative, 32-bit, aligned."""
     a = integer_array(addrs, "addrs", "byte offsets into shared memory")
     if a.shape != (WARP_LANES,):
         raise ValueError(f"addrs must hold 32 byte offsets (one per lane, shape (32,) or (n, 32)), got shape {a.shape}")
     for lane in np.flatnonzero(active):
-        v = int(a[lane])
-        if v < 0:
-            raise ValueError(f"lane {lane}: {o.what} {v} is negative")
-        if v >> 32:
-            raise ValueError(f"lane {lane}: {o.what} {v:#x} does not fit in 32 bits")
-        if v % o.bytes_per_addr:
-            raise ValueError(f"lane {lane}: {o.what} {v:#x} is not {o.bytes_per_addr}-byte aligned")
+        problem = address_problem(o, int(a[lane]))
+        if problem:
+            raise ValueError(f"lane {lane}: {problem}")
     return np.where(active, a, 0).astype(np.int64)
 
 
@@ -111,7 +110,7 @@ def check_src(o: SharedOp, src, active) -> np.ndarray:
     for lane in np.flatnonzero(active):
         v = int(s[lane])
         if v < 0 or v % o.bytes_per_addr or v >> 62:
-            raise ValueError(f"lane {lane}: cp.async source address {_hex(v)} is not a non-negative multiple "
+            raise ValueError(f"lane {lane}: cp.async source address {hex_int(v)} is not a non-negative multiple "
                              f"of {o.bytes_per_addr} below 2**62")
     return np.where(active, s, 0).astype(np.int64)
 
