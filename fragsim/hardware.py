@@ -26,3 +26,11 @@ SOURCE_LINE_BYTES = 128
 #: (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
 MATRIX_ROWS = 8
 MATRIX_ROW_BYTES = 16
+
+#: cp.async source lines fall into 4 classes, a XOR hash of the line's global address: class bit i =
+#: parity(address & SOURCE_LINE_CLASS_MASK<i>).  Two different lines of one class never share a
+#: wavefront (H100 two-line probes, docs/research/cp_async/NOTES.md; bits 7..21 measured, so the hash
+#: is known below SOURCE_LINE_HASH_BITS only).
+SOURCE_LINE_CLASS_MASK0 = sum(1 << b for b in (7, 9, 11, 12, 14, 16, 18, 19, 20, 21))
+SOURCE_LINE_CLASS_MASK1 = sum(1 << b for b in (8, 10, 11, 13, 14, 15, 17, 19))
+SOURCE_LINE_HASH_BITS = 22

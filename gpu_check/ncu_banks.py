@@ -96,12 +96,21 @@ def save_record(path: str, meta: dict, ops, labels, addrs, masks, srcs, values: 
         **{f"m_{k}": np.asarray(v, np.int32) for k, v in values.items()})
 
 
+# Records made before the probe printed its source buffer's address: the buffer followed the probe's
+# 512-byte output buffer, at a 2 MiB-aligned allocation (the cp.async line-class hash fitted to the
+# H100 two-line probes needs exactly this base, and it reproduces every such record).
+UNRECORDED_SRC_BASE = 512
+
+
 def load_record(path: str) -> dict:
+    """A record, with ``src`` as absolute global addresses (int64): the recorded offsets into the
+    probe's source buffer plus the buffer's address (``meta["src_base"]``)."""
     z = np.load(path, allow_pickle=False)
     rec = {k: z[k] for k in z.files}
     rec["meta"] = json.loads(str(rec["meta"]))
     if "src" not in rec:  # the first record: every cp.async lane copied from src + 16 * lane
         rec["src"] = np.broadcast_to(LANE.astype(np.int32) * 16, rec["addrs"].shape).copy()
+    rec["src"] = rec["src"].astype(np.int64) + int(rec["meta"].get("src_base", UNRECORDED_SRC_BASE))
     rec["metrics"] = {k[2:]: rec.pop(k) for k in list(rec) if k.startswith("m_")}
     return rec
 
@@ -222,8 +231,9 @@ def measured_figures(rec: dict, i: int | None = None):
     # cp.async: its wavefronts have no op_ metric of their own; they are the shared total less the
     # 4 per launch that land in op_misc (the probe's commit/wait), and less op_ld/op_st (0 here)
     cp_wf = m["wf_shared"] - m["wf_op_misc"] - m["wf_ld"] - m["wf_st"]
+    absent = np.full(len(rec["op"]), -1)   # a record of cp.async launches only has no op_ld/st conflicts
     wf = np.where(is_ld, m["wf_ld"], np.where(is_st, m["wf_st"], cp_wf))
-    bc = np.where(is_ld, m["bc_ld"], np.where(is_st, m["bc_st"], m["bc_ldgsts"]))
+    bc = np.where(is_ld, m.get("bc_ld", absent), np.where(is_st, m.get("bc_st", absent), m["bc_ldgsts"]))
     return wf.astype(np.int64), bc.astype(np.int64)
 
 

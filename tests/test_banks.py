@@ -182,9 +182,66 @@ def test_cp_async_lanes_reading_one_source_element_take_a_wavefront_each():
     assert (r.wavefronts, r.exact) == (32, True)
 
 
-def test_cp_async_irregular_sources_are_flagged_as_estimates():
-    src = np.random.default_rng(0).permutation(32) * 16
-    assert not fragsim.bank_conflicts("cp.async.ca.16", LANE * 16, src=src).exact
+def test_cp_async_lanes_of_different_lines_writing_one_bank_are_flagged_as_estimates():
+    """Lanes 0-15 read line 0, lanes 16-31 line 1 (one group: the lines' classes differ) and every
+    lane writes bank 0: the order in which the hardware packs such a group was not pinned down."""
+    r = fragsim.bank_conflicts("cp.async.ca.4", LANE * 128, src=LANE * 8)
+    assert not r.exact and r.ideal == 1
+
+
+def test_cp_async_lanes_in_different_width_phases_never_share_a_wavefront():
+    """Issue 9's example, measured on an H100: lanes 7 and 8 of a 16-byte copy read one line."""
+    r = fragsim.bank_conflicts("cp.async.ca.16", LANE * 16, mask=0x180, src=LANE * 16 + 16)
+    assert (r.wavefronts, r.ideal, r.conflicts, r.exact) == (2, 2, 0, True)
+
+
+@pytest.mark.parametrize("op,measured", [("cp.async.ca.4", 1), ("cp.async.ca.8", 2), ("cp.async.ca.16", 5)])
+def test_cp_async_copy_shifted_off_a_source_line_boundary(op, measured):
+    """src = lane*size + size, full warp (H100: 1, 2 and 5 wavefronts, no conflict): the source
+    side costs one group per (width phase, slot), and a slot holds lines of different classes."""
+    size = fragsim.parse_shared_op(op).bytes_per_addr
+    r = fragsim.bank_conflicts(op, LANE * size, src=LANE * size + size)
+    assert (r.wavefronts, r.conflicts, r.exact) == (measured, 0, True)
+
+
+def test_cp_async_source_lines_of_one_class_never_share_a_wavefront():
+    """Lines 0x0 and 0x280 have class 0 both (the XOR hash of address bits 7..21 reads bits 7 and
+    9 into one parity): two lanes reading them take two groups; lines 0x0 and 0x80 (classes 0 and
+    1) share one."""
+    from fragsim.banks.rules import source_line_class
+    assert (source_line_class(0), source_line_class(1), source_line_class(5)) == (0, 1, 0)
+    src = np.zeros(32, np.int64)
+    src[1] = 0x280
+    assert fragsim.bank_conflicts("cp.async.ca.4", LANE * 4, mask=0b11, src=src).ideal == 2
+    src[1] = 0x84
+    assert fragsim.bank_conflicts("cp.async.ca.4", LANE * 4, mask=0b11, src=src).ideal == 1
+
+
+def test_cp_async_an_aligned_quad_of_lines_holds_one_line_of_each_class():
+    from fragsim.banks.rules import source_line_class
+    rng = np.random.default_rng(1)
+    for quad in rng.integers(0, 1 << 20, 200) * 4:
+        assert sorted(source_line_class(int(quad) + k) for k in range(4)) == [0, 1, 2, 3]
+
+
+def test_cp_async_lines_beyond_the_measured_hash_bits_are_estimates():
+    src = LANE * 4
+    src[16:] += 1 << 22
+    assert not fragsim.bank_conflicts("cp.async.ca.4", LANE * 4, src=src).exact
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["cp.async.ca.4", "cp.async.ca.8", "cp.async.ca.16", "cp.async.cg.16"]),
+       hnp.arrays(np.int64, 32, elements=st.integers(0, 63)), hnp.arrays(np.int64, 32, elements=st.integers(0, 4095)),
+       st.integers(0, 2 ** 32 - 1))
+def test_cp_async_ideal_is_between_zero_and_the_wavefronts(op, dst_units, src_units, mask):
+    """A counter is never negative: 0 <= ideal <= wavefronts for any addresses and any active lanes."""
+    size = fragsim.parse_shared_op(op).bytes_per_addr
+    r = fragsim.bank_conflicts(op, dst_units * size, mask, src=src_units * size)
+    assert 0 <= r.ideal <= r.wavefronts and r.conflicts >= 0
+    if op.endswith("cg.16") or mask == 0:
+        return
+    assert r.ideal >= 1 and (r.modelled_wavefronts or r.wavefronts) >= r.ideal
 
 
 def test_cp_async_cg_counters_show_nothing_but_the_cost_is_modelled():

@@ -7,7 +7,7 @@ counts, with the detail behind them: the phases (which lanes), per phase the ban
 distinct words in each bank, and which lanes collide.  ``addrs`` shaped ``(n, 32)`` gives arrays
 for ``n`` instructions at once (a numba kernel; see ``bank_conflicts_batch``).
 
-The model, every rule of it checked against Nsight Compute on an H200 (tests/data/banks/):
+The model, every rule of it checked against Nsight Compute on an H200 and an H100 (tests/data/banks/):
 
 * 32 banks of 4 bytes: bank = (address >> 2) % 32.  A wavefront reads or writes at most one
   4-byte word per bank; lanes that touch the same word share it (broadcast on loads; on stores
@@ -21,14 +21,18 @@ The model, every rule of it checked against Nsight Compute on an H200 (tests/dat
   duplicated registers).  Partners of which one is inactive do not break the rule.
 * Phases without an active lane cost nothing.  ideal = the phases with an active lane; Nsight
   Compute's bank-conflict counter = wavefronts - ideal.
-* ``cp.async`` (LDGSTS) writes shared memory as its global data arrives: one phase per 128-byte
-  *source* line (lanes grouped by ``src >> 7``, in lane order), per phase wavefronts = the most
-  lanes writing one bank or reading one source element (writes are never merged);
-  ideal = max(width phases with an active lane, ceil(source lines / 4)).  Exact where each source
-  line is read by one run of lanes at source stride +size, -size or 0 (``src = base + lane*size``,
-  the usual copy) and, with more than 4 lines, the warp is full; elsewhere an estimate
-  (``report.exact`` is False).  ``.cg`` copies bypass L1: Nsight Compute shows 0 wavefronts and
-  0 conflicts for them; ``modelled_wavefronts`` keeps the cost the counters do not show.
+* ``cp.async`` (LDGSTS) writes shared memory as its global data arrives (fitted on an H100, checked
+  on 10,320 H100 and H200 launches): lanes split into width phases (128 bytes' worth: 32, 16 or 8 lanes); the
+  active lanes' 128-byte *source* lines go first-fit into slots holding at most one line of each
+  of 4 classes (a XOR hash of the line's absolute address bits 7..21); each (width phase, slot)
+  with an active lane is a group, ideal = the number of groups.  Inside a group lanes that write
+  one bank or read one source bank take a wavefront each (no broadcast, writes not merged).
+  ``src`` are absolute global addresses (the hash reads them; default ``lane * size``).  Exact
+  except where lanes of different lines write one bank, lines share a source bank while a line
+  collides in itself, one source element is read twice with a bank written twice, or the lines
+  differ in bits >= 22 (``report.exact`` is False; the ideal stays exact).  ``.cg`` copies
+  bypass L1: Nsight Compute shows 0 wavefronts and 0 conflicts for them;
+  ``modelled_wavefronts`` keeps the cost the counters do not show.
 """
 
 from __future__ import annotations
@@ -50,8 +54,9 @@ def bank_conflicts(op, addrs, mask=None, src=None):
     ``"ld.shared.v4.b32"``, ``"cp.async.cg.16"`` ...) or its table entry; ``addrs`` the lanes' byte
     offsets in shared memory; ``mask`` the active lanes (an int, bit i = lane i, or 32 booleans;
     batched: ``(n,)`` ints or ``(n, 32)`` booleans).  ldmatrix/stmatrix take no mask (all lanes
-    execute them).  ``src`` (cp.async only): the lanes' global source byte addresses; default
-    ``lane * size``.
+    execute them).  ``src`` (cp.async only): the lanes' absolute global source byte addresses (the
+    source-line class hash reads bits 7..21: for offsets into a buffer, add its address or assume
+    one aligned to 4 MiB); default ``lane * size``.
     """
     o = parse_shared_op(op)
     inputs.no_src_unless_cp_async(o, src)

@@ -59,10 +59,9 @@ def batch_instructions(addrs, masks, address_lanes, phase_lanes, merge_capable, 
 
 def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exact, err):
     """cp.async: figures of every row; ``srcs`` (n, 32) or (1, 32) global source addresses."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    scount = np.empty(WARP_LANES, np.int64)
     line_of = np.empty(WARP_LANES, np.int64)
+    group_of = np.empty(WARP_LANES, np.int64)
+    lines = np.empty((6, WARP_LANES), np.int64)
     phase_wf = np.empty(WARP_LANES, np.int64)
     one_src = srcs.shape[0] == 1
     for i in range(addrs.shape[0]):
@@ -77,8 +76,7 @@ def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exa
                 err[1] = i
                 err[2] = lane
                 return
-        w, k, e = cp_async_figures(row, srow, m, nbytes, width_phase_lanes, line_of, seen, counts, scount,
-                                   phase_wf)
+        w, k, e = cp_async_figures(row, srow, m, nbytes, width_phase_lanes, line_of, group_of, lines, phase_wf)
         wf[i] = w
         ideal[i] = k
         exact[i] = e

@@ -29,7 +29,10 @@ from . import drivers, rules
 
 TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_generated.py")
 CONSTANTS = {"WARP_LANES": hardware.WARP_LANES, "NUM_BANKS": hardware.NUM_BANKS,
-             "SOURCE_LINE_BYTES": hardware.SOURCE_LINE_BYTES, "ERR_NEGATIVE": drivers.ERR_NEGATIVE,
+             "SOURCE_LINE_BYTES": hardware.SOURCE_LINE_BYTES, "BANK_BYTES": hardware.BANK_BYTES,
+             "SOURCE_LINE_CLASS_MASK0": hardware.SOURCE_LINE_CLASS_MASK0,
+             "SOURCE_LINE_CLASS_MASK1": hardware.SOURCE_LINE_CLASS_MASK1,
+             "SOURCE_LINE_HASH_BITS": hardware.SOURCE_LINE_HASH_BITS, "ERR_NEGATIVE": drivers.ERR_NEGATIVE,
              "ERR_TOO_BIG": drivers.ERR_TOO_BIG, "ERR_ALIGN": drivers.ERR_ALIGN, "ERR_SRC": drivers.ERR_SRC}
 
 

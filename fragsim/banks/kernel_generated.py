@@ -12,6 +12,10 @@ from numba import njit
 WARP_LANES = 32
 NUM_BANKS = 32
 SOURCE_LINE_BYTES = 128
+BANK_BYTES = 4
+SOURCE_LINE_CLASS_MASK0 = 4020864
+SOURCE_LINE_CLASS_MASK1 = 716032
+SOURCE_LINE_HASH_BITS = 22
 ERR_NEGATIVE = 1
 ERR_TOO_BIG = 2
 ERR_ALIGN = 3
@@ -191,120 +195,174 @@ def merges_partners(addr, m):
 
 
 @njit(cache=True)
-def cp_async_figures(addr, src, m, nbytes, width_phase_lanes, line_of, seen, counts, scount,
-                     phase_wf):
-    """(wavefronts, ideal, exact) of one cp.async (LDGSTS).
+def parity(x):
+    """1 if ``x`` has an odd number of set bits."""
+    p = 0
+    while x:
+        p ^= 1
+        x &= x - 1
+    return p
 
-    cp.async writes shared memory as its global data arrives: one phase per 128-byte *source* line
-    (the active lanes grouped by ``src >> 7``, lines in order of their first lane; lane -> line
-    index in ``line_of``, -1 if inactive; phase k's cost in ``phase_wf[k]``). Per phase, wavefronts
-    = the most lanes writing one bank group, or reading one source element (writes are never
-    merged). ideal = max(width phases with an active lane, ceil(source lines / 4)).
 
-    ``exact`` says whether the inputs lie in the domain where this reproduced every measurement:
-    each source line read by one run of lanes at source stride +nbytes, -nbytes or 0, no line's
-    lanes interleaved with another's, and -- for a partial warp -- at most 4 lines, and lanes
-    that each read their own line only as ``src = base + lane * nbytes``.
+@njit(cache=True)
+def source_line_class(line):
+    """The class (0..3) of 128-byte source line number ``line`` (global address >> 7): a XOR hash
+    of the address; two different lines of one class never share a wavefront."""
+    a = line * SOURCE_LINE_BYTES
+    return parity(a & SOURCE_LINE_CLASS_MASK0) | (parity(a & SOURCE_LINE_CLASS_MASK1) << 1)
+
+
+@njit(cache=True)
+def group_wavefronts(addr, src, start, stop, g, group_of, line_of, nwords, lines):
+    """(wavefronts, exact) of one cp.async group: the lanes ``start..stop-1`` with ``group_of == g``.
+
+    A lane reads the source banks ``(src >> 2) % 32 ..`` and writes the destination banks
+    ``(addr >> 2) % 32 ..`` (``nwords`` each); lanes of one wavefront share neither (no broadcast
+    of a source element, no merged writes).  Wavefronts are formed one at a time: the group's lines
+    in order of their first lane; a line that has started takes, in lane order, every pending lane
+    that fits; a line that has not started starts only if its first pending lane fits -- if that
+    lane's destination collides no later line starts in this wavefront, if only its source
+    collides the line waits.  ``exact`` is False in the regimes where the H100 measurements
+    disagree with this order: lanes of different lines writing one bank, lines sharing a source
+    bank while a line collides in itself, or one source element read twice with a destination
+    bank written twice.
     """
-    shift = 2 if nbytes <= 4 else (3 if nbytes == 8 else 4)
-    groups = NUM_BANKS >> (shift - 2)
+    wmask = (1 << nwords) - 1
+    nlg = 0
+    pending = 0
+    for lane in range(start, stop):
+        if group_of[lane] != g:
+            continue
+        pending |= 1 << lane
+        k = line_of[lane]
+        new = True
+        for j in range(nlg):
+            if lines[4, j] == k:
+                new = False
+                break
+        if new:
+            lines[4, nlg] = k
+            lines[5, nlg] = 0
+            nlg += 1
+    dup = False
+    dst_twice = False
+    cross_dst = False
+    cross_src = False
+    inner = False
+    for a in range(start, stop):
+        if not (pending >> a) & 1:
+            continue
+        sa = wmask << ((src[a] >> 2) & (NUM_BANKS - 1))
+        da = wmask << ((addr[a] >> 2) & (NUM_BANKS - 1))
+        for b in range(a + 1, stop):
+            if not (pending >> b) & 1:
+                continue
+            ss = (sa & (wmask << ((src[b] >> 2) & (NUM_BANKS - 1)))) != 0
+            dd = (da & (wmask << ((addr[b] >> 2) & (NUM_BANKS - 1)))) != 0
+            if src[a] == src[b]:
+                dup = True
+            if dd:
+                dst_twice = True
+            if line_of[a] != line_of[b]:
+                cross_dst = cross_dst or dd
+                cross_src = cross_src or ss
+            elif ss or dd:
+                inner = True
+    exact = not ((dup and dst_twice) or cross_dst or (cross_src and inner))
+    n = 0
+    while pending:
+        n += 1
+        took_s = 0
+        took_d = 0
+        for j in range(nlg):
+            k = lines[4, j]
+            head = -1
+            for lane in range(start, stop):
+                if (pending >> lane) & 1 and line_of[lane] == k:
+                    head = lane
+                    break
+            if head < 0:
+                continue
+            if lines[5, j] == 0:
+                if (wmask << ((addr[head] >> 2) & (NUM_BANKS - 1))) & took_d:
+                    break                      # no later line starts in this wavefront
+                if (wmask << ((src[head] >> 2) & (NUM_BANKS - 1))) & took_s:
+                    continue                   # this line waits; later lines may start
+                lines[5, j] = 1
+            for lane in range(head, stop):
+                if (pending >> lane) & 1 and line_of[lane] == k:
+                    sm = wmask << ((src[lane] >> 2) & (NUM_BANKS - 1))
+                    dm = wmask << ((addr[lane] >> 2) & (NUM_BANKS - 1))
+                    if not (sm & took_s) and not (dm & took_d):
+                        took_s |= sm
+                        took_d |= dm
+                        pending &= ~(1 << lane)
+    return n, exact
+
+
+@njit(cache=True)
+def cp_async_figures(addr, src, m, nbytes, width_phase_lanes, line_of, group_of, lines, phase_wf):
+    """(wavefronts, ideal, exact) of one cp.async (LDGSTS); measured on an H100 (10,320 launches).
+
+    cp.async writes shared memory as its global data arrives.  The active lanes' 128-byte source
+    lines (``src`` are absolute global addresses), in order of their first lane, go first-fit into
+    *slots* that hold at most one line of each class (``source_line_class``).  The lanes are
+    split into width phases of ``width_phase_lanes`` (128 bytes' worth); each (width phase, slot)
+    with an active lane is a *group*, the groups are processed in turn, and ideal = the number of
+    groups.  A group's wavefronts follow ``group_wavefronts``.  Detail: ``line_of[lane]`` the
+    lane's line (-1 inactive), ``group_of[lane]`` its group, ``phase_wf[g]`` group g's cost;
+    ``lines`` (6, 32) is scratch.
+
+    ``exact`` is False where a group is in a regime the measurements contradict (see
+    ``group_wavefronts``) or the lines differ in address bits at or above SOURCE_LINE_HASH_BITS,
+    where the class hash was not measured.
+    """
+    nwords = nbytes // BANK_BYTES if nbytes > BANK_BYTES else 1
     nl = 0
+    nslots = 0
+    exact = True
     for lane in range(WARP_LANES):
         line_of[lane] = -1
+        group_of[lane] = -1
         if not (m >> lane) & 1:
             continue
         ln = src[lane] // SOURCE_LINE_BYTES
         k = -1
         for j in range(nl):
-            if seen[j, 0] == ln:
+            if lines[0, j] == ln:
                 k = j
                 break
         if k < 0:
             k = nl
-            seen[k, 0] = ln
             nl += 1
+            lines[0, k] = ln
+            c = source_line_class(ln)
+            s = 0
+            while s < nslots and (lines[3, s] >> c) & 1:
+                s += 1
+            if s == nslots:
+                lines[3, s] = 0
+                nslots += 1
+            lines[3, s] |= 1 << c
+            lines[2, k] = s
+            if (ln * SOURCE_LINE_BYTES) >> SOURCE_LINE_HASH_BITS != (lines[0, 0] * SOURCE_LINE_BYTES) >> SOURCE_LINE_HASH_BITS:
+                exact = False
         line_of[lane] = k
     wf = 0
-    exact = True
-    shared_line = False
-    for k in range(nl):
-        for g in range(groups):
-            counts[g] = 0
-        best = 0
-        ns = 0
-        nk = 0
-        first = -1
-        prev = -1
-        step = 0
-        nstep = 0
-        for lane in range(WARP_LANES):
-            if line_of[lane] != k:
-                continue
-            if first < 0:
-                first = lane
-            nk += 1
-            g = (addr[lane] >> shift) & (groups - 1)
-            counts[g] += 1
-            if counts[g] > best:
-                best = counts[g]
-            found = False
-            for j in range(ns):            # lanes reading one source element
-                if seen[j, 1] == src[lane]:
-                    scount[j] += 1
-                    if scount[j] > best:
-                        best = scount[j]
-                    found = True
-                    break
-            if not found:
-                seen[ns, 1] = src[lane]
-                scount[ns] = 1
-                ns += 1
-            if prev >= 0:
-                ds = src[lane] - src[prev]
-                dl = lane - prev
-                if ds % dl != 0:
-                    exact = False
-                else:
-                    st = ds // dl
-                    if nstep == 0:
-                        step = st
-                        nstep = 1
-                    elif st != step:
-                        exact = False
-            prev = lane
-        if nstep == 1 and step != 0 and step != nbytes and step != -nbytes:
-            exact = False
-        for lane in range(first + 1, prev):  # another line's lanes inside this line's run
-            other = line_of[lane]
-            if other >= 0 and other != k:
-                for f in range(WARP_LANES):
-                    if line_of[f] == other:
-                        if f > first:
-                            exact = False
-                        break
-        phase_wf[k] = best
-        wf += best
-        if nk > 1:
-            shared_line = True
-    full = m == (1 << WARP_LANES) - 1
-    if nl > 4 and not full:
-        exact = False
-    # A partial warp whose lanes each read their own source line, not as base + lane * size:
-    # the H200 once merged two such lanes (10 and 11, cp.async.ca.16) into one wavefront.
-    if nl > 1 and not full and not shared_line:
-        base = -1
-        for lane in range(WARP_LANES):
-            if (m >> lane) & 1:
-                if base < 0:
-                    base = src[lane] - lane * nbytes
-                elif src[lane] - lane * nbytes != base:
-                    exact = False
-    phases = 0
-    for s in range(0, WARP_LANES, width_phase_lanes):
-        if m & (((1 << width_phase_lanes) - 1) << s):
-            phases += 1
-    lines4 = (nl + 3) // 4
-    return wf, (phases if phases > lines4 else lines4), exact
+    ng = 0
+    for p in range(0, WARP_LANES, width_phase_lanes):
+        for s in range(nslots):
+            here = False
+            for lane in range(p, p + width_phase_lanes):
+                if line_of[lane] >= 0 and lines[2, line_of[lane]] == s:
+                    group_of[lane] = ng
+                    here = True
+            if here:
+                w, ok = group_wavefronts(addr, src, p, p + width_phase_lanes, ng, group_of, line_of, nwords, lines)
+                wf += w
+                exact = exact and ok
+                ng += 1
+    return wf, ng, exact
 
 
 @njit(cache=True)
@@ -331,10 +389,9 @@ def check_row(row, m, align, err, i):
 @njit(cache=True)
 def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exact, err):
     """cp.async: figures of every row; ``srcs`` (n, 32) or (1, 32) global source addresses."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    scount = np.empty(WARP_LANES, np.int64)
     line_of = np.empty(WARP_LANES, np.int64)
+    group_of = np.empty(WARP_LANES, np.int64)
+    lines = np.empty((6, WARP_LANES), np.int64)
     phase_wf = np.empty(WARP_LANES, np.int64)
     one_src = srcs.shape[0] == 1
     for i in range(addrs.shape[0]):
@@ -349,8 +406,7 @@ def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exa
                 err[1] = i
                 err[2] = lane
                 return
-        w, k, e = cp_async_figures(row, srow, m, nbytes, width_phase_lanes, line_of, seen, counts, scount,
-                                   phase_wf)
+        w, k, e = cp_async_figures(row, srow, m, nbytes, width_phase_lanes, line_of, group_of, lines, phase_wf)
         wf[i] = w
         ideal[i] = k
         exact[i] = e

@@ -10,17 +10,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
+from ..hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES, WARP_LANES
 from ..instructions.shared_op import SharedOp
 from . import rules
 
 CP_ASYNC_NOTE = (
-    "cp.async writes shared memory one 128-byte source line at a time; lanes writing one bank, or "
-    "reading one source element, take a wavefront each (writes are not merged)")
+    "cp.async writes shared memory as its global data arrives: lanes go in groups (a 128-byte width "
+    "phase x a slot of source lines, at most one line of each of the 4 line classes); inside a group, "
+    "lanes writing one bank or reading one source bank take a wavefront each (no broadcast, no merged writes)")
 CP_INEXACT_NOTE = (
-    "estimate: the source lines are not each read by one run of lanes at stride +size/-size/0 (or "
-    "a partial warp reads more than 4 lines); measured counters on H200 differ from this by up to "
-    "about +-20 wavefronts here")
+    "estimate: lanes of different source lines write one bank, or lines share a source bank while a line "
+    "collides in itself, or one source element is read twice with a bank written twice, or the lines differ "
+    "in address bits >= 22; there the order in which the hardware packs a group's lanes is not known (on the "
+    "H100 such copies differed from this estimate by -12..+8 wavefronts; the ideal stays exact)")
 
 
 @dataclass
@@ -35,6 +37,9 @@ class Phase:
     lanes_by_word: dict    # word byte address -> lanes touching it
     writes_by_bank: dict = field(default_factory=dict)  # cp.async: bank -> lanes writing it
     lanes_by_source: dict = field(default_factory=dict)  # cp.async: source address -> lanes
+    reads_by_bank: dict = field(default_factory=dict)    # cp.async: source bank -> lanes reading it
+    source_lines: list = field(default_factory=list)     # cp.async: the group's 128-byte source lines
+    width_phase: int | None = None                       # cp.async: the width phase the group lies in
 
     @property
     def collisions(self) -> list:
@@ -57,8 +62,11 @@ class Phase:
                                                   for w, ls in ws]} for b, ws in self.collisions]}
         if self.writes_by_bank:
             d["writes_by_bank"] = {str(b): ls for b, ls in sorted(self.writes_by_bank.items())}
+            d["reads_by_bank"] = {str(b): ls for b, ls in sorted(self.reads_by_bank.items())}
             d["same_source"] = [{"src": hex(k), "lanes": v} for k, v in sorted(self.lanes_by_source.items())
                                 if len(v) > 1]
+            d["source_lines"] = [{"line": hex(a), "class": c} for a, c in self.source_lines]
+            d["width_phase"] = self.width_phase
         return d
 
 
@@ -155,25 +163,35 @@ def report(o: SharedOp, a: np.ndarray, active: np.ndarray) -> BankReport:
 
 
 def cp_async_report(o: SharedOp, a: np.ndarray, src: np.ndarray, active: np.ndarray) -> BankReport:
+    """cp.async: one Phase per group (width phase x slot of source lines), in processing order."""
     m = int(np.sum(active.astype(np.int64) << np.arange(WARP_LANES, dtype=np.int64)))
-    seen, counts, phase_wf = _scratch()
     line_of = np.empty(WARP_LANES, np.int64)
-    scount = np.empty(WARP_LANES, np.int64)
-    wf, ideal, exact = rules.cp_async_figures(a, src, m, o.bytes_per_addr, o.width_phase_lanes, line_of, seen,
-                                              counts, scount, phase_wf)
+    group_of = np.empty(WARP_LANES, np.int64)
+    lines = np.empty((6, WARP_LANES), np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    wf, ideal, exact = rules.cp_async_figures(a, src, m, o.bytes_per_addr, o.width_phase_lanes, line_of, group_of,
+                                              lines, phase_wf)
     phases = []
-    for k in range(int(line_of.max()) + 1):
-        lanes = [int(x) for x in np.flatnonzero(line_of == k)]
-        ph = _phase(o, k, lanes, a, active, phase_wf[k])
+    nwords = max(1, o.bytes_per_addr // BANK_BYTES)
+    for g in range(int(ideal)):
+        lanes = [int(x) for x in np.flatnonzero(group_of == g)]
+        ph = _phase(o, g, lanes, a, active, phase_wf[g])
+        ph.width_phase = lanes[0] // o.width_phase_lanes
         for lane in lanes:
-            ph.lanes_by_source.setdefault(int(src[lane]), []).append(lane)
+            s = int(src[lane])
+            ph.lanes_by_source.setdefault(s, []).append(lane)
+            for j in range(nwords):
+                ph.reads_by_bank.setdefault((s // BANK_BYTES + j) % NUM_BANKS, []).append(lane)
+            line = s // SOURCE_LINE_BYTES
+            if all(line * SOURCE_LINE_BYTES != x for x, _ in ph.source_lines):
+                ph.source_lines.append((line * SOURCE_LINE_BYTES, int(rules.source_line_class(line))))
         phases.append(ph)
     notes = [CP_ASYNC_NOTE] + ([] if exact else [CP_INEXACT_NOTE])
     modelled = None
-    if not o.counted:
+    if not o.counted:   # the counters show nothing for it (all 1,077 measured .cg launches): exact
         modelled = int(wf)
-        notes.append(f"modelled cost {wf} wavefronts ({wf - ideal} from conflicts); Nsight Compute "
-                     "counts no shared-memory wavefronts and 0 bank conflicts for .cg (it bypasses L1)")
-        wf, ideal = 0, 0
+        notes.append(f"modelled cost {wf} wavefronts ({wf - ideal} from conflicts{'' if exact else ', an estimate'}); "
+                     "Nsight Compute counts no shared-memory wavefronts and 0 bank conflicts for .cg (it bypasses L1)")
+        wf, ideal, exact = 0, 0, True
     return BankReport(o, int(wf), int(ideal), int(wf - ideal), phases, [int(x) for x in a],
                       [bool(x) for x in active], False, notes, modelled, bool(exact), [int(x) for x in src])

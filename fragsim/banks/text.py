@@ -39,14 +39,16 @@ def _collision_lines(r: BankReport, p: Phase) -> list:
 def format_report(r: BankReport) -> str:
     lines = [f"{r.op}  ({r.ptx})"]
     nact = sum(r.active)
-    how = (f"(one per {SOURCE_LINE_BYTES}-byte source line)" if r.src is not None else
-           f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
+    cp = r.src is not None
+    how = ("(width phase x slot of source lines)" if cp else f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
     lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({ranges([i for i, x in enumerate(r.active) if x])}), "
-                 f"{_plural(len(r.phases), 'phase')} {how}")
+                 f"{_plural(len(r.phases), 'group' if cp else 'phase')} {how}")
     for p in r.phases:
-        head = f"phase {p.index}  lanes {ranges(p.lanes):<7}"
-        if r.src is not None and p.lanes:
-            head += f" (source line {r.src[p.lanes[0]] // SOURCE_LINE_BYTES * SOURCE_LINE_BYTES:#x})"
+        head = f"{'group' if cp else 'phase'} {p.index}  lanes {ranges(p.lanes):<7}"
+        if cp and p.lanes:
+            src_lines = ", ".join(f"{x:#x} (class {c})" for x, c in p.source_lines)
+            plural = "s" if len(p.source_lines) > 1 else ""
+            head += f" (width phase {p.width_phase}, {SOURCE_LINE_BYTES}-byte source line{plural} {src_lines})"
         if not p.active:
             lines.append(f"{head}  no active lane: 0 wavefronts")
             continue
@@ -58,6 +60,10 @@ def format_report(r: BankReport) -> str:
         for src_addr, ls in sorted(p.lanes_by_source.items()):
             if len(ls) > 1:
                 lines.append(f"    source {src_addr:#x}: read by {len(ls)} lanes ({ranges(ls)}), one wavefront each")
+        for b, ls in sorted(p.reads_by_bank.items()):
+            srcs = {r.src[lane] for lane in ls} if r.src is not None else set()
+            if len(srcs) > 1:
+                lines.append(f"    source bank {b:2d}: read by {len(ls)} lanes ({ranges(sorted(ls))}), one wavefront each")
     for note in r.notes:
         lines.append(f"note: {note}")
     wf_name, bc_name = r.entry.metrics
