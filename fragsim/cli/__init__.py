@@ -1,7 +1,8 @@
 """The ``fragsim`` command: one subcommand per use, each in its own module here.
 
 A subcommand module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and
-``run(args) -> int``.  Bad input anywhere becomes one line on stderr and exit code 2.
+``run(args) -> int``.  Bad input anywhere becomes one line on stderr and exit code 2 (files named on the command
+line are checked by ``files``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ def main(argv=None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:          # the subcommands check their files up front; this is the backstop
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"fragsim {args.command}: error: {where}{e.strerror or e}\n")
+        return 2
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import re
 
 import numpy as np
 
+from .files import load_npy, read_text, writable_dir
+
 NAME = "conflicts"
 HELP = "count shared-memory bank conflicts of one instruction (Nsight Compute's figures, per phase)"
 
@@ -38,15 +40,21 @@ def add_arguments(p):
     g.add_argument("--budget", type=float, default=300.0, help="seconds of profiling (with --ncu-measure)")
 
 
+INT64 = range(-(1 << 63), 1 << 63)
+
+
 def _parse_int(text: str, what: str) -> int:
     try:
-        return int(text, 0)
+        v = int(text, 0)
     except ValueError:
         raise ValueError(f"{what}: {text!r} is not an integer (decimal or 0x hex)") from None
+    if v not in INT64:
+        raise ValueError(f"{what}: {text} does not fit in 64-bit signed (long)")
+    return v
 
 
 def _variables(pairs) -> dict:
-    out = {}
+    out: dict[str, int] = {}
     for item in pairs:
         if "=" not in item:
             raise ValueError(f"--var {item!r}: expected NAME=VALUE, e.g. --var k=2")
@@ -56,22 +64,27 @@ def _variables(pairs) -> dict:
             raise ValueError(f"--var {item!r}: {name!r} is not a C identifier")
         if name == "lane":
             raise ValueError("--var lane=...: lane is the lane index 0..31 and cannot be set")
+        if name in out:
+            raise ValueError(f"--var {name} given twice ({name}={out[name]} and {item.strip()}); give each variable once")
         out[name] = _parse_int(value.strip(), f"--var {name}")
     return out
 
 
+ADDRS_FILE = ("byte offsets as text (32 per instruction, whitespace/comma separated, # comments) "
+              "or a .npy integer array")
+
+
 def _read_file(path: str) -> np.ndarray:
     if path.endswith(".npy"):
-        a = np.load(path, allow_pickle=False)
+        a = load_npy(path, "--addrs-file", ADDRS_FILE)
     else:
-        try:
-            text = open(path).read()
-        except OSError as e:
-            raise ValueError(f"--addrs-file {path}: {e.strerror}") from None
-        text = re.sub(r"#.*", "", text)
-        toks = [t for t in re.split(r"[\s,]+", text) if t]
-        a = np.array([_parse_int(t, f"--addrs-file {path}") for t in toks], dtype=np.int64)
-    a = np.asarray(a)
+        text = read_text(path, "--addrs-file", ADDRS_FILE)
+        nums = []
+        for i, line in enumerate(text.splitlines(), 1):
+            for t in re.split(r"[\s,]+", re.sub(r"#.*", "", line)):
+                if t:
+                    nums.append(_parse_int(t, f"--addrs-file {path} line {i}"))
+        a = np.array(nums, dtype=np.int64)
     if a.dtype.kind not in "iu":
         raise ValueError(f"--addrs-file {path}: expected integer byte offsets, got dtype {a.dtype}")
     if a.size == 0 or a.size % 32:
@@ -97,6 +110,7 @@ def run(args) -> int:
     if args.ncu_measure:
         if not args.record:
             raise ValueError("--ncu-measure needs --record DIR (where the measurements go)")
+        writable_dir(args.record, "--record")
         from ..gpu_check.ncu_banks import NcuUnavailable, compare, measure
 
         try:
@@ -108,6 +122,8 @@ def run(args) -> int:
             return 2
         compare(path)
         return 0
+    if args.record:
+        raise ValueError("--record goes with --ncu-measure (it names where the measurements go)")
     if not args.op:
         raise ValueError("give the instruction, e.g. `fragsim conflicts ldmatrix.x4 --addrs \"lane * 16\"`")
     from ..banks import bank_conflicts

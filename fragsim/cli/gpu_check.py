@@ -13,6 +13,7 @@ import sys
 import time
 
 from ..arch import ARCHS
+from .files import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"
 HELP = ("cross-check fragsim against the GPU: run N random cases of every mma form and shared-memory "
@@ -132,6 +133,13 @@ def run(args) -> int:
         raise ValueError("--keep needs --record DIR")
     if args.keep is not None and args.keep < 0:
         raise ValueError(f"--keep must be >= 0, got {args.keep}")
+    # files before the run, which can take hours
+    if args.replay:
+        readable_dir(args.replay, "--replay", "a folder of recorded corpora (*.npz)")
+    if args.record:
+        writable_dir(args.record, "--record")
+    if args.json_file:
+        writable_file(args.json_file, "--json-file")
     jobs = bulk.default_jobs() if args.jobs is None else args.jobs
     pool = None
     try:

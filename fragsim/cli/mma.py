@@ -9,6 +9,7 @@ import numpy as np
 
 from ..formats import from_float, to_float
 from ..instructions import lookup
+from .files import load_npy
 
 NAME = "mma"
 HELP = "emulate one mma.sync bit-exactly (sm_80 / sm_90) and explain any output element"
@@ -38,10 +39,7 @@ def load_operand(form, op: str, path) -> np.ndarray:
     fmt, shape = f.fmt(op), f.matrix_shape(op)
     if path is None:
         return np.zeros(shape, fmt.dtype)
-    try:
-        x = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"operand {op}: cannot read {path} as a .npy array ({e})") from None
+    x = load_npy(path, f"--{op.lower()}", f"the {shape[0]}x{shape[1]} matrix {op} saved by numpy.save (.npy)")
     if x.shape != shape:
         raise ValueError(f"operand {op} of {f.name}: expected a {shape[0]}x{shape[1]} matrix, "
                          f"got shape {x.shape} from {path}")
