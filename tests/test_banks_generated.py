@@ -32,7 +32,7 @@ def test_every_phase_structure_of_the_table_has_a_batch_driver():
 
     for e in SHARED_OPS.values():
         if e.kind != "ldgsts":
-            assert hasattr(K, f"batch_instructions_{generate.tag(e.phase_lanes, e.merges_partners)}"), e.name
+            assert hasattr(K, generate.driver_name(e)), e.name
 
 
 def _detail(op, addrs, mask, src):

@@ -86,9 +86,8 @@ def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
             _int64_rows(src, "src", "global byte addresses", n, allow_one=True)
         K.batch_cp_async(a, m, o.bytes_per_addr, o.width_phase_lanes, s, wf, ideal, exact, err)
     else:
-        driver = getattr(K, f"batch_instructions_{o.phase_lanes}{'m' if o.merges_partners else ''}")
-        driver(a, m, o.address_lanes, o.phase_lanes, o.merges_partners, o.unit_shift, o.bank_groups,
-               o.bytes_per_addr, wf, ideal, err)
+        from .generate import driver_name
+        getattr(K, driver_name(o))(a, m, wf, ideal, err)
     if err[0]:
         _raise(o, err, a, s)
     if not o.counted:   # the counters show nothing for it (measured): that much is exact

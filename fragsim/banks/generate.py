@@ -71,6 +71,17 @@ def tag(phase_lanes: int, merges: bool) -> str:
     return f"{phase_lanes}{'m' if merges else ''}"
 
 
+def driver_params(e) -> tuple:
+    """What an entry fixes of ``drivers.batch_instructions``' arguments, in its order after ``masks``
+    (the generated driver binds them as constants and takes only addrs, masks and the outputs)."""
+    return (e.address_lanes, e.phase_lanes, e.merges_partners, e.unit_shift, e.bank_groups, e.bytes_per_addr)
+
+
+def driver_name(e) -> str:
+    """The generated driver of an entry's structure: ``batch_instructions_<lanes>[m]_<address lanes>_<bytes>``."""
+    return f"batch_instructions_{tag(e.phase_lanes, e.merges_partners)}_{e.address_lanes}_{e.bytes_per_addr}"
+
+
 def _phases_for(p: int) -> str:
     """``rules.phases_cost`` for phases of exactly ``p`` lanes (a constant the compiler can unroll
     by), bound to its straight-line phase code."""
@@ -84,10 +95,10 @@ def _phases_for(p: int) -> str:
 
 
 def _specialised(phase_lanes: int, merges: bool) -> str:
-    """``rules.instruction_figures`` and ``drivers.batch_instructions`` for one phase structure: the
-    phase length (one, or two with merging) chosen once per instruction, outside the phase loop,
-    each length with its own loop (one function holding them all behind a per-phase branch, or
-    writing the per-phase costs the batch never reads, runs 2-3x slower)."""
+    """``rules.instruction_figures`` for one phase structure: the phase length (one, or two with
+    merging) chosen once per instruction, outside the phase loop, each length with its own loop
+    (one function holding them all behind a per-phase branch, or writing the per-phase costs the
+    batch never reads, runs 2-3x slower)."""
     t = tag(phase_lanes, merges)
     lengths = sorted({phase_lanes, min(WARP_LANES, 2 * phase_lanes)} if merges else {phase_lanes})
     lines = ['@njit(cache=True, inline="always")',
@@ -102,9 +113,23 @@ def _specialised(phase_lanes: int, merges: bool) -> str:
     # the structure fixes merge_capable: a constant lets the compiler drop the branch it never takes
     sig_end = fig.index(":\n") + 2
     fig = fig[:sig_end] + fig[sig_end:].replace("merge_capable", str(merges))
-    drv = _copy(drivers.batch_instructions, f"batch_instructions_{t}").replace(
-        "instruction_figures(", f"instruction_figures_{t}(")
-    return "\n".join(lines) + "\n\n\n" + fig + "\n\n" + drv
+    return "\n".join(lines) + "\n\n\n" + fig
+
+
+def _driver(e) -> str:
+    """``drivers.batch_instructions`` for the entries of one structure, its parameters bound to
+    the structure's values: with them constant the compiler unrolls the phase loop and folds the
+    shifts (twice the throughput of the same code with run-time parameters, measured)."""
+    drv = _copy(drivers.batch_instructions, driver_name(e)).replace(
+        "instruction_figures(", f"instruction_figures_{tag(e.phase_lanes, e.merges_partners)}(")
+    names = list(inspect.signature(drivers.batch_instructions).parameters)
+    fixed = names[2:2 + len(driver_params(e))]
+    name_at = drv.index(f"def {driver_name(e)}(")
+    head_end = drv.index("):\n", name_at) + 3
+    drv = f"{drv[:name_at]}def {driver_name(e)}({', '.join(n for n in names if n not in fixed)}):\n" + drv[head_end:]
+    doc_end = drv.index('"""', drv.index('"""') + 3) + 4
+    binds = "".join(f"    {k} = {v}\n" for k, v in zip(fixed, driver_params(e)))
+    return drv[:doc_end] + binds + drv[doc_end:]
 
 
 def _check_structures() -> None:
@@ -134,13 +159,19 @@ def source() -> str:
              "\n".join(f"{k} = {v}" for k, v in CONSTANTS.items()) + "\n",
              straight_line_phase(8), straight_line_phase(16),
              _copy(rules.phase_cost, "phase_cost_loop")]
-    parts += [_copy(getattr(rules, n)) for n in rules.COMPILED
+    # the partner test is inlined into each driver (a call per instruction costs ~10% of a 64-bit load)
+    parts += [_copy(getattr(rules, n), inline=n in ("partners_agree", "merges_partners")) for n in rules.COMPILED
               if n not in ("phase_cost", "phases_cost", "instruction_figures")]
     parts += [_copy(getattr(drivers, n)) for n in drivers.COMPILED if n != "batch_instructions"]
     _check_structures()
     lengths = sorted({n for p, m in structures() for n in ({p, min(WARP_LANES, 2 * p)} if m else {p})})
     parts += [_phases_for(n) for n in lengths]
     parts += [_specialised(p, m) for p, m in structures()]
+    firsts: dict = {}
+    for e in SHARED_OPS.values():
+        if e.kind != "ldgsts":
+            firsts.setdefault(driver_name(e), e)
+    parts += [_driver(e) for _, e in sorted(firsts.items())]
     return "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 

@@ -176,7 +176,7 @@ def phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts):
     return best, active
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def partners_agree(addr, m, x):
     """Every two active lanes n and n^x hold the same address (a lane whose partner is inactive
     does not break it)."""
@@ -187,7 +187,7 @@ def partners_agree(addr, m, x):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def merges_partners(addr, m):
     """8- and 16-byte loads take half the phases when partner lanes n and n^1 -- or n and n^2 --
     share addresses (the return path packs the duplicated registers; measured on H200)."""
@@ -426,7 +426,9 @@ def phases_cost_p8(addr, m, address_lanes, p, unit_shift, groups, seen, counts, 
     wf = 0
     ideal = 0
     k = 0
-    for s in range(0, address_lanes, p):
+    for s in range(0, WARP_LANES, p):   # a constant bound: the batch path unrolls it
+        if s >= address_lanes:
+            break
         stop = s + p if s + p < address_lanes else address_lanes
         c, a = phase_cost_p8(addr, s, stop, m, unit_shift, groups, seen, counts)
         wf += c
@@ -449,7 +451,9 @@ def phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts,
     wf = 0
     ideal = 0
     k = 0
-    for s in range(0, address_lanes, p):
+    for s in range(0, WARP_LANES, p):   # a constant bound: the batch path unrolls it
+        if s >= address_lanes:
+            break
         stop = s + p if s + p < address_lanes else address_lanes
         c, a = phase_cost_p16(addr, s, stop, m, unit_shift, groups, seen, counts)
         wf += c
@@ -467,7 +471,9 @@ def phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts,
     wf = 0
     ideal = 0
     k = 0
-    for s in range(0, address_lanes, p):
+    for s in range(0, WARP_LANES, p):   # a constant bound: the batch path unrolls it
+        if s >= address_lanes:
+            break
         stop = s + p if s + p < address_lanes else address_lanes
         c, a = phase_cost_loop(addr, s, stop, m, unit_shift, groups, seen, counts)
         wf += c
@@ -497,25 +503,6 @@ def instruction_figures_8(addr, m, address_lanes, phase_lanes, merge_capable, un
     return wf, ideal, p
 
 
-@njit(cache=True)
-def batch_instructions_8(addrs, masks, address_lanes, phase_lanes, merge_capable, unit_shift, groups, align,
-                       wf, ideal, err):
-    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    phase_wf = np.empty(WARP_LANES, np.int64)
-    lanes = (1 << address_lanes) - 1
-    for i in range(addrs.shape[0]):
-        m = np.int64(masks[i]) & lanes
-        row = addrs[i]
-        if not check_row(row, m, align, err, i):
-            return
-        w, k, _ = instruction_figures_8(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                                      seen, counts, phase_wf)
-        wf[i] = w
-        ideal[i] = k
-
-
 @njit(cache=True, inline="always")
 def phases_cost_8m(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
     if p == 8:
@@ -539,25 +526,6 @@ def instruction_figures_8m(addr, m, address_lanes, phase_lanes, merge_capable, u
     return wf, ideal, p
 
 
-@njit(cache=True)
-def batch_instructions_8m(addrs, masks, address_lanes, phase_lanes, merge_capable, unit_shift, groups, align,
-                       wf, ideal, err):
-    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    phase_wf = np.empty(WARP_LANES, np.int64)
-    lanes = (1 << address_lanes) - 1
-    for i in range(addrs.shape[0]):
-        m = np.int64(masks[i]) & lanes
-        row = addrs[i]
-        if not check_row(row, m, align, err, i):
-            return
-        w, k, _ = instruction_figures_8m(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                                      seen, counts, phase_wf)
-        wf[i] = w
-        ideal[i] = k
-
-
 @njit(cache=True, inline="always")
 def phases_cost_16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
     return phases_cost_p16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
@@ -577,25 +545,6 @@ def instruction_figures_16(addr, m, address_lanes, phase_lanes, merge_capable, u
         p = WARP_LANES
     wf, ideal = phases_cost_16(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
     return wf, ideal, p
-
-
-@njit(cache=True)
-def batch_instructions_16(addrs, masks, address_lanes, phase_lanes, merge_capable, unit_shift, groups, align,
-                       wf, ideal, err):
-    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    phase_wf = np.empty(WARP_LANES, np.int64)
-    lanes = (1 << address_lanes) - 1
-    for i in range(addrs.shape[0]):
-        m = np.int64(masks[i]) & lanes
-        row = addrs[i]
-        if not check_row(row, m, align, err, i):
-            return
-        w, k, _ = instruction_figures_16(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                                      seen, counts, phase_wf)
-        wf[i] = w
-        ideal[i] = k
 
 
 @njit(cache=True, inline="always")
@@ -621,25 +570,6 @@ def instruction_figures_16m(addr, m, address_lanes, phase_lanes, merge_capable, 
     return wf, ideal, p
 
 
-@njit(cache=True)
-def batch_instructions_16m(addrs, masks, address_lanes, phase_lanes, merge_capable, unit_shift, groups, align,
-                       wf, ideal, err):
-    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
-    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
-    counts = np.empty(WARP_LANES, np.int64)
-    phase_wf = np.empty(WARP_LANES, np.int64)
-    lanes = (1 << address_lanes) - 1
-    for i in range(addrs.shape[0]):
-        m = np.int64(masks[i]) & lanes
-        row = addrs[i]
-        if not check_row(row, m, align, err, i):
-            return
-        w, k, _ = instruction_figures_16m(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
-                                      seen, counts, phase_wf)
-        wf[i] = w
-        ideal[i] = k
-
-
 @njit(cache=True, inline="always")
 def phases_cost_32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf):
     return phases_cost_p32(addr, m, address_lanes, p, unit_shift, groups, seen, counts, phase_wf)
@@ -662,9 +592,62 @@ def instruction_figures_32(addr, m, address_lanes, phase_lanes, merge_capable, u
 
 
 @njit(cache=True)
-def batch_instructions_32(addrs, masks, address_lanes, phase_lanes, merge_capable, unit_shift, groups, align,
-                       wf, ideal, err):
+def batch_instructions_16_32_8(addrs, masks, wf, ideal, err):
     """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 16
+    merge_capable = False
+    unit_shift = 3
+    groups = 16
+    align = 8
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_16(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_16m_32_8(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 16
+    merge_capable = True
+    unit_shift = 3
+    groups = 16
+    align = 8
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_16m(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_32_32_1(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 32
+    merge_capable = False
+    unit_shift = 2
+    groups = 32
+    align = 1
     seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
     counts = np.empty(WARP_LANES, np.int64)
     phase_wf = np.empty(WARP_LANES, np.int64)
@@ -675,6 +658,150 @@ def batch_instructions_32(addrs, masks, address_lanes, phase_lanes, merge_capabl
         if not check_row(row, m, align, err, i):
             return
         w, k, _ = instruction_figures_32(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_32_32_2(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 32
+    merge_capable = False
+    unit_shift = 2
+    groups = 32
+    align = 2
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_32(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_32_32_4(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 32
+    merge_capable = False
+    unit_shift = 2
+    groups = 32
+    align = 4
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_32(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_8_16_16(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 16
+    phase_lanes = 8
+    merge_capable = False
+    unit_shift = 4
+    groups = 8
+    align = 16
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_8(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_8_32_16(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 8
+    merge_capable = False
+    unit_shift = 4
+    groups = 8
+    align = 16
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_8(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_8_8_16(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 8
+    phase_lanes = 8
+    merge_capable = False
+    unit_shift = 4
+    groups = 8
+    align = 16
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_8(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
+                                      seen, counts, phase_wf)
+        wf[i] = w
+        ideal[i] = k
+
+
+@njit(cache=True)
+def batch_instructions_8m_32_16(addrs, masks, wf, ideal, err):
+    """ld/st.shared, ldmatrix, stmatrix: figures of every row of ``addrs`` (n, 32)."""
+    address_lanes = 32
+    phase_lanes = 8
+    merge_capable = True
+    unit_shift = 4
+    groups = 8
+    align = 16
+    seen = np.empty((WARP_LANES, WARP_LANES), np.int64)
+    counts = np.empty(WARP_LANES, np.int64)
+    phase_wf = np.empty(WARP_LANES, np.int64)
+    lanes = (1 << address_lanes) - 1
+    for i in range(addrs.shape[0]):
+        m = np.int64(masks[i]) & lanes
+        row = addrs[i]
+        if not check_row(row, m, align, err, i):
+            return
+        w, k, _ = instruction_figures_8m(row, m, address_lanes, phase_lanes, merge_capable, unit_shift, groups,
                                       seen, counts, phase_wf)
         wf[i] = w
         ideal[i] = k

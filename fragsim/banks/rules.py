@@ -75,7 +75,9 @@ def phases_cost(addr, m, address_lanes, p, unit_shift, groups, seen, counts, pha
     wf = 0
     ideal = 0
     k = 0
-    for s in range(0, address_lanes, p):
+    for s in range(0, WARP_LANES, p):   # a constant bound: the batch path unrolls it
+        if s >= address_lanes:
+            break
         stop = s + p if s + p < address_lanes else address_lanes
         c, a = phase_cost(addr, s, stop, m, unit_shift, groups, seen, counts)
         phase_wf[k] = c  # detail only
