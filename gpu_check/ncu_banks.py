@@ -7,10 +7,13 @@ the wavefront and bank-conflict counters of every launch; the address sets, mask
 written to a compact ``.npz`` record that ``tests/test_banks_hw_replay.py`` replays against
 ``fragsim.bank_conflicts``.
 
-The probe program is ``ncu_probe``, the address sets ``bank_cases``, the ncu invocation
-``ncu_run``; this module holds the records, the measurement run and the comparison.
+The probe program is ``ncu_probe``, the address sets ``bank_cases`` (and ``cp_async_cases``, the
+cp.async families of the H100 study), the ncu invocation ``ncu_run``; this module holds the
+records, the measurement run and the comparison.
 
     python -m fragsim.gpu_check.ncu_banks measure --record DIR [--seed N] [--budget SECONDS]
+    python -m fragsim.gpu_check.ncu_banks measure --record DIR --cp-family systematic|pairs|validate
+        [--seed 0] [--cache-control all] [--max-cases N]   # cp.async only: cp_async_cases' families
     python -m fragsim.gpu_check.ncu_banks compare RECORD.npz     # model vs a record, on any machine
     fragsim conflicts --ncu-measure --record DIR                  # the same, from the CLI
 
@@ -33,6 +36,7 @@ import numpy as np
 from fragsim.instructions.shared_ops import parse_shared_op
 
 from .bank_cases import LANE, cases_for, write_case_file  # noqa: F401  (LANE: the record loader's default)
+from .cp_async_cases import FAMILIES as CP_FAMILIES
 from .ncu_probe import OPS, SMEM_BYTES, NcuUnavailable, build_probe, check_sass, kernel_name  # noqa: F401
 from .ncu_run import available_metrics, find_ncu, run_ncu  # noqa: F401
 
@@ -117,9 +121,24 @@ def load_record(path: str) -> dict:
 
 def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float = 300.0,
             structured: bool = True, arch: str = "native", ops=OPS, verbose=True,
-            cp_sources: bool = True, cp_weight: float = 3.0, sass: bool = False) -> str:
-    """Build, check and run the probe under ncu; write ``record_dir/ncu_banks_<seed>.npz``."""
+            cp_sources: bool = True, cp_weight: float = 3.0, sass: bool = False, cp_family: str | None = None,
+            cache_control: str = "none", max_cases: int | None = None) -> str:
+    """Build, check and run the probe under ncu; write ``record_dir/ncu_banks_<seed>.npz``.
+
+    ``cp_family`` (a name in ``cp_async_cases.FAMILIES``) measures the cp.async ops only, on that
+    family's cases (record ``ncu_banks_cp_async_<family>_<seed>.npz``); ``cache_control`` is ncu's
+    ``--cache-control`` (``all`` flushes the caches before each launch; the name gains
+    ``_cache_all``); ``max_cases`` keeps the first cases of each op.
+    """
+    if cp_family is not None and cp_family not in CP_FAMILIES:
+        raise ValueError(f"cp_family {cp_family!r}: expected one of {', '.join(CP_FAMILIES)}")
+    if cache_control not in ("none", "all"):
+        raise ValueError(f"cache_control {cache_control!r}: expected 'none' or 'all'")
+    if max_cases is not None and max_cases < 1:
+        raise ValueError(f"max_cases {max_cases}: expected a positive number of cases per op")
     say = print if verbose else (lambda *a, **k: None)
+    stem = f"cp_async_{cp_family}_{seed}" if cp_family else str(seed)
+    stem += "_cache_all" if cache_control == "all" else ""
     ncu = find_ncu()
     os.makedirs(record_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="fragsim_ncu_banks_")
@@ -129,7 +148,7 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     if cuobjdump:
         sass_text = subprocess.run([cuobjdump, "-sass", exe], capture_output=True, text=True).stdout
         check_sass(sass_text, OPS)
-        with open(os.path.join(record_dir, f"probe_sass_{seed}.txt"), "w") as f:
+        with open(os.path.join(record_dir, f"probe_sass_{stem}.txt"), "w") as f:
             f.write(sass_text)
         say(f"SASS check passed: one shared instruction per kernel ({len(OPS)} kernels)")
     else:
@@ -144,7 +163,14 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     skipped = [m for m in METRICS if m not in metrics]
     if skipped:
         say(f"not on this device: {', '.join(skipped)}")
-    per_op = {op: cases_for(op, seed, n_random, structured, cp_sources) for op in ops}
+    if cp_family:
+        per_op = {op: CP_FAMILIES[cp_family](op, seed) for op in ops if parse_shared_op(op).kind == "ldgsts"}
+    else:
+        per_op = {op: cases_for(op, seed, n_random, structured, cp_sources) for op in ops}
+    per_op = {op: cs[:max_cases] for op, cs in per_op.items() if cs}
+    if not per_op:
+        raise ValueError(f"ops {tuple(ops)}: no cases to measure (--cp-family needs cp.async ops)")
+    ops = tuple(per_op)
     case_file = os.path.join(work, "cases.bin")
     write_case_file(case_file, per_op)
     groups = {}
@@ -155,17 +181,21 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     rec_ops, labels, addrs, masks, srcs = [], [], [], [], []
     values = {SHORT[m]: [] for m in metrics}
     failures = []
+    src_base = None
     for kind, gops in groups.items():
         t1 = time.time()
         ids = [OPS.index(op) for op in gops]
         try:
-            launched, results = run_ncu(ncu, exe, case_file, ids, unit * weight[gops[0]], metrics, work, kind)
+            launched, results, base = run_ncu(ncu, exe, case_file, ids, unit * weight[gops[0]], metrics, work,
+                                              kind, cache_control)
         except NcuUnavailable as e:
             if not rec_ops and kind == next(iter(groups)):
                 raise  # the first group failing means ncu itself does not work here
             failures.append(f"{kind}: {e}")
             say(f"[{kind}] FAILED: {e}")
             continue
+        if kind == "ldgsts":  # the buffer's address differs from run to run: keep the one cp.async read
+            src_base = base
         pos = 0
         for op in gops:
             n = launched.get(OPS.index(op), 0)
@@ -187,15 +217,18 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
             say(f"{op:20s} {n:4d} launches measured")
         say(f"[{kind}] {sum(launched.values())} launches in {time.time() - t1:.1f}s")
     import gzip
-    with gzip.open(os.path.join(record_dir, f"ncu_raw_{seed}.csv.gz"), "wt") as f:
+    with gzip.open(os.path.join(record_dir, f"ncu_raw_{stem}.csv.gz"), "wt") as f:
         for kind in groups:
             pth = os.path.join(work, f"ncu_{kind}.csv")
             if os.path.exists(pth):
                 f.write(f"# ---- {kind}\n" + open(pth).read())
     meta = {"seed": seed, "failures": failures, "device": _device_name(), "ncu": _ncu_version(ncu), "smem_bytes": SMEM_BYTES,
             "metrics": {SHORT[m]: m for m in metrics}, "date": time.strftime("%Y-%m-%d"),
-            "structured": structured, "n_random": n_random, "cp_sources": cp_sources}
-    path = os.path.join(record_dir, f"ncu_banks_{seed}.npz")
+            "structured": structured, "n_random": n_random, "cp_sources": cp_sources,
+            "cp_family": cp_family, "cache_control": cache_control}
+    if src_base is not None:
+        meta["src_base"] = src_base
+    path = os.path.join(record_dir, f"ncu_banks_{stem}.npz")
     save_record(path, meta, rec_ops, labels, np.array(addrs), masks, np.array(srcs), values)
     say(f"wrote {path} ({len(rec_ops)} measurements)")
     return path
@@ -263,6 +296,12 @@ def compare(path: str, verbose=True) -> dict:
     return summary
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive whole number")
+    return int(text)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m fragsim.gpu_check.ncu_banks", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -275,13 +314,19 @@ def main(argv=None) -> int:
     m.add_argument("--arch", default="native")
     m.add_argument("--sass", action="store_true", help="also collect ncu's SASS-instrumented wavefront estimate (slow)")
     m.add_argument("--cp-weight", type=float, default=3.0, help="time share of each cp.async op relative to others")
+    m.add_argument("--cp-family", choices=tuple(CP_FAMILIES),
+                   help="measure the cp.async ops only, on this family of fragsim.gpu_check.cp_async_cases")
+    m.add_argument("--cache-control", choices=("none", "all"), default="none",
+                   help="ncu --cache-control: all flushes the caches before each launch")
+    m.add_argument("--max-cases", type=_positive, help="at most this many cases per op (the first ones)")
     c = sub.add_parser("compare", help="model vs a record")
     c.add_argument("record")
     args = p.parse_args(argv)
     try:
         if args.cmd == "measure":
             measure(args.record, args.seed, args.random, args.budget, not args.no_structured, args.arch,
-                    cp_weight=args.cp_weight, sass=args.sass)
+                    cp_weight=args.cp_weight, sass=args.sass, cp_family=args.cp_family,
+                    cache_control=args.cache_control, max_cases=args.max_cases)
         else:
             compare(args.record)
     except NcuUnavailable as e:

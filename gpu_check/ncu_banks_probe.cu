@@ -9,8 +9,10 @@
 //   probe CASES.bin OP[,OP...] SECONDS_PER_OP
 //
 // CASES.bin: uint32 n_ops, then per op: uint32 op_id, uint32 n, n x 65 uint32 (addrs, mask, cp.async source offsets).
-// Launches case 0, 1, ... of each named op in order, until the cases or the op's time run out,
-// and prints "launched OP_ID COUNT" for each.
+// Prints "src_base ADDR" once (the device address of the cp.async source buffer, which the
+// source offsets are relative to: the L1 line classes hash the absolute address), then launches
+// case 0, 1, ... of each named op in order, until the cases or the op's time run out, and prints
+// "launched OP_ID COUNT" for each.
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #define SMEM_BYTES @SMEM_BYTES@
+#define SRC_BYTES @SRC_BYTES@
 
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "probe: %s: %s\n", #x, cudaGetErrorString(e_)); exit(3); } } while (0)
@@ -29,7 +32,6 @@
 
 typedef void (*probe_fn)(const unsigned*, unsigned*, const unsigned char*);
 #define CASE_WORDS 65
-#define SRC_BYTES 65536
 static probe_fn KERNELS[] = { @TABLE@ };
 static const int N_KERNELS = sizeof(KERNELS) / sizeof(KERNELS[0]);
 
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&d_out, 32 * 4 * sizeof(unsigned)));
     CHECK(cudaMalloc(&d_src, SRC_BYTES));
     CHECK(cudaMemset(d_src, 0x5a, SRC_BYTES));
+    printf("src_base %llu\n", (unsigned long long)(size_t)d_src);
 
     char* list = strdup(argv[2]);
     for (char* tok = strtok(list, ","); tok; tok = strtok(nullptr, ",")) {

@@ -17,6 +17,9 @@ from fragsim.instructions import SHARED_OPS
 from fragsim.instructions.shared_ops import parse_shared_op
 
 SMEM_BYTES = 16384
+# The probe's global source buffer for cp.async (its address is printed and recorded): 4 MiB, so
+# source lines can differ in address bits up to 21, those the line-class hash was measured on.
+SRC_BYTES = 4 << 20
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncu_banks_probe.cu")
 
 # Every instruction the probe measures, in the table's order (the op id is the index).
@@ -70,7 +73,8 @@ def probe_source(ops=OPS) -> str:
         src = f.read()
     kernels = "\n".join(_kernel(op) for op in ops)
     table = ", ".join(kernel_name(op) for op in ops)
-    return (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@KERNELS@", kernels)
+    return (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@SRC_BYTES@", str(SRC_BYTES))
+            .replace("@KERNELS@", kernels)
             .replace("@TABLE@", table))
 
 

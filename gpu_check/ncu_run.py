@@ -54,19 +54,29 @@ def parse_ncu_csv(text: str) -> list:
 _PERM = ("ERR_NVGPUCTRPERM", "permission", "not supported", "Failed to profile", "No kernels were profiled")
 
 
-def run_ncu(ncu: str, exe: str, case_file: str, op_ids, seconds_per_op: float, metrics, workdir: str, tag: str):
+def run_ncu(ncu: str, exe: str, case_file: str, op_ids, seconds_per_op: float, metrics, workdir: str, tag: str,
+            cache_control: str = "none"):
+    """Profile the probe; (launches per op id, [(kernel, {metric: value})] in launch order, the
+    device address of the probe's cp.async source buffer)."""
     log = os.path.join(workdir, f"ncu_{tag}.csv")
-    cmd = [ncu, "--clock-control", "none", "--cache-control", "none", "--csv", "--print-units", "base",
+    cmd = [ncu, "--clock-control", "none", "--cache-control", cache_control, "--csv", "--print-units", "base",
            "-k", "regex:^probe_", "--metrics", ",".join(metrics), "--log-file", log,
            exe, case_file, ",".join(str(i) for i in op_ids), f"{seconds_per_op:.1f}"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = open(log).read() if os.path.exists(log) else ""
-    launched = {int(a): int(b) for a, b in re.findall(r"^launched (\d+) (\d+)$", r.stdout, flags=re.M)}
-    if r.returncode != 0 or not launched:
+    launched, src_base = parse_probe_stdout(r.stdout)
+    if r.returncode != 0 or not launched or src_base is None:
         tail = (r.stderr + r.stdout + text).strip().splitlines()[-5:]
         raise NcuUnavailable(f"ncu failed (exit {r.returncode}): {' | '.join(tail)}")
     results = parse_ncu_csv(text)
     if not results:
         msg = next((ln for ln in text.splitlines() if any(p in ln for p in _PERM)), text.strip()[-300:])
         raise NcuUnavailable(f"ncu could not read the performance counters: {msg}")
-    return launched, results
+    return launched, results, src_base
+
+
+def parse_probe_stdout(text: str):
+    """The probe's own lines among ncu's: ({op id: launches}, source buffer address or None)."""
+    launched = {int(a): int(b) for a, b in re.findall(r"^launched (\d+) (\d+)$", text, flags=re.M)}
+    base = re.search(r"^src_base (\d+)$", text, flags=re.M)
+    return launched, int(base.group(1)) if base else None

@@ -1,14 +1,18 @@
-"""Derive the line-class hash from the two-line probes, and check it.
+"""Derive the cp.async source-line class hash from the H100 two-line probes, and check it.
 
-    python research/cp_async/fit_hash.py
+    python docs/research/cp_async/fit_hash.py
 
-1. Run 2 (records/cp_async_h100_pairs.npz): lines B = 1..255 (+7 beyond) against line 0.  A pair
-   is "incompatible" when every probe took 2 wavefronts; otherwise exactly the probe holding
-   B's word a collided (same bank, different line: an ordinary bank conflict).  Each aligned quad
-   of lines holds exactly one line incompatible with line 0, so class = (line & 3) ^ d(line >> 2);
-   the algebraic normal form of d shows carries of (line >> 2) + 1, i.e. a XOR hash of the
-   absolute address with the source buffer at 512 mod 64 KiB.
-2. The hash's masks (rule.CLASS_MASKS) against every two-line probe of runs 2 and 3.
+1. The two-line probes (tests/data/banks/ncu_banks_h100_cp_async_pairs.npz; cases:
+   fragsim.gpu_check.cp_async_cases.pairs): lines B = 1..255 (+7 beyond) against line 0, line
+   numbers relative to the probe's source buffer.  A pair is "incompatible" when every probe took 2
+   wavefronts; otherwise exactly the probe holding A's word collided (same bank, different line:
+   an ordinary bank conflict).  Each aligned quad of lines holds exactly one line incompatible with
+   line 0, so class = (line & 3) ^ d(line >> 2); the algebraic normal form of d shows the carries
+   of (line >> 2) + 1, i.e. a XOR hash of the absolute address with the buffer at 512 mod 64 KiB
+   (fragsim.gpu_check.ncu_banks.UNRECORDED_SRC_BASE).
+2. The model's hash (fragsim.banks.rules.source_line_class, on the absolute source addresses that
+   load_record gives) against every two-line probe of the pairs record and the bit probes (address
+   bits 9..21) of the validation record.
 """
 
 from __future__ import annotations
@@ -16,22 +20,20 @@ from __future__ import annotations
 import collections
 import os
 import re
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from records import cp_rows, load_record  # noqa: E402
-import rule  # noqa: E402
+from fragsim.banks.rules import source_line_class
+from fragsim.gpu_check.ncu_banks import load_record, measured_figures
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "banks")
 
 
-def probes(path):
-    """{(op, A, a, B): {probe: wavefronts}} of the two-line probes in one record."""
-    res = collections.defaultdict(dict)
-    for r in cp_rows([path]):
-        m = re.match(r"pair (?:base|other) A=(\d+) a=(\d+) B=(\d+) (\w+)", r["label"])
-        if m:
-            res[(r["op"], int(m[1]), int(m[2]), int(m[3]))][m[4]] = r["wf"]
-    return res
+def launches(name):
+    """(op, label, wavefronts, active lanes' absolute source addresses) of every cp.async launch."""
+    rec = load_record(os.path.join(DATA, f"ncu_banks_h100_cp_async_{name}.npz"))
+    wf, _ = measured_figures(rec)
+    for i in range(len(rec["op"])):
+        lanes = [lane for lane in range(32) if rec["mask"][i] >> lane & 1]
+        yield str(rec["ops"][rec["op"][i]]), str(rec["label"][i]), int(wf[i]), [int(rec["src"][i][ln]) for ln in lanes]
 
 
 def anf(f, n):
@@ -44,16 +46,21 @@ def anf(f, n):
 
 
 def main():
-    path = os.path.join(HERE, "records", "cp_async_h100_pairs.npz")
-    res = probes(path)
+    res = collections.defaultdict(dict)    # (op, A, a, B) -> {probe: wavefronts}
+    same_class = {}                        # (op, A, a, B) -> the model's hash puts A and B in one class
+    for op, label, wf, src in launches("pairs"):
+        m = re.match(r"pair (?:base|other) A=(\d+) a=(\d+) B=(\d+) (\w+)", label)
+        if m:
+            key = (op, int(m[1]), int(m[2]), int(m[3]))
+            res[key][m[4]] = wf
+            # lane 0 reads line A, the highest active lane line B
+            same_class[key] = source_line_class(src[0] >> 7) == source_line_class(src[-1] >> 7)
     incompatible = {k: all(v == 2 for v in p.values()) for k, p in res.items()}
-    # colliding word of compatible pairs: decode the bit probes, compare with A's word a
     odd = 0
-    for (op, A, a, B), p in res.items():
-        if incompatible[(op, A, a, B)]:
-            continue
-        w = 0 if p["Z"] == 2 else sum(1 << int(k[1:]) for k, v in p.items() if k.startswith("W") and v == 2)
-        odd += w != a
+    for key, p in res.items():
+        if not incompatible[key]:
+            w = 0 if p["Z"] == 2 else sum(1 << int(k[1:]) for k, v in p.items() if k.startswith("W") and v == 2)
+            odd += w != key[2]
     print(f"{len(res)} line pairs; {sum(incompatible.values())} never share a wavefront; "
           f"compatible pairs whose colliding word is not A's word: {odd}")
     inc0 = {B for (op, A, a, B), v in incompatible.items() if A == 0 and op.endswith(".4") and v} | {0}
@@ -65,27 +72,17 @@ def main():
     for bit in (0, 1):
         terms = anf([(v >> bit) & 1 for v in d], 6)
         print(f"d bit {bit} = " + " + ".join("*".join(f"g{i}" for i in range(6) if t >> i & 1) or "1" for t in terms))
-    base = 512  # source buffer offset that turns those carries into a linear hash
-    bad = 0
-    for (op, A, a, B), inc in incompatible.items():
-        same = rule.line_class(base + A * 128) == rule.line_class(base + B * 128)
-        bad += same != inc
-    print(f"rule.line_class vs run-2 pairs: {len(incompatible) - bad} of {len(incompatible)} agree")
-    vpath = os.path.join(HERE, "records", "cp_async_h100_validate.npz")
-    vbase = load_record(vpath)["meta"]["src_base"]
-    bad = n = 0
-    for r in cp_rows([vpath]):
-        m = re.match(r"hb A=(\d+) k=(\d+) x=(\d+)", r["label"])
-        if not m:
-            continue
-        A, k, x = int(m[1]), int(m[2]), int(m[3])
-        B = A ^ (1 << k) ^ x
-        same = rule.line_class(vbase + A * 128) == rule.line_class(vbase + B * 128)
-        n += 1
-        bad += same != (r["wf"] == 2)
-    print(f"rule.line_class vs run-3 probes of address bits 9..21 (source buffer at {vbase:#x}): "
-          f"{n - bad} of {n} agree")
+    agree = sum(same_class[k] == v for k, v in incompatible.items())
+    print(f"source_line_class vs the two-line probes: {agree} of {len(incompatible)} agree")
+    misses = odd + len(incompatible) - agree
+    n = agree = 0
+    for _op, label, wf, src in launches("validate"):
+        if label.startswith("hb "):   # lane 0: line A, lane 1: line A ^ 2^k ^ x
+            n += 1
+            agree += (source_line_class(src[0] >> 7) == source_line_class(src[1] >> 7)) == (wf == 2)
+    print(f"source_line_class vs the probes of address bits 9..21: {agree} of {n} agree")
+    return 1 if misses or agree < n else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
