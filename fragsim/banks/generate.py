@@ -159,8 +159,7 @@ def source() -> str:
              "\n".join(f"{k} = {v}" for k, v in CONSTANTS.items()) + "\n",
              straight_line_phase(8), straight_line_phase(16),
              _copy(rules.phase_cost, "phase_cost_loop")]
-    # the partner test is inlined into each driver (a call per instruction costs ~10% of a 64-bit load)
-    parts += [_copy(getattr(rules, n), inline=n in ("partners_agree", "merges_partners")) for n in rules.COMPILED
+    parts += [_copy(getattr(rules, n)) for n in rules.COMPILED
               if n not in ("phase_cost", "phases_cost", "instruction_figures")]
     parts += [_copy(getattr(drivers, n)) for n in drivers.COMPILED if n != "batch_instructions"]
     _check_structures()

@@ -176,7 +176,7 @@ def phase_cost_loop(addr, start, stop, m, unit_shift, groups, seen, counts):
     return best, active
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def partners_agree(addr, m, x):
     """Every two active lanes n and n^x hold the same address (a lane whose partner is inactive
     does not break it)."""
@@ -187,7 +187,7 @@ def partners_agree(addr, m, x):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def merges_partners(addr, m):
     """8- and 16-byte loads take half the phases when partner lanes n and n^1 -- or n and n^2 --
     share addresses (the return path packs the duplicated registers; measured on H200)."""
