@@ -61,7 +61,7 @@ def batch_cp_async(addrs, masks, nbytes, width_phase_lanes, srcs, wf, ideal, exa
     """cp.async: figures of every row; ``srcs`` (n, 32) or (1, 32) global source addresses."""
     line_of = np.empty(WARP_LANES, np.int64)
     group_of = np.empty(WARP_LANES, np.int64)
-    lines = np.empty((6, WARP_LANES), np.int64)
+    lines = np.empty((8, WARP_LANES), np.int64)
     phase_wf = np.empty(WARP_LANES, np.int64)
     one_src = srcs.shape[0] == 1
     for i in range(addrs.shape[0]):

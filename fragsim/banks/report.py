@@ -167,7 +167,7 @@ def cp_async_report(o: SharedOp, a: np.ndarray, src: np.ndarray, active: np.ndar
     m = int(np.sum(active.astype(np.int64) << np.arange(WARP_LANES, dtype=np.int64)))
     line_of = np.empty(WARP_LANES, np.int64)
     group_of = np.empty(WARP_LANES, np.int64)
-    lines = np.empty((6, WARP_LANES), np.int64)
+    lines = np.empty((8, WARP_LANES), np.int64)
     phase_wf = np.empty(WARP_LANES, np.int64)
     wf, ideal, exact = rules.cp_async_figures(a, src, m, o.bytes_per_addr, o.width_phase_lanes, line_of, group_of,
                                               lines, phase_wf)

@@ -149,30 +149,37 @@ def group_wavefronts(addr, src, start, stop, g, group_of, line_of, nwords, lines
             lines[4, nlg] = k
             lines[5, nlg] = 0
             nlg += 1
+    # the regimes, in one pass with per-line bank masks (a group holds at most 4 lines, one per class)
+    for j in range(nlg):
+        lines[6, j] = 0
+        lines[7, j] = 0
     dup = False
     dst_twice = False
     cross_dst = False
     cross_src = False
     inner = False
+    acc_s = 0
+    acc_d = 0
     for a in range(start, stop):
         if not (pending >> a) & 1:
             continue
         sa = wmask << ((src[a] >> 2) & (NUM_BANKS - 1))
         da = wmask << ((addr[a] >> 2) & (NUM_BANKS - 1))
-        for b in range(a + 1, stop):
-            if not (pending >> b) & 1:
-                continue
-            ss = (sa & (wmask << ((src[b] >> 2) & (NUM_BANKS - 1)))) != 0
-            dd = (da & (wmask << ((addr[b] >> 2) & (NUM_BANKS - 1)))) != 0
-            if src[a] == src[b]:
-                dup = True
-            if dd:
-                dst_twice = True
-            if line_of[a] != line_of[b]:
-                cross_dst = cross_dst or dd
-                cross_src = cross_src or ss
-            elif ss or dd:
-                inner = True
+        dst_twice = dst_twice or (da & acc_d) != 0
+        if sa & acc_s:                         # rare: is it the same element as an earlier lane's?
+            for b in range(start, a):
+                if (pending >> b) & 1 and src[b] == src[a]:
+                    dup = True
+        for j in range(nlg):
+            if lines[4, j] == line_of[a]:
+                inner = inner or (sa & lines[6, j]) != 0 or (da & lines[7, j]) != 0
+                lines[6, j] |= sa
+                lines[7, j] |= da
+            else:
+                cross_src = cross_src or (sa & lines[6, j]) != 0
+                cross_dst = cross_dst or (da & lines[7, j]) != 0
+        acc_s |= sa
+        acc_d |= da
     exact = not ((dup and dst_twice) or cross_dst or (cross_src and inner))
     n = 0
     while pending:
@@ -215,7 +222,7 @@ def cp_async_figures(addr, src, m, nbytes, width_phase_lanes, line_of, group_of,
     with an active lane is a *group*, the groups are processed in turn, and ideal = the number of
     groups.  A group's wavefronts follow ``group_wavefronts``.  Detail: ``line_of[lane]`` the
     lane's line (-1 inactive), ``group_of[lane]`` its group, ``phase_wf[g]`` group g's cost;
-    ``lines`` (6, 32) is scratch.
+    ``lines`` (8, 32) is scratch.
 
     ``exact`` is False where a group is in a regime the measurements contradict (see
     ``group_wavefronts``) or the lines differ in address bits at or above SOURCE_LINE_HASH_BITS,
