@@ -140,6 +140,22 @@ extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned
     return Kernel(name, form.name, "mma", form.ptx, form.sass, form.min_cc, src)
 
 
+def shared_asm(op, addr: str, regs=None, vals=None, src: str | None = None) -> str:
+    """The ``asm volatile`` statement of one shared-memory instruction (its entry's PTX text): loads
+    write ``regs`` (C lvalues), stores read ``vals`` (C expressions), cp.async copies from the
+    global address ``src``; ``addr`` is the 32-bit shared address.  The cross-check kernels here and
+    the Nsight Compute probe (ncu_probe.py) both emit it."""
+    if op.kind in ("ldsm", "ld"):
+        asm = op.asm(f"%{op.nregs}", [f"%{i}" for i in range(op.nregs)])
+        outs = ", ".join(f'"=r"({r})' for r in regs)
+        return f'asm volatile("{asm}" : {outs} : "r"({addr}) : "memory");'
+    if op.kind in ("stsm", "st"):
+        asm = op.asm("%0", [f"%{i + 1}" for i in range(op.nregs)])
+        ins = ", ".join(f'"r"({v})' for v in vals)
+        return f'asm volatile("{asm}" :: "r"({addr}), {ins} : "memory");'
+    return f'asm volatile("{op.asm("%0", src="%1")}" :: "r"({addr}), "l"({src}) : "memory");'
+
+
 def _shared_kernel(opname) -> Kernel:
     op = parse_shared_op(opname)
     name = "fs_" + _ident(op.name)
@@ -155,24 +171,19 @@ def _shared_kernel(opname) -> Kernel:
         return f"  if ((MASK[w] >> lane) & 1u) {{\n    {stmt}\n  }}\n" if masked else f"  {stmt}\n"
 
     if op.kind in ("ldsm", "ld"):
-        asm = op.asm(f"%{op.nregs}", [f"%{i}" for i in range(op.nregs)])
-        outs = ", ".join(f'"=r"({r})' for r in regs)
-        call = f'asm volatile("{asm}"\n      : {outs}\n      : "r"(addr) : "memory");'
+        call = shared_asm(op, "addr", regs=regs)
         src = (head + "unsigned* __restrict__ OUT, long long n) {\n" + setup
                + f"  unsigned {', '.join(f'{r} = 0u' for r in regs)};\n" + guarded(call)
                + f"  unsigned* o = OUT + (w * 32 + lane) * {op.nregs};\n"
                + "".join(f"  o[{i}] = r{i};\n" for i in range(op.nregs)) + "}\n")
     elif op.kind in ("stsm", "st"):
         payload = "REGS" if op.kind == "stsm" else "VALS"
-        asm = op.asm("%0", [f"%{i + 1}" for i in range(op.nregs)])
-        ins = ", ".join(f'"r"(v[{i}])' for i in range(op.nregs))
-        call = f'asm volatile("{asm}"\n      :: "r"(addr), {ins} : "memory");'
+        call = shared_asm(op, "addr", vals=[f"v[{i}]" for i in range(op.nregs)])
         src = (head + f"const unsigned* __restrict__ {payload}, unsigned char* __restrict__ SMEM_OUT, "
                "long long n) {\n" + setup + f"  const unsigned* v = {payload} + (w * 32 + lane) * {op.nregs};\n"
                + guarded(call) + "  FS_TILE_OUT(SMEM_OUT)\n}\n")
     else:  # cp.async: the lane's 16-byte slot of SRC holds the bytes it copies
-        asm = op.asm("%0", src="%1")
-        call = f'asm volatile("{asm}" :: "r"(addr), "l"(g) : "memory");'
+        call = shared_asm(op, "addr", src="g")
         src = (head + "const unsigned char* __restrict__ SRC, unsigned char* __restrict__ SMEM_OUT, long long n) {\n"
                + setup + "  const unsigned long long g = fs_global_addr(SRC + (w * 32 + lane) * 16);\n"
                + guarded(call)

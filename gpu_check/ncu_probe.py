@@ -16,6 +16,8 @@ import subprocess
 from fragsim.instructions import SHARED_OPS
 from fragsim.instructions.shared_ops import parse_shared_op
 
+from .kernels import shared_asm
+
 SMEM_BYTES = 16384
 # The probe's global source buffer for cp.async (its address is printed and recorded): 4 MiB, so
 # source lines can differ in address bits up to 21, those the line-class hash was measured on.
@@ -46,16 +48,12 @@ def _kernel(op: str) -> str:
             "    const unsigned mask = c[32];\n")
     n = o.nregs
     if o.kind in ("ldsm", "ld"):
-        asm = o.asm(f"%{n}", [f"%{i}" for i in range(n)])
-        call = (f'asm volatile("{asm}" : ' + ", ".join(f'"=r"(r[{i}])' for i in range(n)) + ' : "r"(a));\n')
+        call = shared_asm(o, "a", regs=[f"r[{i}]" for i in range(n)]) + "\n"
         store = "for (int i = 0; i < 4; i++) out[lane * 4 + i] = r[i];\n"
     elif o.kind in ("stsm", "st"):
-        asm = o.asm("%0", [f"%{i + 1}" for i in range(n)])
-        call = (f'asm volatile("{asm}" :: "r"(a), ' + ", ".join(f'"r"(lane * 4 + {i})' for i in range(n))
-                + ' : "memory");\n')
+        call = shared_asm(o, "a", vals=[f"lane * 4 + {i}" for i in range(n)]) + "\n"
     else:  # cp.async: wait inside the guarded block, so the probe's only LDGSTS completes in the launch
-        asm = o.asm("%0", src="%1")
-        call = (f'asm volatile("{asm}" :: "r"(a), "l"(src + c[33 + lane]) : "memory");\n'
+        call = (shared_asm(o, "a", src="src + c[33 + lane]") + "\n"
                 '        asm volatile("cp.async.wait_all;" ::: "memory");\n')
     if o.kind in ("ldsm", "stsm"):   # .sync.aligned: every lane runs it, the mask is not used
         body = ("    unsigned r[4] = {0, 0, 0, 0};\n    " + call + "    (void)mask;\n    " + store
