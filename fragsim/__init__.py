@@ -1,7 +1,8 @@
 """fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
 
 Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
-``bank_conflicts``, ``Swizzle``, plus ``to_bits``/``from_bits`` and the instruction table
+``bank_conflicts``, ``Swizzle``, ``XorMap``, ``Tile``, ``swizzle_search`` (access sets: ``fragsim.access``),
+plus ``to_bits``/``from_bits`` and the instruction table
 (``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so
 ``import fragsim`` stays fast.
 """
@@ -24,6 +25,9 @@ _LAZY = {
     "ARCHS": ("fragsim.arch", "ARCHS"),
     "bank_conflicts": ("fragsim.banks", "bank_conflicts"),
     "Swizzle": ("fragsim.swizzle", "Swizzle"),
+    "XorMap": ("fragsim.xor_map", "XorMap"),
+    "Tile": ("fragsim.tile", "Tile"),
+    "swizzle_search": ("fragsim.search", "swizzle_search"),
 }
 
 
@@ -45,5 +49,5 @@ def __getattr__(name):
 
 
 __all__ = ["mma", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
-           "bank_conflicts", "Swizzle", "to_bits", "from_bits", "get_format", "lookup", "FORMS",
-           "MmaForm", "parse_shared_op", "NUMBER_FORMATS"]
+           "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
+           "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS"]

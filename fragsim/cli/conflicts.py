@@ -31,6 +31,10 @@ def add_arguments(p):
                    "byte address (default lane * size)")
     p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
                    help="value of a variable of the expressions (repeatable), e.g. --var k=2")
+    p.add_argument("--swizzle", action="append", metavar="B,M,S", help="apply Swizzle<B,M,S> (or none) to "
+                   "every lane's address; repeat to compare several in one table")
+    p.add_argument("--pitch", action="append", type=int, metavar="N", help="value of the variable `pitch` in "
+                   "the expressions (a padded row); repeat to compare several")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     g = p.add_argument_group("measure on this machine's GPU (Nsight Compute)")
     g.add_argument("--ncu-measure", action="store_true", help="run the ncu probe for every instruction and "
@@ -131,6 +135,10 @@ def run(args) -> int:
 
     o = parse_shared_op(args.op)
     variables = _variables(args.var)
+    if args.swizzle or args.pitch:
+        from .swizzle import conflicts_with_layouts
+
+        return conflicts_with_layouts(args, o, variables, _read_file, _mask)
     if args.addrs is not None:
         from ..addrexpr import evaluate
 
