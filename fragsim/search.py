@@ -142,6 +142,12 @@ class SearchResult:
     yours: Candidate | None = None     # the tile's own layout, when it is not "none"
     as_written: Candidate | None = None  # the user's own addresses (access sets from expressions)
     seconds: float = 0.0
+    candidates: list = field(default_factory=list, repr=False)   # every scored layout, in rank order
+
+    def verify(self, c: Candidate) -> bool:
+        """Run the round trip of a scored candidate that was not verified (those past ``top``)."""
+        _verify(c, self.tile, self.groups)
+        return bool(c.verified)
 
     @property
     def best(self) -> Candidate:
@@ -623,7 +629,7 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
     _explain(notes, floors, floor, ideal_total, none_c, ranked)
     res = SearchResult(tile, groups, ranked, none_c, floor, ideal_total,
                        [{"group": n, "op": o, "ideal": i, "floor": f} for n, o, i, f in floors],
-                       space, len(cands), rejected, notes, yours, as_written)
+                       space, len(cands), rejected, notes, yours, as_written, candidates=order)
     res.seconds = time.perf_counter() - t0
     return res
 

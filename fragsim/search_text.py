@@ -37,6 +37,10 @@ def _collapse(cands, show: int = 2):
         j = i
         while j + 1 < len(cands) and _signature(cands[j + 1][1]) == _signature(cands[i][1]):
             j += 1
+        if j + 1 - i == show + 1:         # one more: show it rather than say so
+            rows += _rows(cands[i:j + 1])
+            i = j + 1
+            continue
         rows += _rows(cands[i:min(j + 1, i + show)])
         if j + 1 - i > show:
             rows.append(f"... {j + 1 - i - show} more with the same figures (ranks {cands[i + show][0]}-{cands[j][0]})")

@@ -50,7 +50,8 @@ def add_arguments(p):
                    help="a store or cp.async and its address expression; for cp.async '| src: EXPR' gives the "
                    "global source address; repeatable")
     u.add_argument("--var", action="append", default=[], metavar="NAME=VALUES",
-                   help="values of a variable: 3, 0..3 (inclusive) or 0,2,4; every combination is one instruction")
+                   help="values of a variable: 3, 0..3 (inclusive) or 0,2,4; an expression is issued once per "
+                   "combination of the variables it reads (and of `warp`, which every warp issues)")
     s = p.add_argument_group("search")
     s.add_argument("--compare", nargs="+", metavar="CAND", help="score only these layouts: none, B,M,S "
                    "(Swizzle), pitch=N, xor:4^7,5^8 (bit 4 ^= bit 7, bit 5 ^= bit 8)")
@@ -123,6 +124,18 @@ def parse_candidate(text: str, tile):
     return parse_swizzle(t)
 
 
+def _used(variables: dict, *exprs) -> dict:
+    """The --var variables an instruction is issued over: those its expressions read, and ``warp``
+    always (every warp of the CTA issues it)."""
+    from ..addrexpr import parse
+
+    names = {"warp"}
+    for e in exprs:
+        if e is not None:
+            names |= set(parse(e).variables)
+    return {k: v for k, v in variables.items() if k in names}
+
+
 def _split_op(text: str, flag: str):
     op, colon, rest = text.partition(":")
     if not colon or not op.strip() or not rest.strip():
@@ -164,11 +177,11 @@ def build_access_sets(args, tile):
                                    dims=args.dims or "mn", threads=args.threads))
     variables = _variables(args.var)
     for flag, items in (("--write", args.write), ("--read", args.read)):
-        for item in items:
+        for k, item in enumerate(items):
             op, expr, src = _split_op(item, flag)
-            sets.append(A.from_exprs(tile, op, expr, src=src, variables=variables or None,
+            sets.append(A.from_exprs(tile, op, expr, src=src, variables=_used(variables, expr, src) or None,
                                      global_pitch=args.global_pitch, global_base=args.global_base,
-                                     name=f"{flag[2:]} {op}"))
+                                     name=flag[2:] + (f" {k + 1}" if len(items) > 1 else "")))
     if not sets:
         raise ValueError("give an access set: --preset NAME (copy, a, b, epilogue, rows) and/or --read/--write 'OP: EXPR'")
     whole = A.AccessSet(sets)
