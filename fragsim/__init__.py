@@ -28,6 +28,9 @@ _LAZY = {
     "XorMap": ("fragsim.xor_map", "XorMap"),
     "Tile": ("fragsim.tile", "Tile"),
     "swizzle_search": ("fragsim.search", "swizzle_search"),
+    "check_load": ("fragsim.check", "check_load"),
+    "check_store": ("fragsim.check", "check_store"),
+    "check_copy": ("fragsim.check", "check_copy"),
 }
 
 
@@ -50,4 +53,5 @@ def __getattr__(name):
 
 __all__ = ["mma", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
-           "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS"]
+           "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
+           "check_load", "check_store", "check_copy"]

@@ -1,0 +1,182 @@
+"""fragsim check: verify hand-written address math (loads into fragments, epilogue stores, copies).
+
+Exit code 0 when every element is where it must be, 1 when the address math is wrong (the
+diagnosis says how), 2 on bad input or, with --gpu, when no GPU can run it, 3 when the GPU does not
+deliver what fragsim says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+NAME = "check"
+HELP = ("check hand-written lane -> address math: do ldmatrix/ld.shared loads fill the mma fragments, "
+        "stmatrix/st.shared stores put C where the tile says, cp.async copies fill the tile exactly once?")
+
+EXIT_WRONG, EXIT_INPUT, EXIT_GPU_DISAGREES = 1, 2, 3
+
+
+def add_arguments(p):
+    p.add_argument("--form", metavar="FORM", help="mma form in PTX spelling, e.g. m16n8k16.row.col.f32.bf16.bf16.f32 "
+                   "(loads and stores)")
+    p.add_argument("--operand", metavar="A|B|C", help="the fragment the loads fill (A, B or C); stores: C")
+    p.add_argument("--tile", required=True, metavar="SPEC", help="the tile in shared memory: 'ROWSxCOLS DTYPE [row|col] "
+                   "[pitch=N] [swizzle=B,M,S] [base=N]', e.g. '128x32 bf16 row pitch=64 swizzle=2,4,3'")
+    kind = p.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--load", action="append", metavar="'OP: EXPR'", help="one load, in order: its op and its "
+                      "lanes' byte address as a C expression in lane and --var variables, e.g. "
+                      "'ldmatrix.x4: (lane %% 16) * 64 + (lane / 16) * 16' (repeatable)")
+    kind.add_argument("--store", action="append", metavar="'OP: EXPR'", help="one store (stmatrix or st.shared), in "
+                      "order, as --load (repeatable)")
+    kind.add_argument("--copy", action="append", metavar="'OP: EXPR'", help="one copy instruction (cp.async or "
+                      "st.shared) of the CTA's fill: its destination address (repeatable)")
+    p.add_argument("--src", action="append", metavar="EXPR", help="copies: each lane's global byte offset into the "
+                   "source matrix (once for all copies, or once per --copy); default: chunk 32*k + lane")
+    p.add_argument("--mask", action="append", metavar="COND", help="active lanes of plain ops: a C condition in lane "
+                   "(and tid), or an int bit mask (once for all, or once per instruction)")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variable of the expressions (repeatable); copies take ranges too: --var pass=0..3")
+    p.add_argument("--at", metavar="ROW,COL", help="where fragment 0 sits in the tile (default 0,0; expressions allowed)")
+    p.add_argument("--fragment", action="append", metavar="ROW,COL", help="where each fragment sits, in order "
+                   "(repeatable; instead of --at)")
+    p.add_argument("--regmap", metavar="F:R,...", help="which fragment register each loaded register is, in order, "
+                   "e.g. 0:0,1:0,0:1,1:1")
+    p.add_argument("--threads", type=int, metavar="N", help="copies: the CTA's threads (adds the warps and the "
+                   "variables warp and tid = 32 * warp + lane)")
+    p.add_argument("--global-pitch", type=int, metavar="BYTES", help="copies: bytes between two lines of the global "
+                   "source matrix (default: a line of the tile)")
+    p.add_argument("--gpu", action="store_true", help="also run the instructions with these addresses on this "
+                   "machine's GPU (CuPy) and confirm the hardware delivers what fragsim says")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _item(text: str, option: str) -> tuple[str, str]:
+    op, sep, expr = text.partition(":")
+    while sep and expr.startswith(":"):          # a "::" in the op (shared::cta): the separator comes later
+        more, sep, expr = expr[1:].partition(":")
+        op = f"{op}::{more}"
+    if not sep or not op.strip() or not expr.strip():
+        raise ValueError(f"{option} {text!r}: expected 'OP: EXPR', e.g. 'ldmatrix.x4: lane * 16'")
+    return op.strip(), expr.strip()
+
+
+def _range(name: str, value: str):
+    m = re.fullmatch(r"\s*(-?\w+)\s*\.\.\s*(-?\w+)\s*", value)
+    if not m:
+        return None
+    lo, hi = (_int(x, f"--var {name}") for x in m.groups())
+    if hi < lo:
+        raise ValueError(f"--var {name}={value}: the range is empty (write LOW..HIGH, both included)")
+    return range(lo, hi + 1)
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise ValueError(f"{what}: {text!r} is not an integer (decimal or 0x hex)") from None
+
+
+def _variables(pairs, ranges: bool) -> dict:
+    out: dict = {}
+    for item in pairs:
+        name, eq, value = item.partition("=")
+        name = name.strip()
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):
+            raise ValueError(f"--var {item!r}: expected NAME=VALUE, e.g. --var k=2")
+        if name in out:
+            raise ValueError(f"--var {name} given twice; give each variable once")
+        r = _range(name, value)
+        if r is not None and not ranges:
+            raise ValueError(f"--var {name}={value}: loads and stores take one value per variable (ranges are for copies)")
+        out[name] = r if r is not None else _int(value.strip(), f"--var {name}")
+    return out
+
+
+def _per(values, n: int, option: str, what: str) -> list:
+    if not values:
+        return [None] * n
+    if len(values) == 1:
+        return values * n
+    if len(values) != n:
+        raise ValueError(f"{option} is given {len(values)} times for {n} {what}: give it once for all, or once each")
+    return list(values)
+
+
+def _mask(text):
+    if text is None:
+        return None
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text
+
+
+def _pair(text: str, option: str) -> tuple:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError(f"{option} {text!r}: expected ROW,COL")
+    return tuple(int(p) if re.fullmatch(r"\s*-?\d+\s*", p) else p.strip() for p in parts)
+
+
+def _regmap(text: str) -> list:
+    out = []
+    for item in text.split(","):
+        f, sep, r = item.partition(":")
+        if not sep:
+            raise ValueError(f"--regmap {text!r}: expected FRAGMENT:REGISTER pairs, e.g. 0:0,0:1,1:0,1:1")
+        out.append((_int(f.strip(), "--regmap fragment"), _int(r.strip(), "--regmap register")))
+    return out
+
+
+def run(args) -> int:
+    from ..check import check_copy, check_load, check_store
+    from ..tile import Tile
+
+    tile = Tile.parse(args.tile)
+    kind = "load" if args.load else "store" if args.store else "copy"
+    specs = args.load or args.store or args.copy
+    items = [_item(s, f"--{kind}") for s in specs]
+    masks = _per(args.mask, len(items), "--mask", f"{kind}s")
+    gpu = bool(args.gpu)
+    if kind == "copy":
+        for opt in ("form", "operand", "at", "fragment", "regmap"):
+            if getattr(args, opt) is not None:
+                raise ValueError(f"--{opt} is for loads and stores; a copy fills the whole tile")
+        srcs = _per(args.src, len(items), "--src", "copies")
+        copies = [(op, e, s, _mask(m)) for (op, e), s, m in zip(items, srcs, masks)]
+        call = lambda g: check_copy(tile, copies, variables=_variables(args.var, True) or None,  # noqa: E731
+                                    threads=args.threads, global_pitch=args.global_pitch, gpu=g)
+    else:
+        if args.src or args.threads or args.global_pitch is not None:
+            raise ValueError("--src, --threads and --global-pitch are for copies (--copy)")
+        if not args.form:
+            raise ValueError(f"--{kind} needs --form (the mma form whose fragments the registers are)")
+        operand = args.operand or ("C" if kind == "store" else None)
+        if operand is None:
+            raise ValueError("--load needs --operand A, B or C (the fragment the loads fill)")
+        if args.at and args.fragment:
+            raise ValueError("give either --at (fragment 0; the others follow) or --fragment for each, not both")
+        ins = [(op, e) if m is None else (op, e, _mask(m)) for (op, e), m in zip(items, masks)]
+        kw = dict(variables=_variables(args.var, False) or None,
+                  at=_pair(args.at, "--at") if args.at else None,
+                  fragments=[_pair(f, "--fragment") for f in args.fragment] if args.fragment else None,
+                  regmap=_regmap(args.regmap) if args.regmap else None)
+        fn = check_load if kind == "load" else check_store
+        call = lambda g: fn(args.form, operand, tile, ins, gpu=g, **kw)  # noqa: E731
+    if gpu:
+        from ..gpu_check.runner import GpuUnavailable
+
+        try:
+            report = call(True)
+        except GpuUnavailable as e:
+            sys.stderr.write(f"fragsim check: error: --gpu: {e}\n")
+            return EXIT_INPUT
+    else:
+        report = call(False)
+    print(json.dumps(report.to_dict()) if args.json else report)
+    if report.gpu is not None and not report.gpu.agrees:
+        return EXIT_GPU_DISAGREES
+    return 0 if report.ok else EXIT_WRONG
