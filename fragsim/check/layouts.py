@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..swizzle import Swizzle
+from ..tile import describe_swizzle
 from ..xor_map import XorMap
 
 #: Pitches tried when the addresses fit none of the tile's own: up to this many 16-byte paddings.
@@ -80,7 +82,9 @@ def name(x) -> str:
             return "no swizzle"
         sw = x.swizzle()
         return repr(sw) if sw is not None else repr(x)
-    return repr(x)
+    if isinstance(x, Swizzle):
+        return repr(x)
+    return f"the swizzle function {describe_swizzle(x)}"
 
 
 def as_swizzle(x: XorMap):
