@@ -14,6 +14,7 @@ import inspect
 import itertools
 import numbers
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -72,10 +73,10 @@ def _values(value, what: str) -> np.ndarray:
 def lane_values(value, env: dict, what: str) -> np.ndarray:
     """int64 (32,): an expression, a callable of the lane or integers, for one instruction."""
     if isinstance(value, str):
-        from ..addrexpr import AddrExprError, parse
+        from ..addrexpr import AddrExprError
 
         try:
-            out = parse(value).evaluate(LANES, **env)
+            out = _parse(value).evaluate(LANES, **env)
         except AddrExprError as e:
             raise AddrExprError(f"{what}: {e}") from None
         return np.broadcast_to(out, (WARP_LANES,)).astype(np.int64)
@@ -89,6 +90,14 @@ def lane_values(value, env: dict, what: str) -> np.ndarray:
     if a.shape != (WARP_LANES,):
         raise ValueError(f"{what}: expected 32 values (one per lane), got shape {a.shape}")
     return a.astype(np.int64)
+
+
+@lru_cache(maxsize=256)
+def _parse(src: str):
+    """An address expression parsed once for all the instructions (and checks) that use it."""
+    from ..addrexpr import parse
+
+    return parse(src)
 
 
 def _call(fn, env: dict, what: str):

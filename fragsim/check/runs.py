@@ -267,8 +267,7 @@ def coverage(run: CopyRun) -> list:
         ins = run.instrs[int(run.instr[k])]
         out.append(Finding("source", f"{int(bad_src.sum())} element copies read outside the global tile "
                                      f"(lines of {run.gp} bytes): e.g. {ins.describe()} lane {int(run.lane[k])}"))
-    runs = np.array([M.problem(run.instrs[int(i)]) is None for i in run.instr], bool) if run.instr.size else \
-        np.zeros(0, bool)
+    runs = np.array([M.problem(ins) is None for ins in run.instrs], bool)[run.instr]
     idx, off = tile.locate(np.where(runs, run.addr, -1))
     hit = runs & (idx >= 0) & (off == 0)
     count = np.bincount(idx[hit], minlength=tile.elements)
