@@ -107,6 +107,7 @@ class Diagnosis:
                                    f"{_check.hex_int(a)} is {where})"))
                 continue
             inside = use & (off[:, 0] != 0)
+            # a plain access may move part of an element on purpose (two ld.shared.u16 of one f32)
             if inside.any() and ins.op.family not in ("ld.shared", "st.shared"):
                 lane = int(np.flatnonzero(inside)[0])
                 e = int(idx[lane, 0])
@@ -207,11 +208,11 @@ class Diagnosis:
                                f"lane {lane}'s address must reach {names}, which are not next to each other in "
                                f"shared memory (a {t.order}-order tile keeps each {t.order} together); "
                                "transpose on the way (ldmatrix .trans) or store the tile the other way round")
-        return Finding("not contiguous", f"{ins.describe()} cannot move these registers from this tile")
+        raise AssertionError("not_contiguous is asked only where wanted() found a lane with no single address")
 
     def match(self, ins, op, w, used):
-        """Addresses for ``op`` that make ``ins`` right: the user's own (" with the same addresses"),
-        the user's with its 8x8 matrices' lane groups reordered, or the wanted ones."""
+        """Addresses for ``op`` that make ``ins`` right, and what to say about them: the user's own
+        (nothing), the user's with its 8x8 matrices' lane groups reordered, or the wanted ones."""
         u = ins.addrs
         if (u[used] == w[used]).all():
             return u.copy(), ""
