@@ -62,7 +62,9 @@ class AccessCase:
         for preset, kw in self.parts:
             kw = dict(kw)
             if preset == "copy":
-                sets.append(A.copy(t, kw.pop("op"), threads=self.threads, global_base=global_base, **kw))
+                op = kw.pop("op")
+                src = {"global_base": global_base} if op.startswith("cp.async") else {}   # st.shared has no source
+                sets.append(A.copy(t, op, threads=self.threads, **src, **kw))
             elif preset in ("a", "b"):
                 sets.append(A.mma_operand(t, kw.pop("form"), preset.upper(), warps=self.warps, **kw))
             elif preset == "epilogue":
@@ -323,6 +325,7 @@ def predict(case: AccessCase, layout: dict, global_base: int) -> dict:
     out: dict = {k: {"wavefronts": 0, "conflicts": 0} for k in KINDS}
     inst = {k: 0 for k in INST_KINDS}
     exact = True
+    phantom = 0
     for g in s:
         o = g.op
         r = bank_conflicts_batch(o, g.addresses(tile), g.mask, g.src)
@@ -330,7 +333,9 @@ def predict(case: AccessCase, layout: dict, global_base: int) -> dict:
         out[k]["wavefronts"] += int(r.wavefronts.sum())
         out[k]["conflicts"] += int(r.conflicts.sum())
         inst[o.kind] += int(g.mask.any(axis=1).sum())
+        phantom = max(phantom, o.phantom_lds)
         exact = exact and bool(np.all(r.exact))
+    inst["ld"] += phantom * (case.threads // WARP_LANES)   # never executed, but op_shared_ld counts them
     out["inst"] = inst
     out["exact"] = exact
     return out

@@ -52,6 +52,9 @@ class SharedOp:
     num, trans      ldmatrix/stmatrix: number of 8x8 matrices, transposed or not
     movement        ldmatrix/stmatrix data movement: (lane, reg, elem) -> (src lane, col), a layout
     aliases         other spellings of the same shared-memory access (ld.shared.f32 = ld.shared.b32)
+    phantom_lds     never-executed LDS that ptxas puts once into a kernel that uses the instruction and
+                    that Nsight Compute's smsp__inst_executed_op_shared_ld still counts, once per warp
+                    (cp.async: 3 ``@!PT LDS RZ, [RZ]``)
     """
 
     name: str
@@ -73,6 +76,7 @@ class SharedOp:
     trans: bool = False
     movement: LinearLayout | None = field(default=None, compare=False, repr=False)
     aliases: tuple = ()
+    phantom_lds: int = 0
 
     def __post_init__(self):
         # Invariants of the table, checked when an entry is written.
