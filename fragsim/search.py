@@ -429,7 +429,9 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
     passes = max(1, -(-max(1, (tile.elements - 1).bit_length()) // bits))
     for p in range(passes):
         tags = _tags(tile, p)
-        smem = np.zeros(top, np.uint8)
+        # all-ones bytes: no element's tag while the tile has fewer elements than 2**bits - 1, so a read
+        # of a byte nothing wrote cannot pass for an element
+        smem = np.full(top, 0xFF, np.uint8)
         if writes:
             for gi in writes:
                 g, a = groups[gi], addrs[gi]

@@ -103,10 +103,12 @@ def format_result(r, detail: bool = False) -> str:
                 continue
             out.append("")
             out.append(f"per instruction, {title} ({c.name}):")
-            out.append("  group  instruction  labels  wavefronts  ideal  conflicts")
-            for name, op, lab, w, i, k in c.per_instruction:
-                labs = " ".join(f"{a}={b}" for a, b in lab.items())
-                out.append(f"  {name}  {op}  {labs}  {w}  {i}  {k}")
+            rows = [(name, op, " ".join(f"{a}={b}" for a, b in lab.items()), str(w), str(i), str(k))
+                    for name, op, lab, w, i, k in c.per_instruction]
+            cols = ("group", "instruction", "labels", "wavefronts", "ideal", "conflicts")
+            ws = [max([len(h)] + [len(x[j]) for x in rows]) for j, h in enumerate(cols)]
+            for x in [cols] + rows:
+                out.append("  " + "  ".join(v.rjust(w) if j >= 3 else v.ljust(w) for j, (v, w) in enumerate(zip(x, ws))))
     return "\n".join(out)
 
 

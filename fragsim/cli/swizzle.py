@@ -40,7 +40,7 @@ def add_arguments(p):
     g.add_argument("--threads", type=int, help="threads of the CTA for copy/rows (default 32 x warps)")
     g.add_argument("--global-pitch", type=int, help="cp.async: bytes between rows of the global source "
                    "(default: the tile's row; with --write, the sources then say which element a lane copies)")
-    g.add_argument("--global-base", type=lambda s: int(s, 0), default=0,
+    g.add_argument("--global-base", type=_address, default=0,
                    help="cp.async: the global source's byte address (128-byte aligned; default 0)")
     u = p.add_argument_group("access set from your address math")
     u.add_argument("--read", action="append", default=[], metavar="'OP: EXPR'",
@@ -63,6 +63,14 @@ def add_arguments(p):
     s.add_argument("--no-padding", action="store_true", help="leave out the paddings")
     p.add_argument("--detail", action="store_true", help="also print every instruction's figures")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _address(text: str) -> int:
+    """An integer, decimal or 0x hex (argparse names the option when this raises)."""
+    return int(text, 0)
+
+
+_address.__name__ = "address"
 
 
 def parse_values(text: str) -> list[int]:
