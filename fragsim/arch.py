@@ -42,6 +42,20 @@ class ArchParams:
     tf32_nan_low_bits: False: the low 13 bits of tf32 inputs are dropped before anything,
         so a NaN whose payload lies only there reads as Inf (MMA-Sim).  True: such a word is
         still a NaN.
+
+    The integer and f64 forms are not this model (``fragsim.arith.exact``):
+    sat_block_8bit / sat_block_4bit: under .satfinite, products (ascending k) per saturating
+        step of the s32 sum, for 8-bit and 4-bit inputs; 0: c plus the exact dot product,
+        clamped once.
+    f64_order: k order of the chain of fused multiply-adds that c enters first
+        ('ascending' or 'descending').
+    f64_fused: True: each step is one fma (one rounding); False: the product is rounded first.
+    f64_subnormals: 'ieee' (kept) or 'ftz' (subnormal inputs read as zero, results flushed).
+    f64_nan_order: which NaN operand of a step's fma(a, b, acc) its result carries (quieted,
+        sign and payload kept): the first of this order of 'a', 'b' and 'c' (acc) that is a
+        NaN; 'canonical': every NaN result is f64_default_nan.
+    f64_default_nan: the NaN an invalid operation (Inf * 0, Inf - Inf) of NaN-free operands
+        gives.
     """
 
     name: str
@@ -58,6 +72,13 @@ class ArchParams:
     zero_sign: str = "positive"
     c_subnormal_exp: str = "emin"
     tf32_nan_low_bits: bool = False
+    sat_block_8bit: int = 0
+    sat_block_4bit: int = 0
+    f64_order: str = "ascending"
+    f64_fused: bool = True
+    f64_subnormals: str = "ieee"
+    f64_nan_order: str = "bca"
+    f64_default_nan: int = 0xFFF8000000000000
 
     def __post_init__(self):
         for f in fields(self):  # exact types: a string where a bool belongs would act as True
@@ -73,6 +94,19 @@ class ArchParams:
         if self.c_subnormal_exp not in ("emin", "exact"):
             raise ValueError(f"arch {self.name}: c_subnormal_exp must be 'emin' or 'exact', "
                              f"got {self.c_subnormal_exp!r}")
+        for f, ok in (("f64_order", ("ascending", "descending")), ("f64_subnormals", ("ieee", "ftz"))):
+            if getattr(self, f) not in ok:
+                raise ValueError(f"arch {self.name}: {f} must be {' or '.join(map(repr, ok))}, "
+                                 f"got {getattr(self, f)!r}")
+        if self.f64_nan_order != "canonical" and sorted(self.f64_nan_order) != ["a", "b", "c"]:
+            raise ValueError(f"arch {self.name}: f64_nan_order must be an order of 'a', 'b', 'c' (such as 'bca') "
+                             f"or 'canonical', got {self.f64_nan_order!r}")
+        nan_bits = self.f64_default_nan & 0x7FF0000000000000 == 0x7FF0000000000000 and self.f64_default_nan & ((1 << 52) - 1)
+        if not (0 <= self.f64_default_nan < 1 << 64 and nan_bits):
+            raise ValueError(f"arch {self.name}: f64_default_nan must be a binary64 NaN word, got {self.f64_default_nan:#x}")
+        for f in ("sat_block_8bit", "sat_block_4bit"):   # the kernel sums 8 k per vector
+            if not (0 <= getattr(self, f) <= 256 and getattr(self, f) % 8 == 0):
+                raise ValueError(f"arch {self.name}: {f} must be a multiple of 8 in 0..256, got {getattr(self, f)}")
         for f in ("block_16bit", "block_tf32"):
             if not 1 <= getattr(self, f) <= 64:
                 raise ValueError(f"arch {self.name}: {f} must be in 1..64, got {getattr(self, f)}")

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.formats import from_float
+from fragsim.formats import FloatFormat, from_float
 from fragsim.instructions import lookup, parse_shared_op
 
+from . import generate_exact as X
 from .kernels import TILE_BYTES
 
 MMA_CLASSES = ("uniform", "special", "subnormal", "cancel", "spread", "zeros")
@@ -308,10 +309,25 @@ def _tf32_garbage(rng, X, fmt):
     return X | low
 
 
-def mma_matrices(form, n, rng, classes=MMA_CLASSES, weights=None):
-    """A, B, C matrices (bit patterns) and a class tag per case (index into ``classes``)."""
+def _exact(form) -> bool:
+    """Integer and f64 forms: their classes and probes are ``generate_exact``'s."""
+    fa = form.fmt("A")
+    return not isinstance(fa, FloatFormat) or fa.name == "f64"
+
+
+def mma_classes(form) -> tuple[str, ...]:
+    """The input classes of a form (``MMA_CLASSES``, or those of ``generate_exact``)."""
     form = lookup(form)
-    classes = tuple(classes)
+    return X.classes_of(form)[0] if _exact(form) else MMA_CLASSES
+
+
+def mma_matrices(form, n, rng, classes=None, weights=None):
+    """A, B, C matrices (bit patterns) and a class tag per case (index into ``classes``; default:
+    every class of the form)."""
+    form = lookup(form)
+    if _exact(form):
+        return X.matrices(form, n, rng, classes, weights)
+    classes = MMA_CLASSES if classes is None else tuple(classes)
     unknown = [c for c in classes if c not in _CLASS_FN]
     if unknown:
         raise ValueError(f"unknown input class(es) {', '.join(unknown)}; expected some of {', '.join(MMA_CLASSES)}")
@@ -342,20 +358,36 @@ def _flat_index(form, op):
 
 
 def pack_fast(form, op, mat) -> np.ndarray:
-    """``fragsim.pack`` as one gather (same result; tested against it)."""
+    """``fragsim.pack`` as one gather (same result; tested against it): the elements in register
+    order, then the bytes of little-endian words (elements lowest first, f64 low word first)."""
     form = lookup(form)
     n = mat.shape[0]
-    g = np.take(np.ascontiguousarray(mat).reshape(n, -1), _flat_index(form, op), axis=1)
     fmt = form.fmt(op)
-    if fmt.storage_bits == 32:
-        return g.astype(np.uint32).reshape(n, 32, form.nregs(op))
-    return np.ascontiguousarray(g.astype("<u2")).view("<u4").astype(np.uint32).reshape(n, 32, form.nregs(op))
+    idx = _flat_index(form, op)
+    if form.words_per_elem(op) > 1:
+        idx = idx[::form.words_per_elem(op)]
+    g = np.take(np.ascontiguousarray(mat).reshape(n, -1), idx, axis=1)
+    shape = (n, 32, form.nregs(op))
+    bits = fmt.storage_bits
+    if bits == 64:
+        return np.ascontiguousarray(g.astype("<u8")).view("<u4").astype(np.uint32).reshape(shape)
+    if bits == 32:
+        return g.astype(np.uint32).reshape(shape)
+    if bits == 16:
+        return np.ascontiguousarray(g.astype("<u2")).view("<u4").astype(np.uint32).reshape(shape)
+    if bits == 1:
+        g = np.packbits(g.astype(np.uint8).reshape(n, -1, 8), axis=-1, bitorder="little").reshape(n, -1)
+    elif bits == 4:
+        g = g.astype(np.uint8).reshape(n, -1, 2)
+        g = g[..., 0] | (g[..., 1] << np.uint8(4))
+    return np.ascontiguousarray(g.astype(np.uint8)).view("<u4").astype(np.uint32).reshape(shape)
 
 
-def mma_inputs(form, n, rng, classes=MMA_CLASSES, weights=None) -> dict:
+def mma_inputs(form, n, rng, classes=None, weights=None) -> dict:
     """Registers for ``n`` cases: {'a','b','c': uint32 (n,32,nregs), 'tag': uint8 (n,),
-    'tag_names': classes}."""
+    'tag_names': classes (default: every class of the form)}."""
     form = lookup(form)
+    classes = mma_classes(form) if classes is None else tuple(classes)
     A, B, C, tags = mma_matrices(form, n, rng, classes, weights)
     return {"a": pack_fast(form, "A", A), "b": pack_fast(form, "B", B), "c": pack_fast(form, "C", C),
             "tag": tags, "tag_names": list(classes)}
@@ -387,6 +419,8 @@ def _probe_case(form, a_row, b_col, c_val, *, a_bits=None, b_bits=None, c_bits=N
 def mma_probes(form) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """(name, A, B, C) matrices of the probe cases that make sense for ``form``."""
     form = lookup(form)
+    if _exact(form):
+        return X.probes(form)
     m, nn, k = form.shape
     fa, fc = form.fmt("A"), form.fmt("C")
     P = []

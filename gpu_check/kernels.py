@@ -113,16 +113,30 @@ def _brace(ops: list[str]) -> str:
 def mma_kernel(form) -> Kernel:
     form = lookup(form)
     n = {op: form.nregs(op) for op in "ABCD"}
+    w = {op: form.words_per_elem(op) for op in "ABCD"}
     name = "fs_mma_" + _ident(form.name)
-    # asm operand numbering: D outputs first, then A, B, C inputs.
+    # asm operand numbering: D outputs first, then A, B, C inputs; one operand per PTX register
+    # (an f64 register is a double made of two words, low word first: pure bit moves).
     idx = 0
     pos = {}
     for op in "DABC":
-        pos[op] = [f"%{idx + i}" for i in range(n[op])]
-        idx += n[op]
+        pos[op] = [f"%{idx + i}" for i in range(n[op] // w[op])]
+        idx += n[op] // w[op]
     asm = f"{form.ptx} {_brace(pos['D'])}, {_brace(pos['A'])}, {_brace(pos['B'])}, {_brace(pos['C'])};"
-    outs = ", ".join(f'"=r"({r})' for r in _regs("d", n["D"]))
-    ins = ", ".join(f'"r"({op.lower()}[{i}])' for op in "ABC" for i in range(n[op]))
+
+    def operand(op, i):
+        x = op.lower()
+        return f'"r"({x}[{i}])' if w[op] == 1 else f'"d"(__hiloint2double({x}[{2 * i + 1}], {x}[{2 * i}]))'
+
+    outs = ", ".join(f'"=r"(d{i})' if w["D"] == 1 else f'"=d"(d{i})' for i in range(n["D"] // w["D"]))
+    ins = ", ".join(operand(op, i) for op in "ABC" for i in range(n[op] // w[op]))
+    if w["D"] == 1:
+        decl = f"unsigned {', '.join(_regs('d', n['D']))};"
+        store = "".join(f"  d[{i}] = d{i};\n" for i in range(n["D"]))
+    else:
+        decl = f"double {', '.join(_regs('d', n['D'] // 2))};"
+        store = "".join(f"  d[{2 * i}] = (unsigned)__double2loint(d{i});\n  d[{2 * i + 1}] = (unsigned)__double2hiint(d{i});\n"
+                        for i in range(n["D"] // 2))
     src = f"""\
 extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned* __restrict__ B,
     const unsigned* __restrict__ C, unsigned* __restrict__ D, long long n) {{
@@ -130,12 +144,12 @@ extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned
   const unsigned* a = A + (w * 32 + lane) * {n['A']};
   const unsigned* b = B + (w * 32 + lane) * {n['B']};
   const unsigned* c = C + (w * 32 + lane) * {n['C']};
-  unsigned {', '.join(_regs('d', n['D']))};
+  {decl}
   asm volatile("{asm}"
       : {outs}
       : {ins});
   unsigned* d = D + (w * 32 + lane) * {n['D']};
-{''.join(f'  d[{i}] = d{i};' + chr(10) for i in range(n['D']))}}}
+{store}}}
 """
     return Kernel(name, form.name, "mma", form.ptx, form.sass, form.min_cc, src)
 

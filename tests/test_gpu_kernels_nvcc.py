@@ -22,15 +22,24 @@ def _asm(kernel):
 
 @pytest.mark.parametrize("form", list(FORMS))
 def test_mma_asm_operands_come_from_the_table(form):
-    # mma.sync D, A, B, C: one brace group per operand, nregs(op) registers each, in
-    # PTX order, and the instruction spelled as the table spells it.
+    # mma.sync D, A, B, C: one brace group per operand, one PTX register per element register
+    # (nregs(op) words, two per f64 register), in PTX order, and the instruction spelled as the
+    # table spells it.
     f = lookup(form)
     asm = _asm(K.kernel_for(form))
     assert asm.startswith(f.ptx + " ")
     groups = re.findall(r"\{([^}]*)\}", asm)
-    assert [len(g.split(",")) for g in groups] == [f.nregs(op) for op in "DABC"]
+    ptx_regs = [f.nregs(op) // f.words_per_elem(op) for op in "DABC"]
+    assert [len(g.split(",")) for g in groups] == ptx_regs
     numbers = [int(x) for x in re.findall(r"%(\d+)", asm)]
-    assert numbers == list(range(sum(f.nregs(op) for op in "DABC")))
+    assert numbers == list(range(sum(ptx_regs)))
+
+
+def test_f64_operands_are_doubles_made_of_two_words_low_first():
+    src = K.kernel_for("m16n8k4.row.col.f64.f64.f64.f64").source
+    assert '"d"(__hiloint2double(a[1], a[0]))' in src and '"d"(__hiloint2double(c[7], c[6]))' in src
+    assert '"=d"(d3)' in src
+    assert "d[6] = (unsigned)__double2loint(d3);" in src and "d[7] = (unsigned)__double2hiint(d3);" in src
 
 
 @pytest.mark.parametrize("op,ptx,nregs", [
@@ -118,7 +127,7 @@ def _sass_by_function(text):
 def _expected_sass(k):
     """Opcode (with modifiers) the kernel's instruction must compile to."""
     if k.kind == "mma":
-        return re.compile(r"^HMMA\.")
+        return re.compile(rf"^{k.sass}\.")
     if k.kind in ("ldsm", "stsm"):
         from fragsim.instructions import parse_shared_op
         op = parse_shared_op(k.op)

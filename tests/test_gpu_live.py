@@ -3,7 +3,7 @@ and fragsim both run them, and every output bit must agree.
 
 Skipped, with the reason, where CuPy or a GPU is missing.  Inputs: random bit patterns,
 special values (NaN with payloads, +-Inf, +-0), subnormals, cancelling product pairs,
-wide exponent spreads, tf32 garbage bits; random and structured lane addresses.
+wide exponent spreads, tf32 garbage bits, integer extremes; random and structured lane addresses.
 """
 
 import numpy as np
@@ -13,7 +13,8 @@ from hypothesis.extra import numpy as hnp
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.gpu_check import bulk, generate as G, kernels as K
+from fragsim.formats import IntFormat
+from fragsim.gpu_check import bulk, generate as G, generate_exact as X, kernels as K
 
 pytestmark = pytest.mark.gpu
 
@@ -44,9 +45,13 @@ def _agree(gpu, op, inp):
 
 def _element(fmt):
     """One word of ``fmt``: a random pattern, a special, a subnormal, or a value with an
-    exponent anywhere in the range (tf32: garbage in the 13 ignored bits at times)."""
+    exponent anywhere in the range (tf32: garbage in the 13 ignored bits at times); integers:
+    any word or an extreme (min, -1, 0, 1, max)."""
     bits = fmt.storage_bits
-    specials = [int(x) for x in G.specials(fmt)]
+    if isinstance(fmt, IntFormat):
+        ext = sorted({v & ((1 << bits) - 1) for v in (fmt.min, -1, 0, 1, fmt.max)})
+        return st.one_of(st.integers(0, (1 << bits) - 1), st.sampled_from(ext))
+    specials = [int(x) for x in (X.f64_specials() if fmt.name == "f64" else G.specials(fmt))]
     sub = st.builds(lambda s, m: (s << fmt.sign_shift) | (m << fmt.ignored_low_bits),
                     st.integers(0, 1), st.integers(1, (1 << fmt.man_bits) - 1))
     wide = st.builds(lambda s, e, m: (s << fmt.sign_shift) | (e << fmt.exp_shift) | (m << fmt.ignored_low_bits),
@@ -70,7 +75,7 @@ def mma_case(draw, form):
         pool = draw(st.lists(_element(fmt), min_size=1, max_size=6))
         mats.append(draw(hnp.arrays(fmt.dtype, shape, elements=st.sampled_from(pool))))
     A, B, C = mats
-    if draw(st.booleans()):
+    if not isinstance(f.fmt("A"), IntFormat) and draw(st.booleans()):
         # Cancellation: negate column k2 of A against column k1, copy row k1 of B to k2.
         k1, k2 = draw(st.lists(st.integers(0, k - 1), min_size=2, max_size=2, unique=True))
         A[:, k2] = A[:, k1] ^ f.fmt("A").dtype(1 << f.fmt("A").sign_shift)
@@ -101,7 +106,7 @@ def test_mma_matches_the_gpu_on_generated_classes(gpu, form):
     # The bulk generators' classes (cancellation with c = -sum, exponent spreads, ...),
     # seeds chosen by hypothesis.
     @LIVE
-    @given(st.integers(0, 2**32 - 1), st.sampled_from(G.MMA_CLASSES))
+    @given(st.integers(0, 2**32 - 1), st.sampled_from(G.mma_classes(form)))
     def prop(seed, cls):
         _agree(gpu, form, G.mma_inputs(form, 64, np.random.default_rng(seed), classes=(cls,)))
     prop()

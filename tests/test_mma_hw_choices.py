@@ -1,5 +1,5 @@
-"""The H200 corpus (tests/data/hw, recorded by gpu_check) settles every open choice of the
-sm_90 row: the row reproduces every recorded case (tests/test_hw_replay.py), and flipping
+"""The H200 and H100 corpora (tests/data/hw, recorded by gpu_check) settle every open choice of
+the sm_90 row: the row reproduces every recorded case (tests/test_hw_replay.py), and flipping
 any one parameter to the alternative the sources left open breaks at least one case."""
 
 import numpy as np
@@ -22,6 +22,16 @@ ALTERNATIVES = {
     "tf32_nan_low_bits": dict(tf32_nan_low_bits=True), "round_f16=rz": dict(round_f16="rz"),
     "round_f32=rne": dict(round_f32="rne"), "block_16bit=8": dict(block_16bit=8),
     "block_tf32=4": dict(block_tf32=4),
+    # integer forms under .satfinite (H100): a clamp after every 8, 16 or 32 products instead of once
+    "sat_block_8bit=8": dict(sat_block_8bit=8), "sat_block_8bit=16": dict(sat_block_8bit=16),
+    "sat_block_4bit=8": dict(sat_block_4bit=8), "sat_block_4bit=16": dict(sat_block_4bit=16),
+    "sat_block_4bit=32": dict(sat_block_4bit=32),
+    # f64 forms (H100): the chain's order, fusedness, subnormals, NaN operand priority, default NaN
+    "f64_order=descending": dict(f64_order="descending"), "f64_fused=False": dict(f64_fused=False),
+    "f64_subnormals=ftz": dict(f64_subnormals="ftz"),
+    **{f"f64_nan_order={o}": dict(f64_nan_order=o) for o in ("abc", "acb", "bac", "cab", "cba", "canonical")},
+    "f64_default_nan=0x7FF8000000000000": dict(f64_default_nan=0x7FF8000000000000),
+    "f64_default_nan=0x7FFFFFFFFFFFFFFF": dict(f64_default_nan=0x7FFFFFFFFFFFFFFF),
 }
 
 

@@ -1,10 +1,13 @@
 """The tensor-core arithmetic of ``mma.sync``: one model, parameterised per architecture.
 
-``plan(form, arch)`` resolves what one (form, architecture) pair needs: input and
+``plan(form, arch)`` resolves what one (form, architecture) pair needs -- for the integer and
+f64 forms an ``exact.IntPlan`` / ``exact.F64Plan`` (their arithmetic is not this model: see
+``fragsim.arith.exact``), for the others a ``Plan``: input and
 accumulator formats, block length L, F, e_zero, rounding and the open-choice switches of
 the ``ArchParams`` row, plus the index maps between per-lane registers and matrix elements.
-The numba kernels live in ``fragsim.arith.kernel`` and load only when ``fragsim.mma`` is
-first called; ``fragsim.arith.explain`` retraces one output element in pure Python.
+``run(plan, a, b, c)`` computes D registers.  The numba kernels live in ``fragsim.arith.kernel``
+and ``kernel_exact`` and load only when ``fragsim.mma`` is first called;
+``fragsim.arith.explain`` retraces one output element of the float model in pure Python.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ import numpy as np
 from ..arch import ArchParams, get_arch
 from ..formats import FloatFormat
 from ..instructions import MmaForm, lookup
+from .exact import F64Plan, IntPlan, exact_maps, exact_plan
 
-__all__ = ["Plan", "plan", "index_maps"]
+__all__ = ["Plan", "plan", "index_maps", "run", "IntPlan", "F64Plan"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +43,14 @@ class Plan:
         return [(k0, min(k0 + self.block, k)) for k0 in range(0, k, self.block)]
 
 
-def plan(form, arch="sm_90") -> Plan:
+def plan(form, arch="sm_90") -> Plan | IntPlan | F64Plan:
     f = lookup(form)
     a = get_arch(arch)
+    exact = exact_plan(f, a)
+    if exact is not None:
+        return exact
     in_fmt, acc_fmt = f.fmt("A"), f.fmt("D")
+    assert isinstance(in_fmt, FloatFormat) and isinstance(acc_fmt, FloatFormat)   # exact_plan took the others
     if f.fmt("B") != in_fmt or f.fmt("C") != acc_fmt:
         raise ValueError(f"form {f.name}: the arithmetic model needs A, B of one type and C, D of one type")
     if acc_fmt.name not in ("f32", "f16") or in_fmt.name not in ("f16", "bf16", "tf32"):
@@ -100,3 +108,13 @@ def index_maps(form) -> dict[str, np.ndarray]:
         assert (v >= 0).all(), f"{f.name}: fragment map {name} does not cover the matrix"
         v.setflags(write=False)
     return out
+
+
+def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
+    """D registers (batch, 32, nregs_D) uint32 of a plan, from register batches a, b, c
+    (batch, 32*nregs).  numba loads here, on first use, not at ``import fragsim``."""
+    if isinstance(pl, Plan):
+        from . import kernel
+        return kernel.run(pl, index_maps(pl.form), a, b, c, parallel=parallel)
+    from . import kernel_exact
+    return kernel_exact.run(pl, exact_maps(pl.form), a, b, c, parallel=parallel)

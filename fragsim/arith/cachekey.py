@@ -1,9 +1,9 @@
-"""Restamp the mma kernel after editing what it inlines: ``python -m fragsim.arith.cachekey``
+"""Restamp the mma kernels after editing what they inline: ``python -m fragsim.arith.cachekey``
 (``--check`` only reports).
 
-``kernel.py`` inlines the intrinsics of ``simd.py``; its line ``SIMD_SOURCE_HASH = "..."``
-holds their hash, so that numba's cache (keyed on kernel.py's content) changes with them.
-See ``fragsim._cachekey``.
+``kernel.py`` and ``kernel_exact.py`` inline the intrinsics of ``simd.py``; each holds a line
+``SIMD_SOURCE_HASH = "..."`` with their hash, so that numba's cache (keyed on the kernel file's
+content) changes with them.  See ``fragsim._cachekey``.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from pathlib import Path
 from .._cachekey import check, restamp
 
 HERE = Path(__file__).resolve().parent
-KERNEL = HERE / "kernel.py"
+KERNELS = (HERE / "kernel.py", HERE / "kernel_exact.py")
 STAMP = "SIMD_SOURCE_HASH"
 SOURCES = (HERE / "simd.py",)
 
 
 def stale() -> str | None:
-    """None when kernel.py's stamp is current, else why not."""
-    return check(KERNEL, STAMP, *SOURCES)
+    """None when every kernel's stamp is current, else why not."""
+    whys = [w for w in (check(k, STAMP, *SOURCES) for k in KERNELS) if w]
+    return "; ".join(whys) or None
 
 
 def main(argv=None) -> int:
@@ -29,13 +30,15 @@ def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args == ["--check"]:
         why = stale()
-        print(why or f"{KERNEL.name}: {STAMP} is current", file=sys.stderr if why else sys.stdout)
+        print(why or f"{', '.join(k.name for k in KERNELS)}: {STAMP} is current",
+              file=sys.stderr if why else sys.stdout)
         return 1 if why else 0
     if args:
         print("usage: python -m fragsim.arith.cachekey [--check]", file=sys.stderr)
         return 2
-    changed = restamp(KERNEL, STAMP, *SOURCES)
-    print(f"{KERNEL.name}: {STAMP} {'updated' if changed else 'already current'}")
+    for k in KERNELS:
+        changed = restamp(k, STAMP, *SOURCES)
+        print(f"{k.name}: {STAMP} {'updated' if changed else 'already current'}")
     return 0
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import decompose, get_format, is_inf, is_nan, round_to_format, to_float
-from . import plan
+from . import Plan, plan
 
 __all__ = ["explain", "render", "to_json"]
 
@@ -148,6 +148,9 @@ def explain(form, A, B, C, row: int, col: int, arch="sm_90") -> dict:
     """The trace of D[row, col] = sum_k A[row, k] * B[k, col] + C[row, col] (bits in)."""
     pl = plan(form, arch)
     f = pl.form
+    if not isinstance(pl, Plan):
+        raise ValueError(f"form {f.name}: explain retraces the truncated fused dot product of the float forms; "
+                         f"integer and f64 forms are exact sums and fma chains (fragsim.arith.exact)")
     M, N, K = f.shape
     for name, v in (("row", row), ("col", col)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):

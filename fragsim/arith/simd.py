@@ -6,10 +6,10 @@ row.  LLVM's auto-vectoriser, as numba drives it, picks awkward shapes for such 
 gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 -- the same
 results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
 
-Only what the kernel needs is here.  Functions are numba intrinsics: call them from
-``@njit`` code only.  numba's cache of kernel.py is keyed on kernel.py's content alone, so
-after editing this file run ``python -m fragsim.arith.cachekey``: it writes this file's
-hash into kernel.py (a test fails until it is current).
+Only what the kernels (``kernel.py``, ``kernel_exact.py``) need is here.  Functions are numba
+intrinsics: call them from ``@njit`` code only.  numba's cache of a kernel file is keyed on that
+file's content alone, so after editing this file run ``python -m fragsim.arith.cachekey``: it
+writes this file's hash into both kernel files (a test fails until it is current).
 """
 
 from __future__ import annotations
@@ -257,11 +257,46 @@ def _unop(vin, vout, emit):
     return op
 
 
+i8_xor = _binop(I8, lambda b, x, y: b.xor(x, y))
+
+
+@intrinsic
+def f8_fma(typingctx, a, b, c):
+    """a*b + c per lane, rounded once (IEEE fusedMultiplyAdd)."""
+    if a != F8 or b != F8 or c != F8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _call("llvm.fma", _F)(builder, *args)
+    return F8(a, b, c), codegen
+
+
+@intrinsic
+def f8_hsum8(typingctx, v0, v1, v2, v3, v4, v5, v6, v7):
+    """Lane j: the sum of the 8 lanes of v_j (a transpose-and-add tree, 14 shuffles; the order of
+    the additions is fixed, exact when every partial sum is)."""
+    if any(v != F8 for v in (v0, v1, v2, v3, v4, v5, v6, v7)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        def pair(x, y, lo, hi):
+            m = ir.VectorType(ir.IntType(32), LANES)
+            return builder.fadd(builder.shuffle_vector(x, y, ir.Constant(m, lo)),
+                                builder.shuffle_vector(x, y, ir.Constant(m, hi)))
+        t = [pair(args[i], args[i + 1], [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15])
+             for i in range(0, 8, 2)]
+        u = [pair(t[i], t[i + 1], [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]) for i in (0, 2)]
+        return pair(u[0], u[1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
+    return F8(v0, v1, v2, v3, v4, v5, v6, v7), codegen
+
+
 f8_trunc = _unop(F8, F8, _call("llvm.trunc", _F))           # toward zero
 f8_roundeven = _unop(F8, F8, _call("llvm.roundeven", _F))   # to nearest, ties to even
 f8_bits = _unop(F8, I8, lambda b, x: b.bitcast(x, _I))
 f8_from_bits = _unop(I8, F8, lambda b, x: b.bitcast(x, _F))
 f8_to_i8 = _unop(F8, I8, lambda b, x: b.fptosi(x, _I))      # only for values that fit
+i8_to_f8 = _unop(I8, F8, lambda b, x: b.sitofp(x, _F))      # exact below 2**53
+i8_popc = _unop(I8, I8, _call("llvm.ctpop", _I))
 # Exact widening of the low 16 / 32 bits of each lane read as binary16 / binary32 (Inf, NaN
 # and subnormals included): F16C/AVX conversions.
 f8_from_f16 = _unop(I8, F8, lambda b, x: b.fpext(

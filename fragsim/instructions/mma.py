@@ -43,14 +43,82 @@ A_M16K8_TF32 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3", "col2"])
 B_K8N8_TF32 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2"])
 
 
-def _form(name, shape, D, A, B, C, layout_a, layout_b, layout_c, layout_d=None):
-    # PTX ISA "mma" target requirements: m16n8k8 with .f16 inputs from sm_75, the rest from sm_80.
-    min_cc = 75 if shape == (16, 8, 8) and A == "f16" else 80
+# Integer and single-bit inputs (PTX ISA figures "A/B fragment layout for m16n8k16/k32 .u8/.s8",
+# "... m16n8k32/k64 .u4/.s4", "... m16n8k128/k256 .b1"): every register holds 32 consecutive bits
+# of k -- 4 (8-bit), 8 (4-bit) or 32 (1-bit) elements, lowest k in the low bits.  With ``p`` =
+# log2(elements per register): A's row = groupID + 8*(reg & 1), col = tig*2**p + elem + (reg >> 1)*2**(p+2);
+# B's row = tig*2**p + elem + reg*2**(p+2), col = groupID.  (The 16-bit maps above are p = 1.)
+def _int_a(p, nregs):
+    return _map([f"col{p}", f"col{p + 1}", "row0", "row1", "row2"], reg=["row3", f"col{p + 2}"][:nregs.bit_length() - 1],
+                elem=[f"col{i}" for i in range(p)])
+
+
+def _int_b(p, nregs):
+    return _map([f"row{p}", f"row{p + 1}", "col0", "col1", "col2"], reg=[f"row{p + 2}"][:nregs.bit_length() - 1],
+                elem=[f"row{i}" for i in range(p)])
+
+
+# f64 (PTX ISA "Matrix Fragments for mma.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 with .f64"), in units
+# of f64 registers (each two uint32 words, low word first: the table's ``nregs`` counts words).
+# m8n8k4: a0 at (groupID, tig), b0 at (tig, groupID), c0,c1 at (groupID, 2*tig + i).
+A_M8K4_F64 = _map(_GROUP_ROWS_TIG_COLS)
+B_K4N8_F64 = _map(_TIG_ROWS_GROUP_COLS)
+ACC_M8N8_F64 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["col0"])
+# m16n8k{4,8,16}: a_i at (groupID + 8*(i & 1), tig + 4*(i >> 1)); b_i at (tig + 4*i, groupID);
+# c/d as the f32 accumulators (ACC_F32).
+A_M16K4_F64 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3"])
+A_M16K8_F64 = A_M16K8_TF32
+A_M16K16_F64 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3", "col2", "col3"])
+B_K8N8_F64 = B_K8N8_TF32
+B_K16N8_F64 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2", "row3"])
+
+
+def _form(name, shape, D, A, B, C, layout_a, layout_b, layout_c, layout_d=None, *, min_cc=None, sass="HMMA",
+          modifiers=()):
+    # PTX ISA "mma" target requirements: m16n8k8 with .f16 inputs from sm_75, the rest from sm_80
+    # (the m16n8k* .f64 shapes from sm_90: given by their entries).
+    if min_cc is None:
+        min_cc = 75 if shape == (16, 8, 8) and A == "f16" else 80
     return {
-        "name": name, "shape": shape, "min_cc": min_cc, "sass": "HMMA",
+        "name": name, "shape": shape, "min_cc": min_cc, "sass": sass, "modifiers": tuple(modifiers),
         "types": {"A": A, "B": B, "C": C, "D": D},
         "layouts": {"A": layout_a, "B": layout_b, "C": layout_c, "D": layout_d or layout_c},
     }
+
+
+def _int_forms():
+    """s8/u8 m16n8k16, m16n8k32 and s4/u4 m16n8k32, m16n8k64: every sign pair, with and without
+    .satfinite; b1 m16n8k128, m16n8k256 with .and.popc and .xor.popc.  Accumulators s32."""
+    out = []
+    for bits, signs, ks in ((8, ("s8", "u8"), (16, 32)), (4, ("s4", "u4"), (32, 64))):
+        p = (32 // bits).bit_length() - 1
+        for k in ks:
+            na = k * bits // 64               # A: 16 rows x k elements over 32 lanes, 32 bits a register
+            for a in signs:
+                for b in signs:
+                    for sat in ((), ("satfinite",)):
+                        name = ".".join((f"m16n8k{k}", "row", "col") + sat + ("s32", a, b, "s32"))
+                        out.append(_form(name, (16, 8, k), "s32", a, b, "s32", _int_a(p, na), _int_b(p, na // 2),
+                                         ACC_F32, sass="IMMA", modifiers=sat))
+    for k in (128, 256):
+        for op in ("and", "xor"):
+            out.append(_form(f"m16n8k{k}.row.col.s32.b1.b1.s32.{op}.popc", (16, 8, k), "s32", "b1", "b1", "s32",
+                             _int_a(5, k // 64), _int_b(5, k // 128), ACC_F32, sass="BMMA", modifiers=(op, "popc")))
+    return out
+
+
+def _f64_forms():
+    """f64 m8n8k4 (sm_80) and m16n8k4, m16n8k8, m16n8k16 (sm_90)."""
+    return [
+        _form("m8n8k4.row.col.f64.f64.f64.f64", (8, 8, 4), "f64", "f64", "f64", "f64",
+              A_M8K4_F64, B_K4N8_F64, ACC_M8N8_F64, sass="DMMA"),
+        _form("m16n8k4.row.col.f64.f64.f64.f64", (16, 8, 4), "f64", "f64", "f64", "f64",
+              A_M16K4_F64, B_K4N8_F64, ACC_F32, min_cc=90, sass="DMMA"),
+        _form("m16n8k8.row.col.f64.f64.f64.f64", (16, 8, 8), "f64", "f64", "f64", "f64",
+              A_M16K8_F64, B_K8N8_F64, ACC_F32, min_cc=90, sass="DMMA"),
+        _form("m16n8k16.row.col.f64.f64.f64.f64", (16, 8, 16), "f64", "f64", "f64", "f64",
+              A_M16K16_F64, B_K16N8_F64, ACC_F32, min_cc=90, sass="DMMA"),
+    ]
 
 
 # The table.  ``name`` is the PTX spelling after ``mma.sync.aligned.``.
@@ -69,7 +137,10 @@ MMA_FORMS = [
           A_M16K8_B16, B_K8N8_B16, ACC_F32),
     _form("m16n8k8.row.col.f32.tf32.tf32.f32", (16, 8, 8), "f32", "tf32", "tf32", "f32",
           A_M16K8_TF32, B_K8N8_TF32, ACC_F32),
-]
+] + _int_forms() + _f64_forms()
+
+# Spellings PTX gives the same instruction: .rn is the only (and default) rounding of .f64 mma.
+ALIASES = {f["name"].replace(".row.col.", ".row.col.rn."): f["name"] for f in MMA_FORMS if f["types"]["A"] == "f64"}
 
 # Combinations PTX/ptxas rejects, with the reason a user gets (checked with ptxas 13.0).
 SHAPES_BY_INPUT = {"f16": ("m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
