@@ -16,7 +16,7 @@ import numpy as np
 __all__ = [
     "FloatFormat", "FORMATS", "get_format", "fields", "decompose", "is_nan", "is_inf",
     "is_zero", "is_subnormal", "classify", "to_float", "from_float", "round_to_format",
-    "to_bits", "from_bits",
+    "to_bits", "from_bits", "IntFormat", "INT_FORMATS", "int_to_bits", "int_from_bits",
 ]
 
 
@@ -66,7 +66,7 @@ class FloatFormat:
 
     @property
     def dtype(self):
-        return {8: np.uint8, 16: np.uint16, 32: np.uint32}[self.storage_bits]
+        return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[self.storage_bits]
 
     @property
     def sign_shift(self) -> int:
@@ -84,6 +84,8 @@ FORMATS: dict[str, FloatFormat] = {
         FloatFormat("bf16", 8, 7, 16, canonical_nan=0x7FFF),
         FloatFormat("tf32", 8, 10, 32, ignored_low_bits=13, canonical_nan=0x7FFFFFFF),
         FloatFormat("f32", 8, 23, 32, canonical_nan=0x7FFFFFFF),
+        # binary64: one f64 register is two uint32 words, low word first (mma .f64 operands)
+        FloatFormat("f64", 11, 52, 64, canonical_nan=0x7FFFFFFFFFFFFFFF),
         # OCP 8-bit formats: data only, to show the structure takes them.
         FloatFormat("e5m2", 5, 2, 8, canonical_nan=0x7F),
         FloatFormat("e4m3", 4, 3, 8, ieee_specials=False, canonical_nan=0x7F),
@@ -91,22 +93,93 @@ FORMATS: dict[str, FloatFormat] = {
 }
 
 
-def get_format(fmt: str | FloatFormat) -> FloatFormat:
-    if isinstance(fmt, FloatFormat):
+@dataclass(frozen=True)
+class IntFormat:
+    """An integer element of the integer mma forms: two's complement (``signed``) or unsigned,
+    ``storage_bits`` wide (b1 is one unsigned bit).  Words are the raw bits, in the smallest
+    unsigned dtype that holds them (uint8 for 1, 4 and 8 bits)."""
+
+    name: str
+    storage_bits: int
+    signed: bool
+
+    @property
+    def width(self) -> int:
+        return self.storage_bits
+
+    @property
+    def dtype(self):
+        return np.uint8 if self.storage_bits <= 8 else np.uint32
+
+    @property
+    def min(self) -> int:
+        return -(1 << (self.storage_bits - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        return (1 << (self.storage_bits - 1 if self.signed else self.storage_bits)) - 1
+
+
+INT_FORMATS: dict[str, IntFormat] = {
+    f.name: f
+    for f in (IntFormat("s8", 8, True), IntFormat("u8", 8, False), IntFormat("s4", 4, True),
+              IntFormat("u4", 4, False), IntFormat("b1", 1, False), IntFormat("s32", 32, True))
+}
+
+
+def get_format(fmt: str | FloatFormat | IntFormat):
+    """A format name ('f16', 's8', ...) -> its ``FloatFormat`` or ``IntFormat``."""
+    if isinstance(fmt, (FloatFormat, IntFormat)):
         return fmt
     if not isinstance(fmt, str):
         raise TypeError(f"number format must be a name (str) such as 'f16', got {type(fmt).__name__}")
-    try:
-        return FORMATS[str(fmt).lstrip(".").lower()]
-    except KeyError:
-        raise ValueError(f"unknown number format {fmt!r}; expected one of {', '.join(FORMATS)}") from None
+    key = str(fmt).lstrip(".").lower()
+    found = FORMATS.get(key) or INT_FORMATS.get(key)
+    if found is None:
+        raise ValueError(f"unknown number format {fmt!r}; expected one of "
+                         f"{', '.join(list(FORMATS) + list(INT_FORMATS))}")
+    return found
+
+
+def _float_format(fmt, what: str) -> FloatFormat:
+    f = get_format(fmt)
+    if isinstance(f, IntFormat):
+        raise TypeError(f"{what}: {f.name} is an integer format; use int_to_bits / int_from_bits")
+    return f
+
+
+def int_to_bits(values, fmt) -> np.ndarray:
+    """Integers -> words of an integer format (two's complement for signed ones); a value
+    outside the format's range is a ValueError naming it."""
+    f = get_format(fmt)
+    if not isinstance(f, IntFormat):
+        raise TypeError(f"int_to_bits: {f.name} is not an integer format; use to_bits")
+    a = np.asarray(values)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"int_to_bits: values must be integers, got dtype {a.dtype}")
+    bad = (a < f.min) | (a > f.max)
+    if bad.any():
+        idx = _first_index(bad)
+        raise ValueError(f"int_to_bits: {f.name} holds {f.min}..{f.max}, got {a[idx]} at index {idx}")
+    return (a.astype(np.int64) & ((1 << f.storage_bits) - 1)).astype(f.dtype)
+
+
+def int_from_bits(bits, fmt) -> np.ndarray:
+    """Words of an integer format -> their int64 values."""
+    f = get_format(fmt)
+    if not isinstance(f, IntFormat):
+        raise TypeError(f"int_from_bits: {f.name} is not an integer format; use from_bits")
+    b = _as_bits(bits, f)
+    if f.signed:
+        b = np.where(b >> (f.storage_bits - 1) & 1, b - (1 << f.storage_bits), b)
+    return b
 
 
 def _first_index(mask: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(mask)[0])
 
 
-def _as_bits(bits, fmt: FloatFormat) -> np.ndarray:
+def _as_bits(bits, fmt: FloatFormat | IntFormat) -> np.ndarray:
     b = np.asarray(bits)
     if b.dtype.kind not in "ui":
         raise TypeError(f"{fmt.name} bit patterns must be an unsigned integer array, got dtype {b.dtype}")
@@ -124,7 +197,7 @@ def _as_bits(bits, fmt: FloatFormat) -> np.ndarray:
 
 def fields(bits, fmt) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split raw words into (sign, biased exponent field, mantissa field) int64 arrays."""
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "fields")
     b = _as_bits(bits, fmt)
     sign = (b >> fmt.sign_shift) & 1
     exp = (b >> fmt.exp_shift) & ((1 << fmt.exp_bits) - 1)
@@ -140,13 +213,13 @@ def _special_mask(exp, man, fmt: FloatFormat):
 
 
 def is_nan(bits, fmt) -> np.ndarray:
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "is_nan")
     _, e, m = fields(bits, fmt)
     return _special_mask(e, m, fmt) & ((m != 0) | (not fmt.ieee_specials))
 
 
 def is_inf(bits, fmt) -> np.ndarray:
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "is_inf")
     _, e, m = fields(bits, fmt)
     return _special_mask(e, m, fmt) & (m == 0) & fmt.ieee_specials
 
@@ -178,7 +251,7 @@ def decompose(bits, fmt):
     (their value is kept, never flushed).  Inf/NaN words decompose as if finite: mask
     them with ``is_nan``/``is_inf`` first.
     """
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "decompose")
     sign, e, m = fields(bits, fmt)
     normal = e != 0
     sig = np.where(normal, m | (1 << fmt.man_bits), m)
@@ -188,9 +261,10 @@ def decompose(bits, fmt):
 
 def to_float(bits, fmt) -> np.ndarray:
     """Raw words -> float64 values (exact; NaN payloads are not kept)."""
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "from_bits")
     sign, sig, exp = decompose(bits, fmt)
-    val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
+    with np.errstate(over="ignore"):  # f64 Inf/NaN words decompose past the largest float64
+        val = np.ldexp(sig.astype(np.float64), exp.astype(np.int32))
     val = np.where(is_inf(bits, fmt), np.inf, val)
     val = np.where(is_nan(bits, fmt), np.nan, val)
     return np.where(sign == 1, -val, val)
@@ -217,7 +291,7 @@ def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = 
     rounded exponent exceeds the format's range (what the tensor core does).
     Subnormal results are produced; zero keeps its sign.
     """
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "round_to_format")
     if rounding not in ("rne", "rz"):
         raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
     if overflow not in ("ieee", "inf"):
@@ -325,7 +399,7 @@ def from_float(x, fmt, rounding: str = "rne") -> np.ndarray:
     integer: ``2**1100`` is Inf under 'rne' and the largest finite number under 'rz'.
     Anything else (None, strings, dates, booleans, complex) is a ``TypeError``.
     """
-    fmt = get_format(fmt)
+    fmt = _float_format(fmt, "to_bits")
     if rounding not in ("rne", "rz"):
         raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arith import index_maps, plan
+from .arith import plan, run
 from .registers import check_regs
 
 __all__ = ["mma"]
@@ -18,8 +18,9 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
 
     ``form``: the PTX spelling, with or without ``mma.sync.aligned.``, e.g.
     ``"m16n8k16.row.col.f32.f16.f16.f32"``.  ``a``, ``b``, ``c``: the operand registers,
-    uint32 arrays shaped ``(..., 32, nregs)`` exactly as the PTX operands (f32 as raw bits,
-    two f16/bf16 per register, low half first); leading dimensions batch warps and
+    uint32 arrays shaped ``(..., 32, nregs)`` exactly as the PTX operands (f32 and s32 as raw
+    bits; two f16/bf16, four s8/u8, eight s4/u4 or 32 b1 elements per register, lowest first;
+    an f64 as two registers, low word first); leading dimensions batch warps and
     broadcast against each other.  ``arch``: 'sm_80' or 'sm_90' (aliases 'a100', 'ampere',
     'h100', 'h200', 'hopper'), or an ``fragsim.arch.ArchParams`` row.  ``parallel``: spread
     large batches over numba's threads.  Returns D registers, uint32 ``(..., 32, nregs_D)``.
@@ -33,9 +34,7 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     batch = int(np.prod(lead, dtype=np.int64))
     fa, fb, fc = ((r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:]))
                   .reshape(batch, r.shape[-2] * r.shape[-1]) for r in regs)
-    from .arith import kernel  # numba loads here, on first use, not at `import fragsim`
-
-    d = kernel.run(pl, index_maps(f), fa, fb, fc, parallel=bool(parallel))
+    d = run(pl, fa, fb, fc, parallel=bool(parallel))
     return d.reshape(lead + (32, f.nregs("D")))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .formats import IntFormat
 from .instructions import lookup
 
 
@@ -22,20 +23,22 @@ def _check_matrix(form, operand, matrix) -> np.ndarray:
     if m.dtype.kind == "f":
         raise TypeError(f"operand {operand} of {form.name}: expected {fmt.name} bit patterns "
                         f"({np.dtype(fmt.dtype).name}), got float dtype {m.dtype}; convert with "
-                        f"fragsim.to_bits(values, {fmt.name!r})")
+                        f"fragsim.{'formats.int_to_bits' if isinstance(fmt, IntFormat) else 'to_bits'}"
+                        f"(values, {fmt.name!r})")
     if m.dtype.kind not in "ui":
         raise TypeError(f"operand {operand} of {form.name}: expected {np.dtype(fmt.dtype).name} bit "
                         f"patterns, got dtype {m.dtype}")
     if m.ndim < 2 or m.shape[-2:] != shape:
         raise ValueError(f"operand {operand} of {form.name}: expected a matrix shaped (..., {shape[0]}, "
                          f"{shape[1]}), got shape {m.shape}")
+    # a 64-bit word can exceed nothing but a negative value (compared as Python ints: uint64)
     limit = 1 << fmt.storage_bits
-    if m.size and (m.min() < 0 or m.max() >= limit):
-        idx = _first_bad((m < 0) | (m >= limit))
+    if m.size and (int(m.min()) < 0 or int(m.max()) >= limit):
+        idx = _first_bad((m < 0) | (m > limit - 1))
         raise ValueError(f"operand {operand} of {form.name}: {fmt.name} words must lie in "
                          f"[0, 2**{fmt.storage_bits}), got {int(m[idx])} at row {idx[-2]}, col {idx[-1]}"
                          + (f" of batch index {idx[:-2]}" if m.ndim > 2 else ""))
-    return m.astype(np.uint32)
+    return m.astype(np.uint64 if fmt.storage_bits > 32 else np.uint32)
 
 
 def pack(form, operand, matrix) -> np.ndarray:
@@ -46,6 +49,11 @@ def pack(form, operand, matrix) -> np.ndarray:
     bits = form.fmt(operand).storage_bits
     lead = m.shape[:-2]
     vals = m.reshape((-1,) + m.shape[-2:])[:, rows, cols]   # (n, 32, nregs, epr)
+    w = form.words_per_elem(operand)
+    if w > 1:   # register r holds word r % w of its element, low word first
+        shift = (np.arange(rows.shape[1], dtype=np.uint64) % np.uint64(w)) * np.uint64(32)
+        regs = ((vals[..., 0] >> shift) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return regs.reshape(lead + regs.shape[1:])
     regs = np.zeros(vals.shape[:-1], dtype=np.uint32)
     for e in range(vals.shape[-1]):
         regs |= vals[..., e] << np.uint32(bits * e)
@@ -85,6 +93,13 @@ def unpack(form, operand, regs) -> np.ndarray:
     lead = r.shape[:-2]
     r = r.reshape((-1,) + r.shape[-2:])
     out = np.zeros((r.shape[0],) + form.matrix_shape(operand), dtype=fmt.dtype)
+    w = form.words_per_elem(operand)
+    if w > 1:   # the element of registers r..r+w-1 from its words, low word first
+        val = np.zeros(r.shape[:-1] + (r.shape[-1] // w,), np.uint64)
+        for i in range(w):
+            val |= r[..., i::w].astype(np.uint64) << np.uint64(32 * i)
+        out[:, rows[:, ::w, 0], cols[:, ::w, 0]] = val
+        return out.reshape(lead + out.shape[1:])
     for e in range(rows.shape[-1]):
         out[:, rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
     return out.reshape(lead + out.shape[1:])

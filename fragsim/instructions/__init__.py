@@ -12,10 +12,10 @@ from functools import cached_property
 
 import numpy as np
 
-from ..formats import FloatFormat, get_format
+from ..formats import FloatFormat, IntFormat, get_format
 from ..layout import LinearLayout
 from . import ptx_mma
-from .mma import MMA_FORMS
+from .mma import ALIASES, MMA_FORMS
 from .shared_op import SharedOp  # noqa: F401  (re-exported)
 from .shared_ops import SHARED_OPS, parse_shared_op  # noqa: F401  (re-exported)
 
@@ -31,6 +31,7 @@ class MmaForm:
     layouts: dict = field(hash=False)
     min_cc: int = 80                # lowest compute capability (major*10 + minor) that has it (PTX ISA)
     sass: str = "HMMA"              # the SASS mnemonic it compiles to
+    modifiers: tuple = ()           # PTX modifiers that change the arithmetic: ("satfinite",), ("xor", "popc")
 
     @property
     def ptx(self) -> str:
@@ -40,7 +41,7 @@ class MmaForm:
     def shape_name(self) -> str:
         return self.name.split(".")[0]
 
-    def fmt(self, operand: str) -> FloatFormat:
+    def fmt(self, operand: str) -> FloatFormat | IntFormat:
         return get_format(self.types[check_operand(operand)])
 
     def layout(self, operand: str) -> LinearLayout:
@@ -51,17 +52,25 @@ class MmaForm:
         return {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[check_operand(operand)]
 
     def elems_per_reg(self, operand: str) -> int:
-        return 32 // self.fmt(operand).storage_bits
+        return max(1, 32 // self.fmt(operand).storage_bits)
+
+    def words_per_elem(self, operand: str) -> int:
+        """uint32 registers one element spans: 2 for f64 (low word first), else 1."""
+        return max(1, self.fmt(operand).storage_bits // 32)
 
     def nregs(self, operand: str) -> int:
-        return self.layout(operand).in_size("reg")
+        """uint32 registers per lane (an f64 operand register counts as two)."""
+        return self.layout(operand).in_size("reg") * self.words_per_elem(operand)
 
     @cached_property
     def _coords(self):
         out = {}
         for op in OPERANDS:
             lay = self.layouts[op]
-            rows, cols = lay.table()  # (32, nregs, epr)
+            rows, cols = lay.table()  # (32, layout registers, epr)
+            w = self.words_per_elem(op)
+            if w > 1:  # each word of a wide element holds (a part of) that element
+                rows, cols = np.repeat(rows, w, axis=1), np.repeat(cols, w, axis=1)
             # Shared by every caller (pack, unpack, the kernel's index maps): read-only, so
             # that no caller can corrupt the others.
             rows.setflags(write=False)
@@ -74,20 +83,23 @@ class MmaForm:
         return self._coords[check_operand(operand)]
 
     def owner(self, operand: str):
-        """Inverse map: for each (row, col) of the matrix the (lane, reg, half) holding it."""
+        """Inverse map: for each (row, col) of the matrix the (lane, reg, half) holding it
+        (for an f64 element, its low word's register)."""
         rows, cols = self.coords(operand)
         r, c = self.matrix_shape(operand)
-        lane = np.empty((r, c), np.int64)
-        reg = np.empty((r, c), np.int64)
-        half = np.empty((r, c), np.int64)
         L, R, E = np.meshgrid(np.arange(32), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
                               indexing="ij")
-        lane[rows, cols], reg[rows, cols], half[rows, cols] = L, R, E
+        flat = (rows * c + cols).ravel()
+        pos = np.empty(r * c, np.int64)
+        # written last to first (fresh arrays: the order NumPy writes them in), so that the first
+        # register holding an element is the one kept
+        pos[flat[::-1].copy()] = np.arange(flat.size - 1, -1, -1)
+        lane, reg, half = (g.ravel()[pos].reshape(r, c) for g in (L, R, E))
         return lane, reg, half
 
     def element_name(self, operand: str, reg: int, half: int) -> str:
         """PTX's name for the element: a0..a7, b0.., c0.., d0..."""
-        return f"{operand.lower()}{reg * self.elems_per_reg(operand) + half}"
+        return f"{operand.lower()}{reg // self.words_per_elem(operand) * self.elems_per_reg(operand) + half}"
 
     def __str__(self) -> str:
         return self.ptx
@@ -127,6 +139,7 @@ def lookup(form) -> MmaForm:
     parts = s.split(".")
     if len(parts) == 5:  # "m16n8k16.f32.f16.f16.f32": .row.col is the only layout these shapes take
         s = ".".join(parts[:1] + ["row", "col"] + parts[1:])
+    s = ALIASES.get(s, s)
     if s in FORMS:
         return FORMS[s]
     raise ValueError(_refusal(s.split("."), form.strip()))
