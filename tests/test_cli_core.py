@@ -48,7 +48,9 @@ def test_missing_argument_is_one_line_and_exit_code_2(capsys):
 def test_tour_writes_maps_and_pictures(tmp_path, capsys):
     assert main(["tour", "--out", str(tmp_path), "--json"]) == 0
     written = json.loads(capsys.readouterr().out)
-    assert len(written["maps"]) == 2 * (7 * 3 + 0)  # text + JSON for A, B, C(=D) of 7 forms
+    from fragsim.instructions import FORMS
+    ops = sum(3 if f.layout("C") == f.layout("D") else 4 for f in FORMS.values())
+    assert len(written["maps"]) == 2 * ops  # text + JSON for A, B, C (=D unless its map differs) of every form
     for path in written["pictures"]:
         with open(path, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"

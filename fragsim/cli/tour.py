@@ -1,5 +1,5 @@
-"""fragsim tour: the main job on a fresh install — writes the standard maps, pictures and
-tables into a folder and prints where they are."""
+"""fragsim tour [DIR]: the main job on a fresh install -- writes the standard maps, pictures, tables and
+the explorer page into a folder and prints where they are."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ import os
 
 from ..instructions import FORMS
 from ..textmap import fragment_grid, fragment_json
+from .files import writable_dir
 
 NAME = "tour"
-HELP = "write the standard fragment maps, pictures and tables into a folder (the default command)"
-
-# The pictures people ask for first: the m16n8k16 operands and the tf32 m16n8k8 inputs.
-PICTURES = [("m16n8k16.row.col.f16.f16.f16.f16", op) for op in "ABC"] + [
-    ("m16n8k16.row.col.f32.f16.f16.f32", "C"),
-    ("m16n8k8.row.col.f32.tf32.tf32.f32", "A"), ("m16n8k8.row.col.f32.tf32.tf32.f32", "B")]
+HELP = ("write the standard fragment maps, pictures, bank tables and an explorer page (index.html) into a "
+        "folder (the default command)")
+DEFAULT_DIR = "fragsim-tour"
 
 
 def add_arguments(p):
-    p.add_argument("--out", default="fragsim-tour", help="folder to write into (default: ./fragsim-tour)")
+    p.add_argument("dir", nargs="?", metavar="DIR", help=f"folder to write into (default: ./{DEFAULT_DIR})")
+    p.add_argument("--out", metavar="DIR", help="the same as DIR")
     p.add_argument("--no-pictures", action="store_true", help="text and JSON only (no matplotlib)")
+    p.add_argument("--jobs", type=int, metavar="N", help="processes that draw the pictures (default: the "
+                   "CPU count, at most 8)")
     p.add_argument("--json", action="store_true", help="print the list of written files as JSON")
 
 
@@ -30,38 +31,131 @@ def _write(path, text):
     return path
 
 
+def _folder(args) -> str:
+    if args.dir is not None and args.out is not None and args.dir != args.out:
+        raise ValueError(f"give the folder once: DIR {args.dir!r} or --out {args.out!r}")
+    out = args.out if args.out is not None else args.dir if args.dir is not None else DEFAULT_DIR
+    return writable_dir(out, "--out" if args.out is not None else "DIR")
+
+
 def run(args) -> int:
-    out = args.out
-    written: dict[str, list[str]] = {"maps": [], "pictures": [], "tables": []}
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    out = _folder(args)               # before anything is drawn: a bad folder is one line, exit 2
+    written: dict[str, list[str]] = {"maps": [], "pictures": [], "tables": [], "explorer": []}
     os.makedirs(os.path.join(out, "maps"), exist_ok=True)
     for name, form in FORMS.items():
-        for op in "ABCD" if form.types["C"] != form.types["D"] else "ABC":
+        for op in "ABCD" if form.layout("C") != form.layout("D") else "ABC":
             stem = os.path.join(out, "maps", f"{name}.{op}")
             written["maps"].append(_write(stem + ".txt", fragment_grid(form, op) + "\n"))
             written["maps"].append(_write(stem + ".json", json.dumps(fragment_json(form, op)) + "\n"))
-    for step in _STEPS:
-        step(args, out, written)
+    _conflict_table(out, written)
+    if not args.no_pictures:
+        _pictures(out, written, args.jobs)
     if args.json:
         print(json.dumps(written))
         return 0
     print(f"fragsim tour: wrote {sum(map(len, written.values()))} files into {os.path.abspath(out)}/")
     for kind, files in written.items():
-        if files:
+        if files and kind != "explorer":
             print(f"  {kind:<9} {len(files):>3} files, e.g. {files[0]}")
     print("\nm16n8k16 A fragment (who holds what), as in the PTX ISA figure:\n")
     print("\n".join(fragment_grid("m16n8k16.row.col.f16.f16.f16.f16", "A").splitlines()[:6]) + "\n  ...")
+    if written["explorer"]:
+        print(f"\nexplorer (open in a browser; hover or click a lane): {os.path.abspath(written['explorer'][0])}")
     return 0
 
 
-def _pictures(args, out, written):
-    if args.no_pictures:
-        return
-    from fragsim.viz.fragment_map import draw_fragment_map
-    os.makedirs(os.path.join(out, "pictures"), exist_ok=True)
-    for name, op in PICTURES:
-        path = os.path.join(out, "pictures", f"{name}.{op}.png")
-        draw_fragment_map(name, op, path)
-        written["pictures"].append(path)
+# ---------------------------------------------------------------------------------------------------
+# pictures: one task per file, drawn by a pool of processes (matplotlib's text layout is the cost)
+
+def _picture_tasks(out: str) -> tuple[list, dict]:
+    """(kind, module, function, args, kwargs, path) of every standard picture, and for each form
+    and operand the picture that shows it (forms with the same map share one picture)."""
+    from ..viz import _blocks, _groups
+
+    def pic(*parts):
+        return os.path.join(out, "pictures", *parts)
+    tasks: list[tuple] = []
+    index: dict = {name: {} for name in FORMS}
+    for op in "ABCD":
+        for forms in _groups.group(FORMS.values(), lambda f, op=op: _groups.operand_key(f, op)).values():
+            R, C = forms[0].matrix_shape(op)
+            path = pic("maps", f"{forms[0].shape_name}.{op}.{_groups.types(forms, op)}.png")
+            tasks.append(("pictures", "fragment_map", "draw_fragment_map", (forms[0].name, op),
+                          {"also": [f.name for f in forms[1:]]}, path))
+            for f in forms:
+                index[f.name][op] = path
+    flows: dict = {}
+    for form in FORMS.values():
+        for op in "AB":
+            if _blocks.storages(form, op):
+                flows.setdefault(_groups.flow_key(form, op), []).append(form)
+    for (op, opname, *_), forms in flows.items():
+        path = pic("flows", f"{forms[0].shape_name}.{op}.{_groups.types(forms, op)}.{opname}.png")
+        tasks.append(("pictures", "flow", "draw_ldmatrix_flow", (), {"form": forms[0].name, "operand": op}, path))
+        for f in forms:
+            index[f.name][f"{op} flow"] = path
+    from .. import addrexpr
+    from ..swizzle import Swizzle
+    reads = addrexpr.evaluate(A_ROWS.format(pitch=128))
+    sw = Swizzle(3, 4, 3)
+    tile = {"rows": 16, "cols": 64, "dtype": "f16"}
+    for label, swz in (("", None), (".Swizzle343", sw)):
+        addrs = reads if swz is None else swz(reads)
+        tasks.append(("pictures", "banks", "draw_bank_map", (), dict(tile, swizzle=swz, access=("ldmatrix.x4", addrs)),
+                      pic("banks", f"f16-128B-rows{label}.bank-map.png")))
+        tasks.append(("pictures", "banks", "draw_bank_report", ("ldmatrix.x4", addrs), {},
+                      pic("banks", f"f16-128B-rows{label}.ldmatrix.x4.png")))
+    tasks.append(("pictures", "swizzle", "draw_swizzle", (sw,), {}, pic("swizzle", "Swizzle343.png")))
+    return tasks, index
+
+
+def _draw(task):
+    """A picture task in a worker: a file drawn (its path), or a picture of the explorer (its SVG)."""
+    import importlib
+    if task[0] == "explorer":
+        from ..viz.explorer import render
+        return render(task[1])
+    _, module, function, fargs, kwargs, path = task
+    getattr(importlib.import_module(f"fragsim.viz.{module}"), function)(*fargs, path=path, **kwargs)
+    return path
+
+
+def _pictures(out, written, jobs):
+    from ..viz import explorer
+    tasks, index = _picture_tasks(out)
+    for t in tasks:
+        os.makedirs(os.path.dirname(t[-1]), exist_ok=True)
+    page = explorer.figure_tasks(explorer.explorer_data(list(FORMS.values())))
+    # the explorer's pictures first: the large ones take longest, and the page waits for them all
+    order = [("explorer", t) for t in page] + tasks
+    jobs = jobs or min(8, os.cpu_count() or 1)
+    if jobs == 1:
+        results = [_draw(t) for t in order]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+        with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=ctx) as pool:
+            results = list(pool.map(_draw, order))
+    written["pictures"].extend(results[len(page):])
+    written["explorer"].append(explorer.write_explorer(out, svgs=results[:len(page)]))
+    written["tables"].append(_picture_index(out, index))
+
+
+def _picture_index(out, index) -> str:
+    """tables/pictures.md: for every form, the picture of each operand and of its ldmatrix flows."""
+    cols = ["A", "B", "C", "D", "A flow", "B flow"]
+    lines = ["# Which picture shows which form", "",
+             "Forms with the same map of an operand share its picture (pictures/maps/SHAPE.OPERAND.TYPES.png).",
+             "", "| form | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, pics in index.items():
+        cells = [f"[{os.path.basename(pics[c])}]({os.path.relpath(pics[c], os.path.join(out, 'tables'))})"
+                 if c in pics else "-" for c in cols]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return _write(os.path.join(out, "tables", "pictures.md"), "\n".join(lines) + "\n")
 
 
 # Access patterns kernel writers ask about (the seeds' GEMMs): C address math in `lane`, and an
@@ -84,10 +178,10 @@ CONFLICT_PATTERNS = [
 ]
 
 
-def _conflict_table(args, out, written):
-    from fragsim.addrexpr import evaluate
-    from fragsim.banks import bank_conflicts
-    from fragsim.swizzle import Swizzle
+def _conflict_table(out, written):
+    from ..addrexpr import evaluate
+    from ..banks import bank_conflicts
+    from ..swizzle import Swizzle
     lines = ["| access | instruction | lane byte offset (C) | swizzle | wavefronts | ideal | conflicts |",
              "|---|---|---|---|---|---|---|"]
     for name, op, expr, sw in CONFLICT_PATTERNS:
@@ -102,7 +196,3 @@ def _conflict_table(args, out, written):
     _write(path, "# Bank conflicts of common access patterns (sm_90 model, Nsight Compute terms)\n\n"
            + "\n".join(lines) + "\n")
     written["tables"].append(path)
-
-
-# Each step adds one kind of artefact; later capabilities add theirs here.
-_STEPS = [_pictures, _conflict_table]

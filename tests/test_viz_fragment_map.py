@@ -1,0 +1,194 @@
+"""Fragment-map pictures: every cell's label is the instruction table's (and the PTX ISA's) lane and
+element, a register's two halves are joined, the ldmatrix matrices are the ones ldmatrix loads."""
+
+import numpy as np
+import pytest
+import svg_labels
+
+import fragsim
+from fragsim.instructions import FORMS
+from fragsim.viz import _blocks, _groups
+from fragsim.viz.fragment_map import draw_fragment_map, draw_mma
+
+OPS = "ABCD"
+
+
+def _ptx_figure(form, op):
+    """The PTX ISA's row/col formulas ("Matrix Fragments for mma.m*n*k*"), transcribed, as
+    {(row, col): "T<lane> <element>"} -- independent of fragsim's table."""
+    M, N, K = form.shape
+    a_type = form.types["A"]
+    bits = form.fmt("A").storage_bits
+    epr = max(1, 32 // bits)                         # integer and .b1 inputs: elements per register
+    out = {}
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        if op == "A" and a_type in ("f16", "bf16"):
+            elems = [(g + 8 * ((i >> 1) & 1), t * 2 + (i & 1) + 8 * (i >> 2)) for i in range(K // 2)]
+        elif op == "A" and a_type in ("tf32", "f64"):
+            elems = [(g + 8 * (i & 1), t + 4 * (i >> 1)) for i in range(M * K // 32)]
+        elif op == "A":                               # s8/u8, s4/u4, b1
+            elems = [(g + 8 * ((i // epr) & 1), t * epr + i % epr + (i // (2 * epr)) * 4 * epr)
+                     for i in range(M * K // 32)]
+        elif op == "B" and a_type in ("f16", "bf16"):
+            elems = [(t * 2 + (i & 1) + 8 * (i >> 1), g) for i in range(K // 4)]
+        elif op == "B" and a_type in ("tf32", "f64"):
+            elems = [(t + 4 * i, g) for i in range(K * N // 32)]
+        elif op == "B":
+            elems = [(t * epr + i % epr + (i // epr) * 4 * epr, g) for i in range(K * N // 32)]
+        else:                                   # C and D: c0,c1 row groupID, c2,c3 row groupID + 8
+            elems = [(g + 8 * (i >> 1), t * 2 + (i & 1)) for i in range(M * N // 32)]
+        for i, rc in enumerate(elems):
+            out[rc] = f"T{lane} {op.lower()}{i}"
+    return out
+
+
+def _fills(root):
+    """id of each named cell -> its fill colour (#rrggbb)."""
+    out = {}
+    for g in root.iter(svg_labels.NS + "g"):
+        path = g.find(svg_labels.NS + "path")
+        if path is not None and "fill: #" in (path.get("style") or ""):
+            out[g.get("id")] = path.get("style").split("fill: ")[1][:7]
+    return out
+
+
+@pytest.mark.parametrize("name", list(FORMS))
+def test_the_table_is_the_ptx_isa_figure_for_every_form(name):
+    """What every picture draws -- the table's owner of each cell -- is the PTX ISA's."""
+    form = FORMS[name]
+    for op in OPS:
+        lane, reg, half = form.owner(op)
+        table = {(r, c): f"T{lane[r, c]} {form.element_name(op, reg[r, c], half[r, c])}"
+                 for r, c in np.ndindex(lane.shape)}
+        assert table == _ptx_figure(form, op), (name, op)
+
+
+PICTURES = [(fs[0].name, op) for op in OPS
+            for fs in _groups.group(FORMS.values(), lambda f, op=op: _groups.operand_key(f, op)).values()]
+
+
+@pytest.mark.parametrize("name,op", PICTURES)
+def test_each_picture_says_what_the_ptx_isa_figure_says(name, op):
+    """Each distinct map, cell by cell: the label (lane and element) where cells are large enough
+    for one, else the lane's colour."""
+    from fragsim.viz.palette import LANE_RGB
+    form = FORMS[name]
+    root = svg_labels.parse(draw_fragment_map(form, op))
+    ptx = _ptx_figure(form, op)
+    got = {tuple(int(x) for x in k.split("-")[1:]): v for k, v in svg_labels.labels(root).items()
+           if k.startswith(op + "-")}
+    if got:
+        assert got == ptx
+    else:                                             # 16x128, 16x256 .b1: colour only
+        hexes = ["#" + "".join(f"{int(round(x * 255)):02x}" for x in c) for c in LANE_RGB]
+        fills = {tuple(int(x) for x in k.split("-")[1:]): v for k, v in _fills(root).items()
+                 if k.startswith(op + "-") and k.count("-") == 2}
+        assert len(fills) == len(ptx)
+        assert {rc: hexes.index(f) for rc, f in fills.items()} == {rc: int(v.split()[0][1:]) for rc, v in ptx.items()}
+
+
+@pytest.mark.parametrize("name", [fs[0].name for fs in _groups.group(FORMS.values(), _groups.view_key).values()])
+def test_combined_view_labels_equal_the_instruction_table(name):
+    """Each (lane, register, half) of the table appears as exactly one cell of A, B and C/D, at its (row, col)."""
+    form = FORMS[name]
+    got = svg_labels.labels(svg_labels.parse(draw_mma(form)))
+    if not got:
+        pytest.skip("cells too small for labels (checked by colour above)")
+    for op in "ABC":
+        rows, cols = form.coords(op)
+        for lane in range(32):
+            for reg in range(rows.shape[1]):
+                for half in range(rows.shape[2]):
+                    cell = f"{op}-{rows[lane, reg, half]}-{cols[lane, reg, half]}"
+                    assert got[cell] == f"T{lane} {form.element_name(op, reg, half)}"
+
+
+def test_the_two_halves_of_a_register_share_an_edge_and_registers_are_apart():
+    """Joined registers: a0/a1 of one lane touch; a1 of lane 0 and a0 of lane 1 do not."""
+    form = FORMS["m16n8k16.row.col.f16.f16.f16.f16"]
+    r = svg_labels.rects(svg_labels.parse(draw_fragment_map(form, "A")))
+    assert r["A-0-0"][2] == pytest.approx(r["A-0-1"][0])          # a0 | a1 of lane 0: one box
+    assert r["A-0-1"][2] < r["A-0-2"][0] - 1                      # lane 0 a1 | lane 1 a0: a gap
+    rb = svg_labels.rects(svg_labels.parse(draw_fragment_map(form, "B")))
+    assert rb["B-0-0"][3] == pytest.approx(rb["B-1-0"][1])        # b0 over b1 of lane 0 (vertical pair)
+    assert rb["B-1-0"][3] < rb["B-2-0"][1] - 1
+    rc = svg_labels.rects(svg_labels.parse(draw_fragment_map("m16n8k16.row.col.f32.f16.f16.f32", "C")))
+    assert rc["C-0-0"][2] < rc["C-0-1"][0] - 1                    # f32: c0 and c1 are two registers
+
+
+def _memory_bytes(mem, bits):
+    """A matrix of ``bits``-wide values as the bytes of row-major memory (sub-byte: low bits first)."""
+    if bits >= 8:
+        return np.frombuffer(np.ascontiguousarray(mem).tobytes(), np.uint8).copy()
+    per = 8 // bits
+    m = mem.astype(np.uint8).reshape(mem.shape[0], -1, per)
+    return (m << (bits * np.arange(per, dtype=np.uint8))).sum(-1, dtype=np.uint8).ravel()
+
+
+@pytest.mark.parametrize("name", [fs[0].name for fs in _groups.group(FORMS.values(), _groups.view_key).values()])
+def test_outlined_matrices_are_what_ldmatrix_loads(name):
+    """For each layout the picture names, ldmatrix with those row addresses returns pack(operand)."""
+    form = FORMS[name]
+    rng = np.random.default_rng(0)
+    for op in OPS:
+        for st in _blocks.storages(form, op):
+            R, C = form.matrix_shape(op)
+            bits = form.fmt(op).storage_bits
+            dtype = {32: np.uint32, 16: np.uint16}.get(bits, np.uint8)
+            m = rng.integers(0, 1 << min(bits, 16), size=(R, C)).astype(dtype)
+            smem = _memory_bytes(m if st.major == "row" else m.T, bits)
+            regs = fragsim.ldmatrix(smem, st.addrs(), num=st.num, trans=st.trans)
+            assert np.array_equal(regs, fragsim.pack(form, op, m)), (name, op, st.major, st.trans)
+
+
+def test_matrix_layouts_found_for_each_operand_kind():
+    """16-bit A: row-major .x4 (or column-major .trans); B: K x N with .trans; tf32 B: N x K only;
+    f32 accumulators: none (ldmatrix moves 16-bit halves)."""
+    def names(form, op):
+        return [(s.major, s.op_name()) for s in _blocks.storages(form, op)]
+    k16 = "m16n8k16.row.col.f32.f16.f16.f32"
+    assert names(k16, "A") == [("row", "ldmatrix.x4"), ("col", "ldmatrix.x4.trans")]
+    assert names(k16, "B") == [("row", "ldmatrix.x2.trans"), ("col", "ldmatrix.x2")]
+    assert names(k16, "C") == []
+    assert names("m16n8k8.row.col.f16.f16.f16.f16", "C") == [("row", "ldmatrix.x2"), ("col", "ldmatrix.x2.trans")]
+    assert names("m16n8k8.row.col.f32.tf32.tf32.f32", "B") == [("col", "ldmatrix.x2")]
+
+
+def test_matrix_tags_name_register_i_at_its_block():
+    """m0..m3 tags of m16n8k16 A sit on the four 8x8 blocks in register order (a0a1, a2a3, a4a5, a6a7)."""
+    root = svg_labels.parse(draw_fragment_map("m16n8k16.row.col.f16.f16.f16.f16", "A"))
+    assert {"A-m0", "A-m1", "A-m2", "A-m3"} <= svg_labels.ids(root)
+    assert [(b.row0, b.col0) for b in _blocks.blocks("m16n8k16.row.col.f16.f16.f16.f16", "A")] == \
+        [(0, 0), (8, 0), (0, 8), (8, 8)]
+
+
+@pytest.mark.parametrize("ext,magic", [("png", b"\x89PNG\r\n\x1a\n"), ("svg", b"<?xml"), ("pdf", b"%PDF")])
+def test_every_format_opens(tmp_path, ext, magic):
+    path = tmp_path / f"a.{ext}"
+    fig = draw_fragment_map("m16n8k8.row.col.f32.tf32.tf32.f32", "A", path)
+    assert path.read_bytes().startswith(magic) and fig.get_figwidth() > 1
+    if ext == "png":
+        from PIL import Image
+        with Image.open(path) as im:
+            assert im.size[0] > 400 and im.size[1] > 400
+
+
+def test_unknown_extension_is_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match=r"\.png, \.svg or \.pdf \(got \.jpg\)"):
+        draw_fragment_map("m16n8k8.row.col.f32.tf32.tf32.f32", "A", tmp_path / "a.jpg")
+    assert not (tmp_path / "a.jpg").exists()
+
+
+def test_bad_operand_and_form_are_the_tables_errors():
+    with pytest.raises(ValueError, match="operand must be one of A, B, C, D"):
+        draw_fragment_map("m16n8k16.row.col.f32.f16.f16.f32", "E")
+    with pytest.raises(ValueError, match="D and C types must match"):
+        draw_mma("m16n8k16.row.col.f32.f16.f16.f16")
+
+
+def test_importing_fragsim_does_not_import_matplotlib():
+    import subprocess
+    import sys
+    code = "import fragsim, sys; fragsim.lookup('m16n8k16.f32.f16.f16.f32'); print('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
