@@ -1,12 +1,15 @@
 """Microseconds per mma.sync (one warp's worth) through ``fragsim.mma``, per form and arch.
 
-    python benchmarks/bench_mma.py [--batch 20000] [--repeat 5] [--json] [--mmasim]
+    python benchmarks/bench_mma.py [--batch 20000] [--repeat 5] [--json] [--mmasim] [--forms S ...]
 
-Operands are uniformly random 32-bit register words (every bit pattern: NaN, Inf,
-subnormals and all), a batch of ``--batch`` warps per call; the figure is the best of
-``--repeat`` calls divided by the batch.  "1 core" pins numba to one thread; "all cores"
-uses every thread numba has (prange over the batch).  ``--mmasim`` also times MMA-Sim (if
-installed) on single mmas, for scale.
+Every form of the table on every architecture that has it (``min_cc``): the float forms, the
+integer and single-bit forms, f64.  Operands are uniformly random 32-bit register words (every
+bit pattern: NaN, Inf, subnormals and all), a batch of ``--batch`` warps per call; the figure
+is the best of ``--repeat`` calls divided by the batch.  ``--forms`` keeps the forms whose
+name contains any of the given strings (``s8``, ``f64``, ``m16n8k16.row.col.f16``).  "1 core"
+pins numba to one thread; "all cores" uses every thread numba has (prange over the batch).
+``--mmasim`` also times MMA-Sim (if installed) on single mmas, for scale (the forms it models:
+not the integer ones).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fragsim  # noqa: E402
+from fragsim.arch import get_arch  # noqa: E402
 
 
 def best_us(fn, batch, repeat):
@@ -41,7 +45,8 @@ def mmasim_us(form, arch, n=50):
 
     f = fragsim.lookup(form)
     sim = MMA({"sm_80": "Ampere", "sm_90": "Hopper"}[arch], form.replace(".row.col", ""))
-    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32}
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32, "f32": torch.float32,
+          "f64": torch.float64}
     ops = [torch.randn(*f.matrix_shape(op)).to(dt[f.fmt(op).name]) for op in "ABC"]
     sim(*ops)
     t = time.perf_counter()
@@ -56,6 +61,7 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--json", action="store_true")
     p.add_argument("--mmasim", action="store_true", help="also time MMA-Sim (needs mmasim and torch)")
+    p.add_argument("--forms", nargs="+", metavar="S", help="only forms whose name contains one of these")
     args = p.parse_args(argv)
 
     import numba
@@ -63,11 +69,14 @@ def main(argv=None):
     all_threads = numba.get_num_threads()
     rng = np.random.default_rng(0)
     rows = []
-    for form in fragsim.FORMS:
+    forms = [f for f in fragsim.FORMS if not args.forms or any(s in f for s in args.forms)]
+    for form in forms:
         f = fragsim.lookup(form)
         regs = [rng.integers(0, 2**32, (args.batch, 32, f.nregs(op)), dtype=np.uint64).astype(np.uint32)
                 for op in "ABC"]
         for arch in ("sm_90", "sm_80"):
+            if f.min_cc > get_arch(arch).cc:
+                continue
             row = {"form": form, "arch": arch, "batch": args.batch}
             def run(form=form, regs=regs, arch=arch):
                 return fragsim.mma(form, *regs, arch=arch)
@@ -77,12 +86,12 @@ def main(argv=None):
             numba.set_num_threads(all_threads)
             row["us_all_cores"] = best_us(run, args.batch, args.repeat)
             row["cores"] = all_threads
-            if args.mmasim:
+            if args.mmasim and f.fmt("A").name in ("f16", "bf16", "tf32", "f64"):
                 row["us_mmasim"] = mmasim_us(form, arch)
             rows.append(row)
             if not args.json:
-                extra = f"  MMA-Sim {row['us_mmasim']:8.1f} us" if args.mmasim else ""
-                print(f"{form:36s} {arch}  1 core {row['us_1_core']:6.2f} us   {all_threads} cores "
+                extra = f"  MMA-Sim {row['us_mmasim']:8.1f} us" if "us_mmasim" in row else ""
+                print(f"{form:45s} {arch}  1 core {row['us_1_core']:6.2f} us   {all_threads} cores "
                       f"{row['us_all_cores']:6.2f} us{extra}", flush=True)
     if args.json:
         print(json.dumps({"machine": platform.processor() or platform.machine(), "cores": all_threads,
