@@ -135,8 +135,9 @@ def _lane_key(cv: Canvas, x0: float, y0: float, size: float):
                 cv.text(x0 + (g + 0.47) * size, y0 + (t + 0.45) * size, f"T{ln}", size=fs, ha="center",
                         color=text_color(LANE_RGB[ln]))
     small = max(5.0, min(TEXT_FONT - 1, cv.cell_pt * 0.3))
-    cv.text(x0, y0 - cv.units(0.06), "lanes: column = groupID, row = threadID_in_group", size=small,
-            va="bottom", color="#333333")
+    wide = cv.units(3.4) <= 8 * size          # the caption fits on one line above the key
+    cv.text(x0, y0 - cv.units(0.06), "lanes: column = groupID," + (" " if wide else "\n") + "row = threadID_in_group",
+            size=small, va="bottom", color="#333333")
 
 
 def _rect(x, y, w, h, color):
@@ -201,7 +202,7 @@ def draw_mma(form, path=None, *, gid_prefix: str = "", also=()) -> "Figure":  # 
     draw_operand(cv, form, "B", xc, 0, gid_prefix=gid_prefix, caption=caption("B"))
     if same_cd:
         draw_operand(cv, form, "C", xc, yc, gid_prefix=gid_prefix,
-                     caption=caption("C", "C/D") + " (d_i in c_i's register)")
+                     caption=caption("C", "C/D") + "\n(d_i in c_i's register)")
     else:
         draw_operand(cv, form, "C", xc, yc, gid_prefix=gid_prefix, caption=caption("C"))
         draw_operand(cv, form, "D", xc + N + gap, yc, gid_prefix=gid_prefix, caption=caption("D"))
