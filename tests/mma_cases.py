@@ -16,6 +16,10 @@ from hypothesis import strategies as st
 import fragsim
 from fragsim.formats import get_format
 
+# The forms of the truncated fused dot-product model; the integer and f64 forms (fragsim.arith.exact)
+# are tests/test_mma_exact.py's.
+FLOAT_FORMS = [n for n, f in fragsim.FORMS.items() if f.fmt("A").name in ("f16", "bf16", "tf32")]
+
 CLASSES = ("bits", "special", "subnormal", "narrow", "wide", "tiny", "half", "zero", "mixed")
 SCENARIOS = ("none", "none", "cancel", "c_cancels", "sparse", "neg_zeros")
 

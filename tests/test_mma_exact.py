@@ -373,3 +373,15 @@ def test_f64_special_class_reaches_nans_with_payloads_infs_and_subnormals():
 def test_probe_cases_repeat_one_dot_product_everywhere(form):
     for name, A, B, C in G.mma_probes(form):
         assert (A == A[0]).all() and (B == B[:, :1]).all() and (C == C[0, 0]).all(), name
+
+
+def test_mma_command_reads_integer_values_and_prints_s32(tmp_path, capsys):
+    from fragsim.cli import main
+    a, b = tmp_path / "a.npy", tmp_path / "b.npy"
+    np.save(a, np.full((16, 32), -3, np.int64))
+    np.save(b, np.full((32, 8), 2, np.int64))
+    assert main(["mma", "m16n8k32.row.col.s32.s4.s4.s32", "--a", str(a), "--b", str(b), "--json"]) == 0
+    assert np.array_equal(np.array(__import__("json").loads(capsys.readouterr().out)["d_values"]), np.full((16, 8), -192))
+    np.save(a, np.full((16, 32), 8, np.int64))
+    assert main(["mma", "m16n8k32.row.col.s32.s4.s4.s32", "--a", str(a), "--b", str(b)]) == 2
+    assert "operand A of m16n8k32.row.col.s32.s4.s4.s32: s4 values must lie in -8..7, got 8..8" in capsys.readouterr().err

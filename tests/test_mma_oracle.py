@@ -12,9 +12,9 @@ import fragsim
 from fragsim.arch import ARCHS
 
 import oracle_mma as O
-from mma_cases import matrices, mma_case
+from mma_cases import FLOAT_FORMS, matrices, mma_case
 
-FORMS = list(fragsim.FORMS)
+FORMS = FLOAT_FORMS
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..formats import from_float, to_float
+from ..formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
 from ..instructions import lookup
 from .files import load_npy
 
@@ -27,7 +27,8 @@ def add_arguments(p):
                             ("c", False, "M x N: 16x8 for m16n8k16 and m16n8k8")):
         p.add_argument(f"--{op}", required=need, metavar=f"{op.upper()}.npy",
                        help=f"matrix {op.upper()}, {shape}; floats (rounded to nearest even to the operand "
-                       f"format) or raw bits (unsigned integers)" + ("" if need else "; default all zero"))
+                       f"format) or raw bits (unsigned integers); integer forms: integer values (s8: -128..127)"
+                       + ("" if need else "; default all zero"))
     p.add_argument("--explain", nargs=2, type=int, metavar=("ROW", "COL"),
                    help="print the computation of D[ROW, COL] step by step")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -43,6 +44,14 @@ def load_operand(form, op: str, path) -> np.ndarray:
     if x.shape != shape:
         raise ValueError(f"operand {op} of {f.name}: expected a {shape[0]}x{shape[1]} matrix, "
                          f"got shape {x.shape} from {path}")
+    if isinstance(fmt, IntFormat):
+        if x.dtype.kind == "f" and not np.array_equal(x, np.round(x)):
+            raise ValueError(f"operand {op} of {f.name}: {fmt.name} values are integers, got fractions from {path}")
+        if x.dtype.kind in "uif":
+            if x.size and (x.min() < fmt.min or x.max() > fmt.max):
+                raise ValueError(f"operand {op} of {f.name}: {fmt.name} values must lie in {fmt.min}..{fmt.max}, "
+                                 f"got {x.min():g}..{x.max():g} from {path}")
+            return int_to_bits(x.astype(np.int64), fmt)
     if x.dtype.kind == "f":
         return from_float(x, fmt)
     if x.dtype.kind in "ui":
@@ -68,7 +77,8 @@ def run(args) -> int:
     A, B, C = (load_operand(f, op, path) for op, path in (("A", args.a), ("B", args.b), ("C", args.c)))
     d = fragsim.mma(f, fragsim.pack(f, "A", A), fragsim.pack(f, "B", B), fragsim.pack(f, "C", C), arch=arch)
     D = fragsim.unpack(f, "D", d)
-    vals = to_float(D, f.fmt("D"))
+    fd = f.fmt("D")
+    vals = int_from_bits(D, fd) if isinstance(fd, IntFormat) else to_float(D, fd)
     if args.explain is not None:
         row, col = args.explain
         trace = explain(f, A, B, C, row, col, arch)
