@@ -88,6 +88,17 @@ def test_plain_and_halfword_loads_fill_fragments_too():
     assert check_load(F16, "A", A16, u16).ok
 
 
+def test_64_bit_elements_fill_register_pairs_and_8_bit_ones_share_a_register():
+    """f64 m8n8k4: lane l's A element (l/4, l%4) by ld.shared.v2.b32; s8 m16n8k32 A by ldmatrix.x4."""
+    f64 = fragsim.Tile(8, 4, "f64")
+    assert check_load("m8n8k4.row.col.f64.f64.f64.f64", "A", f64, [("ld.shared.v2.b32", f64.offset(LANES // 4, LANES % 4))]).ok
+    s8 = fragsim.Tile(16, 32, "s8")
+    form = "m16n8k32.row.col.s32.s8.s8.s32"
+    assert check_load(form, "A", s8, [("ldmatrix.x4", "(lane % 16) * 32 + (lane / 16) * 16")]).ok
+    r = check_load(form, "A", s8, [("ldmatrix.x4", "(lane % 16) * 32 + (1 - lane / 16) * 16")])
+    assert r.kinds == ["k-halves swapped"] and "k 0..15 hold k 16..31" in r.diagnosis[0]
+
+
 def test_a_plain_load_that_needs_non_adjacent_elements_is_named():
     t = fragsim.Tile(16, 8, "f16")              # B row-major (K x N): a register's two k are a row apart
     rows, cols = fragsim.lookup(F16).coords("B")
@@ -155,6 +166,8 @@ def test_stores_of_f32_accumulators_into_a_16_bit_tile_use_the_16_bit_accumulato
     (lambda: check_load(F16, "A", 3, [("ldmatrix.x4", A_X4)]), "tile must be a fragsim.Tile"),
     (lambda: check_load(F16, "A", A16, [("ldmatrix.x4", lambda lane: 1 / 0)]), "the callable failed"),
     (lambda: check_store(F16, "A", A16, [("stmatrix.x4", A_X4)]), "operand must be 'C'"),
+    (lambda: check_load("m16n8k128.row.col.s32.b1.b1.s32.and.popc", "A", fragsim.Tile(16, 16, "u8"),
+                        [("ldmatrix.x2", "lane * 16")]), "1-bit b1 elements"),
     (lambda: check_copy(A16, [("cp.async.cg.16", "lane * 16")], threads=48), "multiple of 32"),
     (lambda: check_copy(A16, [("cp.async.cg.16", "lane * 16", "lane * 16")], global_pitch=8), "smaller than a row"),
     (lambda: check_load(F16, "A", A16, [("ldmatrix.x4", A_X4)], gpu="yes"), "gpu must be True"),

@@ -62,6 +62,7 @@ class Diagnosis:
         self.mismatch_text = mismatch_text  # the first mismatches, as text
         self.verb = VERB[ev.kind]
         self.noun = NOUN[ev.kind]
+        self.wide = ev.frags.wide if ev.frags is not None else 1   # registers per unit of the grids
 
     # ------------------------------------------------------------------------------------------
     def findings(self) -> list[Finding]:
@@ -310,8 +311,9 @@ class Diagnosis:
         exp = self.explained(tr, tc)
         if not bad.any() or (bad != exp).any():
             return []
-        frs = sorted({int(f) for f in fr.regmap[bad, 0]})
-        whole = all(bad[fr.regmap[:, 0] == f].all() for f in frs)
+        unit_frag = fr.regmap[::self.wide, 0]
+        frs = sorted({int(f) for f in unit_frag[bad]})
+        whole = all(bad[unit_frag == f].all() for f in frs)
         if not whole:
             return []
         which = (f"the {fr.operand} fragment" if len(fr.origins) == 1 else
@@ -353,9 +355,10 @@ class Diagnosis:
         if src is None:
             return None
         offs = np.cumsum([0] + [i.nbytes // 4 for i in self.instrs])
+        regs = {j * self.wide: k * self.wide for j, k in src.items()}
         new, texts = list(self.instrs), []
         for i, ins in enumerate(self.instrs):
-            pairs = {j - offs[i]: k - offs[i] for j, k in src.items() if offs[i] <= j < offs[i + 1]}
+            pairs = {j - offs[i]: k - offs[i] for j, k in regs.items() if offs[i] <= j < offs[i + 1]}
             if not pairs:
                 continue
             if ins.op.family not in ("ldmatrix", "stmatrix") or any(not 0 <= k < ins.op.num for k in pairs.values()):
@@ -376,13 +379,13 @@ class Diagnosis:
         fixed = self.reordered()
         fr = self.ev.frags
         assert fr is not None, "register_sources found registers"
-        regmap = [tuple(int(x) for x in fr.regmap[src.get(j, j)]) for j in range(len(fr.regmap))]
+        w = self.wide
+        regmap = [tuple(int(x) for x in fr.regmap[src.get(r // w, r // w) * w + r % w]) for r in range(len(fr.regmap))]
+        regs = ", ".join(f"r{j * w} holds what r{k * w} needs" for j, k in sorted(src.items()))
         if fixed is not None and self.recheck(instrs=fixed[0]):
-            regs = ", ".join(f"r{j} holds what r{k} needs" for j, k in sorted(src.items()))
             return [Finding("matrix order", f"the 8x8 matrices come in the wrong order ({regs}); "
                             + "; ".join(fixed[1]) + f"; or, if the registers are meant in this order, say so with "
                             f"regmap={regmap}")]
-        regs = ", ".join(f"r{j} holds what r{k} needs" for j, k in sorted(src.items()))
         return [Finding("register order", f"the registers come in the wrong order ({regs}): reorder the "
                         f"instructions' addresses, or if the registers are meant that way, say so with "
                         f"regmap={regmap}")]
@@ -419,7 +422,7 @@ class Diagnosis:
             else:
                 lanes = self.lanes_of(regs, r, c)
                 held = f"tile({'r' + format(r, '+d') if r else 'r'},{'c' + format(c, '+d') if c else 'c'})"
-                text = (f"{what}: {', '.join(f'r{j}' for j in regs)} hold {held} where tile(r,c) is "
+                text = (f"{what}: {', '.join(f'r{j * self.wide}' for j in regs)} hold {held} where tile(r,c) is "
                         f"needed{lanes}")
             out.append(Finding("offset", text))
         return out
@@ -469,10 +472,11 @@ class Diagnosis:
         lanes: set = set()
         plain: list = []
         for j in regs:
-            i = int(np.searchsorted(offs, 4 * j, side="right") - 1)
+            b = 4 * self.wide * j                     # the unit's first byte in the stream
+            i = int(np.searchsorted(offs, b, side="right") - 1)
             ins = self.instrs[i]
             if ins.op.family in ("ldmatrix", "stmatrix"):
-                k = (4 * j - offs[i]) // 4
+                k = (b - offs[i]) // 4
                 lanes.update(range(MATRIX_ROWS * k, MATRIX_ROWS * (k + 1)))
             elif ins.label not in plain:
                 plain.append(ins.label)

@@ -38,6 +38,17 @@ class Fragments:
     def epr(self) -> int:
         return self.want.shape[2]
 
+    @property
+    def wide(self) -> int:
+        """32-bit registers per element: 2 for f64 (a register pair holds one element), else 1."""
+        return max(1, self.form.fmt(self.operand).storage_bits // 32)
+
+    @property
+    def units(self) -> np.ndarray:
+        """int64 (32, U, k): the element each slot needs, by unit -- a register of k elements, or the
+        register pair of a 64-bit element (k = 1)."""
+        return self.want[:, ::self.wide, :]
+
     def register_name(self, j: int) -> str:
         """Stream register j as the fragment register it is: "B fragment 1 reg 0 (b0, b1)"."""
         f, k = (int(x) for x in self.regmap[j])
@@ -111,7 +122,11 @@ def build(form, operand, tile, stream_bytes: int, *, at=None, fragments=None, re
         op = "C"
     elif op == "D":
         op = "C"            # D has C's fragment map
-    esize = f.fmt(op).storage_bits // 8
+    bits = f.fmt(op).storage_bits
+    if bits % 8:
+        raise ValueError(f"operand {op} of {f.name} holds {bits}-bit {f.fmt(op).name} elements; the checker follows "
+                         "whole bytes (a tile has no sub-byte elements)")
+    esize = bits // 8
     if esize != tile.elem_bytes:
         raise ValueError(f"the tile holds {tile.elem_bytes}-byte {tile.dtype} elements, but operand {op} of "
                          f"{f.name} is {f.fmt(op).name} ({esize} bytes per element)")

@@ -81,8 +81,8 @@ class Evidence:
     def grid(self, a: np.ndarray) -> np.ndarray:
         """A per-slot array of a load or store as (32, registers, elements per register)."""
         assert self.frags is not None
-        w = self.frags.want
-        return a.reshape(w.shape[1], w.shape[0], w.shape[2]).transpose(1, 0, 2)
+        u = self.frags.units
+        return a.reshape(u.shape[1], u.shape[0], u.shape[2]).transpose(1, 0, 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -97,16 +97,17 @@ class _Stream:
         self.offsets = np.cumsum([0] + [i.nbytes for i in instrs])
         self.size = M.smem_size(tile, instrs)
         self.npass = M.passes(tile)
-        # slot order: register, lane, element within the register (32, R, epr) -> flat
-        w = frags.want
+        # slot order: unit (register, or register pair of a 64-bit element), lane, element in the unit
+        w = frags.units                                                         # (32, U, k)
         self.want = w.transpose(1, 0, 2).reshape(-1)
-        R, epr = w.shape[1], w.shape[2]
-        g = np.meshgrid(np.arange(R), np.arange(WARP_LANES), np.arange(epr), indexing="ij")
-        self.reg, self.lane, self.half = (x.reshape(-1) for x in g)
-        self.byte = (self.reg * epr + self.half) * self.esize                   # stream byte of the slot
+        U, k = w.shape[1], w.shape[2]
+        g = np.meshgrid(np.arange(U), np.arange(WARP_LANES), np.arange(k), indexing="ij")
+        unit, self.lane, self.half = (x.reshape(-1) for x in g)
+        self.reg = unit * frags.wide                                            # its first register
+        self.byte = (unit * k + self.half) * self.esize                         # stream byte of the slot
         self.instr = np.searchsorted(self.offsets, self.byte, side="right") - 1
         self.wel, self.wby = [], []
-        wslots = w.reshape(WARP_LANES, -1)                                        # (32, S)
+        wslots = w.reshape(WARP_LANES, -1)                                        # (32, slots)
         for i, ins in enumerate(instrs):
             k = self.offsets[i] + np.arange(ins.nbytes)
             self.wel.append(np.ascontiguousarray(wslots[:, k // self.esize]))
@@ -150,7 +151,7 @@ class StoreRun(_Stream):
 
     def program(self):
         mem = np.zeros((self.npass, self.size), np.uint8)
-        w = self.frags.want.reshape(WARP_LANES, -1)
+        w = self.frags.units.reshape(WARP_LANES, -1)
         pays = []
         for i, ins in enumerate(self.instrs):
             k = self.offsets[i] + np.arange(ins.nbytes)
