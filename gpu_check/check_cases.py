@@ -17,7 +17,8 @@ Sources (docs in ../shared/seeds of the project's founding material):
   threads in 4 passes.
 - seed 004, the smallest m16n8k16 kernel: B by ``ldmatrix.x2.trans``; its A load, ``ldmatrix.x4.trans``
   of a row-major A, delivers A transposed (the case records that).
-- an epilogue written in the style of these kernels: f16 accumulators through ``st.shared.b32``.
+- an epilogue written in the style of these kernels: f16 accumulators through ``st.shared.b32``;
+  and the other element widths: s8 A by ``ldmatrix.x4``, f64 A by ``ld.shared.v2.b32``.
 """
 
 from __future__ import annotations
@@ -144,6 +145,11 @@ CASES = [
     # epilogue
     Case("epi-C-st.shared.b32", "store", _epi([("st.shared.b32", EPI_ROW0), ("st.shared.b32", EPI_ROW8)]), True),
     Case("epi-C-stmatrix.x4-two-n-tiles", "store", _epi([("stmatrix.x4", EPI_STSM)]), True),
+    # other element widths
+    Case("s8-A-ldmatrix.x4", "load", dict(form="m16n8k32.row.col.s32.s8.s8.s32", operand="A", tile="16x32 s8",
+                                          loads=[("ldmatrix.x4", "(lane % 16) * 32 + (lane / 16) * 16")]), True),
+    Case("f64-A-ld.shared.v2.b32", "load", dict(form="m8n8k4.row.col.f64.f64.f64.f64", operand="A", tile="8x4 f64",
+                                                loads=[("ld.shared.v2.b32", "((lane / 4) * 4 + lane % 4) * 8")]), True),
 
     # the mistakes, each injected into a right recipe
     Case("transposed-trans-missing", "load", _b(op="ldmatrix.x2"), False, "transposed"),
