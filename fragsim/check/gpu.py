@@ -80,6 +80,12 @@ def verdict(gpu, run, instrs, smem, payloads, outs, after) -> GpuVerdict:
     return GpuVerdict(dict(m.info), not diffs, ok, compared, diffs[:QUOTED])
 
 
+def recorded_names(path) -> list[str]:
+    """The cases a recording holds."""
+    with np.load(path, allow_pickle=False) as z:
+        return sorted({k.rsplit("/", 1)[0] for k in z.files if k.endswith("/digest")})
+
+
 class Recorded:
     """A recorded GPU run of one case, replayed: ``run`` returns what the hardware did."""
 
