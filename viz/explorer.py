@@ -163,8 +163,8 @@ div.fig { overflow-x: auto; }
 svg.map { width: 100%; height: auto; max-width: 1500px; }
 svg.map text { font-family: 'DejaVu Sans', Verdana, sans-serif; pointer-events: none; }
 svg.map g.cell { cursor: pointer; }
-svg.map.sel g.cell > path { opacity: 0.25; }
-svg.map.sel g.cell.hl > path { opacity: 1; stroke: #000 !important; stroke-width: 2.5px !important; }
+svg.map.sel g.cell path { opacity: 0.25; }
+svg.map.sel g.cell.hl path { opacity: 1; stroke: #000 !important; stroke-width: 2.5px !important; }
 svg.map.sel g.lbl.hl text { font-weight: bold; }
 </style></head>
 <body>
