@@ -11,7 +11,7 @@ def integer(value, name: str, choices=None, hint: str = "") -> int:
     """An int (not a bool, not a float that happens to be whole, not an array)."""
     why = f" ({hint})" if hint else ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer{_among(choices)}{why}, got {_show(value)}")
+        raise TypeError(f"{name} must be an integer{_among(choices)}{why}, got {show(value)}")
     v = int(value)
     if choices is not None and v not in choices:
         raise ValueError(f"{name} must be{_among(choices)}{why}, got {v}")
@@ -21,16 +21,46 @@ def integer(value, name: str, choices=None, hint: str = "") -> int:
 def boolean(value, name: str) -> bool:
     """True or False (a NumPy bool too); not 0/1, not a string, not an array."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {_show(value)}")
+        raise TypeError(f"{name} must be True or False, got {show(value)}")
     return bool(value)
 
 
 def choice(value, name: str, choices) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {', '.join(map(repr, choices))}, got {_show(value)}")
+        raise TypeError(f"{name} must be one of {', '.join(map(repr, choices))}, got {show(value)}")
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
+
+
+def array(value, name: str) -> np.ndarray:
+    """``np.asarray(value)``; nested sequences of unequal lengths are refused naming the parameter
+    (NumPy's own text names none)."""
+    try:
+        return np.asarray(value)
+    except ValueError as e:
+        raise ValueError(f"{name} must be a rectangular array, got nested sequences of unequal lengths "
+                         f"({' '.join(str(e).split())})") from None
+
+
+def broadcast_shape(shapes, names, what: str = "") -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes`` for any number of dimensions (``np.broadcast_shapes`` stops
+    at 32); a mismatch names the parameters (``names[i]`` has ``shapes[i]``)."""
+    shapes = [tuple(s) for s in shapes]
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        size, owner = 1, None
+        for s, name in zip(shapes, names):
+            d = s[i - ndim + len(s)] if i - ndim + len(s) >= 0 else 1
+            if d == 1:
+                continue
+            if owner is None:
+                size, owner = d, (name, s)
+            elif d != size:
+                raise ValueError(f"{what}{owner[0]} shaped {owner[1]} and {name} shaped {s} do not broadcast together")
+        out.append(size)
+    return tuple(out)
 
 
 def hex_int(v) -> str:
@@ -46,8 +76,9 @@ def _among(choices) -> str:
     return " " + (", ".join(c[:-1]) + " or " + c[-1] if len(c) > 1 else c[0])
 
 
-def _show(value) -> str:
+def show(value) -> str:
+    """A value for a one-line message: arrays by shape, others by type and a short repr."""
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
-    r = repr(value)
-    return f"{type(value).__name__} {r[:40]}"
+    r = repr(value)[:40].replace("\n", " ")
+    return f"{type(value).__name__} {r}"
