@@ -88,3 +88,10 @@ def test_a_128x128_tile_renders_quickly_with_labels_dropped():
     root = svg_labels.parse(fig)
     assert time.perf_counter() - t < 30            # seconds on a loaded 2-core CI box (about 2 s idle)
     assert svg_labels.labels(root) == {}
+
+
+def test_a_bank_report_shows_its_picture_in_jupyter():
+    import numpy as np
+    import fragsim
+    r = fragsim.bank_conflicts("ldmatrix.x4", (np.arange(32) % 16) * 128)
+    assert r._repr_png_().startswith(b"\x89PNG") and "<svg" in r._repr_svg_()

@@ -115,6 +115,14 @@ class BankReport:
         from .text import format_report
         return format_report(self)
 
+    def _repr_png_(self):   # Jupyter: the phases and the histogram (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
+
 
 def _scratch():
     return (np.empty((WARP_LANES, WARP_LANES), np.int64), np.empty(WARP_LANES, np.int64),
