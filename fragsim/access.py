@@ -40,6 +40,8 @@ from .instructions.shared_op import SharedOp
 from .instructions.shared_ops import parse_shared_op
 from .tile import Tile
 
+MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
+
 __all__ = ["AccessGroup", "AccessSet", "mma_operand", "copy", "row_reads", "epilogue", "from_exprs"]
 
 LANES = np.arange(WARP_LANES)
@@ -112,6 +114,9 @@ class AccessSet:
 
     def __init__(self, groups=()) -> None:
         gs: list[AccessGroup] = []
+        if not isinstance(groups, (AccessGroup, AccessSet, list, tuple)):
+            raise TypeError(f"an access set is built from access groups (an AccessGroup, an AccessSet or a list of them: "
+                            f"fragsim.access presets or from_exprs), got {_check.show(groups)}")
         for g in groups if not isinstance(groups, (AccessGroup, AccessSet)) else [groups]:
             if isinstance(g, AccessSet):
                 gs.extend(g.groups)
@@ -247,6 +252,14 @@ def _pair(value, name: str) -> tuple[int, int]:
     return a, b
 
 
+def _warps(value) -> tuple[int, int]:
+    wm, wn = _pair(value, "warps")
+    if wm * wn * WARP_LANES > MAX_CTA_THREADS:
+        raise ValueError(f"warps {wm}x{wn}: a CTA has at most {MAX_CTA_THREADS // WARP_LANES} warps "
+                         f"({MAX_CTA_THREADS} threads)")
+    return wm, wn
+
+
 def _natural(dims: str) -> bool:
     """Tile rows hold the operand's first dimension (A: m, B: k, C: m)."""
     return dims in ("mk", "kn", "mn")
@@ -345,7 +358,7 @@ def mma_operand(tile, form, operand="A", *, warps=(2, 2), warp_tile=None, k_step
     if esize != tile.elem_bytes:
         raise ValueError(f"tile holds {tile.elem_bytes}-byte {tile.dtype}, but operand {operand} of {f.name} "
                          f"is {esize}-byte {f.fmt(operand).name}")
-    wm, wn = _pair(warps, "warps")
+    wm, wn = _warps(warps)
     tm, tn = (None, None) if warp_tile is None else _pair(warp_tile, "warp_tile")
     fr, fc = f.matrix_shape(operand)
     ext_r, ext_c = _extent(tile, dims)
@@ -405,8 +418,9 @@ def _chunks(tile: Tile, op: SharedOp, threads: int, what: str):
     nb = op.bytes_per_addr
     if tile.line_bytes % nb:
         raise ValueError(f"{what}: a {tile.order} of {tile.line_bytes} bytes does not split into {nb}-byte chunks")
-    if threads < 1 or threads % WARP_LANES:
-        raise ValueError(f"threads must be a positive multiple of {WARP_LANES}, got {threads}")
+    if threads < 1 or threads % WARP_LANES or threads > MAX_CTA_THREADS:
+        raise ValueError(f"threads must be a positive multiple of {WARP_LANES} up to {MAX_CTA_THREADS} (a CTA), "
+                         f"got {threads}")
     per_line = tile.line_bytes // nb
     total = tile.lines * per_line
     passes = -(-total // threads)
@@ -504,7 +518,7 @@ def epilogue(tile, form, *, warps=(2, 2), warp_tile=None, store_op=None, read_op
     f = _acc_form(form, tile.elem_bytes)
     if dims not in DIMS["C"]:
         raise ValueError(f"dims for C must be 'mn' or 'nm', got {dims!r}")
-    wm, wn = _pair(warps, "warps")
+    wm, wn = _warps(warps)
     tm, tn = (None, None) if warp_tile is None else _pair(warp_tile, "warp_tile")
     ext_r, ext_c = _extent(tile, dims)
     sm = _warp_split(ext_r, wm, tm, "warp tile M")

@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._check import array, broadcast_shape
 from .swizzle import Swizzle
 
 __all__ = ["parse", "evaluate", "Expr", "SIZEOF", "AddrExprError", "MAX_TOKENS"]
@@ -186,7 +187,8 @@ def _literal(tok: Token) -> tuple:
                                 "(C reads a leading 0 as octal)")
         value, decimal = int(body, 8), False
     else:
-        value, decimal = int(body), True
+        # past 20 digits it is past 2**64 (and past Python's limit on converting long decimal strings)
+        value, decimal = (int(body) if len(body) <= 20 else 1 << 64), True
     unsigned, long_ = "u" in suffix.lower(), "l" in suffix.lower()
     if value >= 1 << 64:
         raise AddrExprError(f"position {tok.pos}: literal {tok.text} does not fit in 64 bits "
@@ -797,18 +799,18 @@ def _wrap(r, t: CType):
 # ---------------------------------------------------------------------------------------------
 
 def _as_int64(name: str, v) -> np.ndarray:
+    what = "lane" if name == "lane" else f"variable {name!r}"
     if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
         if not _MIN[64] <= int(v) <= _MAX[64]:
-            raise AddrExprError(f"variable {name!r} = {int(v)} does not fit in 64-bit signed (long)")
+            raise AddrExprError(f"{what} = {int(v)} does not fit in 64-bit signed (long)")
         return np.asarray(int(v), dtype=np.int64)
-    a = np.asarray(v)
-    if a.dtype == bool:
+    a = array(v, what)
+    if a.dtype == bool and name != "lane":   # a condition as a variable is 0 or 1, as in C
         return a.astype(np.int64)
     if a.dtype.kind not in "iu":
-        what = "lane" if name == "lane" else f"variable {name!r}"
         raise TypeError(f"{what} must be an integer or integer array, got dtype {a.dtype}")
     if a.dtype == np.uint64 and a.size and a.max() > _MAX[64]:
-        raise AddrExprError(f"variable {name!r}: value {int(a.max())} does not fit in 64-bit signed (long)")
+        raise AddrExprError(f"{what}: value {int(a.max())} does not fit in 64-bit signed (long)")
     return a.astype(np.int64)
 
 
@@ -833,10 +835,12 @@ class Expr:
 
     def evaluate(self, lane=None, **variables) -> np.ndarray:
         """int64 array: ``lane`` defaults to 0..31; variables are ints or arrays that broadcast."""
-        for name in variables:
+        for name, v in variables.items():
             if name in self._bound:
                 raise AddrExprError(f"variable {name!r} is given, but position {self._bound[name]} of "
                                     f"{self.src!r} binds it")
+            if name not in self._vars:      # unread (one --var set serves --addrs and --src), still checked
+                _as_int64(name, v)
         env = {"lane": np.arange(32, dtype=np.int64) if lane is None else lane}
         env.update(variables)
         arrays, var_types = {}, {}
@@ -848,7 +852,8 @@ class Expr:
             var_types[name] = I32 if not a.size or (a.min() >= _MIN[32] and a.max() <= _MAX[32]) else I64
         lane_arr = _as_int64("lane", env["lane"])
         # one value per lane even where the expression does not read `lane`
-        shape = np.broadcast_shapes(lane_arr.shape, *(a.shape for a in arrays.values()))
+        shape = broadcast_shape([lane_arr.shape, *(a.shape for a in arrays.values())],
+                                ["lane", *(f"variable {name!r}" for name in arrays)])
         # errors name the lane (and the variables) where they occur
         out = self._program.run({"lane": lane_arr, **arrays}, {"lane": I32, **var_types}, shape)
         return np.broadcast_to(out, shape).astype(np.int64)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._check import array, broadcast_shape, show
+
 __all__ = [
     "FloatFormat", "FORMATS", "get_format", "fields", "decompose", "is_nan", "is_inf",
     "is_zero", "is_subnormal", "classify", "to_float", "from_float", "round_to_format",
@@ -180,7 +182,7 @@ def _first_index(mask: np.ndarray) -> tuple[int, ...]:
 
 
 def _as_bits(bits, fmt: FloatFormat | IntFormat) -> np.ndarray:
-    b = np.asarray(bits)
+    b = array(bits, f"{fmt.name} bit patterns")
     if b.dtype.kind not in "ui":
         raise TypeError(f"{fmt.name} bit patterns must be an unsigned integer array, got dtype {b.dtype}")
     # A wider or negative pattern is not a word of the format: masking it would hand back
@@ -282,6 +284,13 @@ def _bit_length(x: np.ndarray) -> np.ndarray:
     return n + (y > 0)
 
 
+def _mode(value, name: str, modes) -> None:
+    # `in` on an array would ask NumPy for a truth value: compare only strings
+    if not (isinstance(value, str) and value in modes):
+        got = repr(value) if isinstance(value, str) else show(value)
+        raise ValueError(f"{name} must be {' or '.join(map(repr, modes))}, got {got}")
+
+
 def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = "ieee") -> np.ndarray:
     """Round the exact values (-1)**sign * sig * 2**exp to ``fmt`` and encode them.
 
@@ -292,14 +301,13 @@ def round_to_format(sign, sig, exp, fmt, rounding: str = "rne", overflow: str = 
     Subnormal results are produced; zero keeps its sign.
     """
     fmt = _float_format(fmt, "round_to_format")
-    if rounding not in ("rne", "rz"):
-        raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
-    if overflow not in ("ieee", "inf"):
-        raise ValueError(f"overflow must be 'ieee' or 'inf', got {overflow!r}")
+    _mode(rounding, "rounding", ("rne", "rz"))
+    _mode(overflow, "overflow", ("ieee", "inf"))
     sign = np.asarray(sign, dtype=np.int64)
     sig = np.asarray(sig, dtype=np.int64)
     exp = np.asarray(exp, dtype=np.int64)
-    sign, sig, exp = np.broadcast_arrays(sign, sig, exp)
+    shape = broadcast_shape([sign.shape, sig.shape, exp.shape], ["sign", "sig", "exp"])
+    sign, sig, exp = (np.broadcast_to(x, shape) for x in (sign, sig, exp))
     nbits = _bit_length(sig)
     lead = exp + nbits - 1  # exponent of the leading bit
     qexp = np.maximum(lead, fmt.emin) - fmt.man_bits  # exponent of the last kept bit
@@ -400,8 +408,7 @@ def from_float(x, fmt, rounding: str = "rne") -> np.ndarray:
     Anything else (None, strings, dates, booleans, complex) is a ``TypeError``.
     """
     fmt = _float_format(fmt, "to_bits")
-    if rounding not in ("rne", "rz"):
-        raise ValueError(f"rounding must be 'rne' or 'rz', got {rounding!r}")
+    _mode(rounding, "rounding", ("rne", "rz"))
     try:
         a = np.asarray(x)
     except ValueError as e:  # ragged nesting

@@ -14,6 +14,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ._check import broadcast_shape
+
 
 @dataclass(frozen=True)
 class LinearLayout:
@@ -55,7 +57,7 @@ class LinearLayout:
     def apply(self, **inputs) -> tuple[np.ndarray, ...]:
         """Map integer arrays (broadcast together) to a tuple of output arrays."""
         arrays = {k: np.asarray(inputs[k], dtype=np.int64) for k in self.in_dims}
-        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+        shape = broadcast_shape([a.shape for a in arrays.values()], list(arrays))
         outs = [np.zeros(shape, dtype=np.int64) for _ in self.out_dims]
         for name, vecs in self.bases:
             x = arrays[name]

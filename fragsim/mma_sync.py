@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .arith import plan, run
+from ._check import broadcast_shape
 from .registers import check_regs
 
 __all__ = ["mma"]
@@ -30,24 +31,11 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     pl = plan(form, arch)
     f = pl.form
     regs = [check_regs(f, op, x) for op, x in (("A", a), ("B", b), ("C", c))]
-    lead = _broadcast_lead(f, [r.shape for r in regs])
+    lead = broadcast_shape([r.shape[:-2] for r in regs], ["operand A", "operand B", "operand C"],
+                           f"{f.name}: the leading (batch) dimensions of ")
     batch = int(np.prod(lead, dtype=np.int64))
     fa, fb, fc = ((r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:]))
                   .reshape(batch, r.shape[-2] * r.shape[-1]) for r in regs)
     d = run(pl, fa, fb, fc, parallel=bool(parallel))
     return d.reshape(lead + (32, f.nregs("D")))
 
-
-def _broadcast_lead(f, shapes) -> tuple[int, ...]:
-    """NumPy's broadcast of the leading (batch) dimensions, for any number of them
-    (``np.broadcast_shapes`` stops at 32)."""
-    leads = [s[:-2] for s in shapes]
-    ndim = max(len(x) for x in leads)
-    out = []
-    for i in range(ndim):
-        sizes = {x[i - ndim + len(x)] for x in leads if i - ndim + len(x) >= 0} - {1}
-        if len(sizes) > 1:
-            raise ValueError(f"{f.name}: the leading (batch) dimensions of A, B and C do not broadcast: "
-                             f"{', '.join(str(s) for s in shapes)}")
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)

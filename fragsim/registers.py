@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._check import array
 from .formats import IntFormat
 from .instructions import lookup
 
@@ -18,7 +19,7 @@ def _first_bad(bad: np.ndarray) -> tuple[int, ...]:
 
 def _check_matrix(form, operand, matrix) -> np.ndarray:
     fmt = form.fmt(operand)
-    m = np.asarray(matrix)
+    m = array(matrix, f"operand {operand} of {form.name}")
     shape = form.matrix_shape(operand)
     if m.dtype.kind == "f":
         raise TypeError(f"operand {operand} of {form.name}: expected {fmt.name} bit patterns "
@@ -64,7 +65,7 @@ def check_regs(form, operand, regs, what: str = "registers") -> np.ndarray:
     """Validate a register array for ``operand``: integer words in [0, 2**32), shaped
     (..., 32, nregs); returns it as uint32."""
     form = lookup(form)
-    r = np.asarray(regs)
+    r = array(regs, f"operand {operand} of {form.name}: {what}")
     n = form.nregs(operand)
     if r.dtype.kind not in "ui":
         raise TypeError(f"operand {operand} of {form.name}: {what} must be uint32 words, got dtype {r.dtype}")

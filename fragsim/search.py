@@ -40,6 +40,7 @@ __all__ = ["swizzle_search", "SearchResult", "Candidate", "round_trip", "RoundTr
 #: The general XOR maps family is capped at this many maps (2**(row bits * chunk bits)).
 MAX_XOR_MAPS = 4096
 CHUNK_BYTES = 16          # the unit XOR maps permute: an ldmatrix row, a 16-byte copy
+MAX_PADDING = 4096        # bytes of padding per line the search tries at most
 FAMILY_RANK = {"none": 0, "padding": 1, "Swizzle": 2, "XOR": 3, "yours": 4, "given": 5}
 
 
@@ -489,6 +490,9 @@ def _groups(tile: Tile, reads, writes) -> tuple:
     for role, s in (("write", writes), ("read", reads)):
         if s is None:
             continue
+        if not isinstance(s, (AccessSet, AccessGroup, list, tuple)):
+            raise TypeError(f"{role}s must be an access set (fragsim.access presets or from_exprs) or None, "
+                            f"got {_check.show(s)}")
         for g in AccessSet(s):
             if g.role != role:
                 raise ValueError(f"{role}s: group {g.name!r} ({g.op.name}) {'writes' if g.role == 'write' else 'reads'} "
@@ -550,6 +554,10 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
             space.append(("XOR", len(xs), desc))
         if paddings:
             mp = _check.integer(max_padding, "max_padding")
+            # banks repeat every 128 bytes: a larger padding only adds memory (and an endless loop at 2**63)
+            if not 0 <= mp <= MAX_PADDING:
+                raise ValueError(f"max_padding must be in 0..{MAX_PADDING} bytes (bank patterns repeat every "
+                                 f"{WAVEFRONT_BYTES} bytes), got {mp}")
             pads = _paddings(tile, mp)
             layouts += pads
             space.append(("padding", len(pads), f"pitches {tile.line_bytes}+16..{tile.line_bytes + mp} in 16-byte steps"))

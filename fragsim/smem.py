@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._check import hex_int
+from ._check import array, hex_int
 from .hardware import BANK_BYTES, WARP_LANES
 from .instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
 from .instructions.shared_ops import cp_async_op, matrix_op, plain_op
@@ -24,11 +24,13 @@ __all__ = ["ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async", "lane_m
 LANES = np.arange(WARP_LANES)
 
 
-def check_smem(smem) -> np.ndarray:
+def check_smem(smem, stores: bool = False) -> np.ndarray:
     if not isinstance(smem, np.ndarray):
         raise TypeError(f"smem must be a 1-D numpy uint8 array of bytes, got {type(smem).__name__}")
     if smem.dtype != np.uint8 or smem.ndim != 1:
         raise TypeError(f"smem must be a 1-D uint8 array of bytes, got dtype {smem.dtype} with shape {smem.shape}")
+    if stores and not smem.flags.writeable:
+        raise ValueError("smem is read-only; stores write into it in place")
     return smem
 
 
@@ -39,7 +41,7 @@ def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", 
     The bounds are compared without arithmetic on the addresses, so values near 2**63 (or uint64
     values above it) are reported as they are instead of overflowing.
     """
-    a = np.asarray(addrs)
+    a = array(addrs, "addrs")
     if a.dtype.kind not in "ui":
         raise TypeError(f"addrs must be integer byte offsets, got dtype {a.dtype}")
     if a.ndim < 1 or a.shape[-1] != WARP_LANES or (single and a.ndim != 1):
@@ -71,7 +73,7 @@ def lane_mask(mask) -> np.ndarray:
     """An active-lane mask (None = all, an int with bit i = lane i, or 32 booleans) -> bool (32,)."""
     if mask is None:
         return np.ones(WARP_LANES, bool)
-    m = np.asarray(mask)
+    m = array(mask, "mask")
     if m.dtype == bool:
         if m.shape != (WARP_LANES,):
             raise ValueError(f"mask must be 32 booleans (one per lane) or an int bit mask, got shape {m.shape}")
@@ -86,7 +88,7 @@ def lane_mask(mask) -> np.ndarray:
 
 def check_words(values, shape, what: str) -> np.ndarray:
     """32-bit register words: integers in [0, 2**32), exactly ``shape``."""
-    v = np.asarray(values)
+    v = array(values, what)
     if v.dtype.kind not in "ui" or v.shape != shape:
         raise ValueError(f"{what} must be uint32 words shaped {shape}, got {v.dtype} {v.shape}")
     bad = (v < 0) | (v > 0xFFFFFFFF) if v.dtype.kind == "i" else v > 0xFFFFFFFF
@@ -146,7 +148,7 @@ def stmatrix(smem, addrs, regs, num, trans=False) -> None:
     ``regs`` is uint32 (32, num).  Overlapping rows are undefined in PTX; as the hardware
     did, a later matrix overwrites an earlier one and within a matrix the lowest row wins.
     """
-    smem = check_smem(smem)
+    smem = check_smem(smem, stores=True)
     op = matrix_op("stmatrix", num, trans)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, _row_lanes(op), op.what, single=True)
     r = check_words(regs, (WARP_LANES, op.nregs), f"{op.name} regs")
@@ -197,7 +199,7 @@ def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
     the lanes run in phases (32, 16 or 8 lanes for <=4, 8, 16 bytes), a later phase
     overwrites an earlier one and within a phase the lowest lane wins.
     """
-    smem = check_smem(smem)
+    smem = check_smem(smem, stores=True)
     op = plain_op("st", nbytes)
     m = lane_mask(mask)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what, single=True)
@@ -218,11 +220,11 @@ def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
     wins; ``.cg`` (16 bytes only) runs in 4 phases of 8 lanes, a later phase overwrites an
     earlier one and within a phase the lowest lane wins.
     """
-    smem = check_smem(smem)
+    smem = check_smem(smem, stores=True)
     op = cp_async_op(level, nbytes)
     m = lane_mask(mask)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what, single=True)
-    s = np.asarray(src)
+    s = array(src, f"{op.name}: src")
     if s.dtype != np.uint8 or s.shape != (WARP_LANES, op.bytes_per_addr):
         raise ValueError(f"{op.name}: src must be the copied bytes, uint8 shaped (32, {op.bytes_per_addr}), "
                          f"got {s.dtype} {s.shape}")

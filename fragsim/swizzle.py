@@ -18,6 +18,8 @@ import numbers
 
 import numpy as np
 
+from ._check import array
+
 __all__ = ["Swizzle"]
 
 MAX_LAYOUT_BITS = 63  # every non-negative int64 offset
@@ -75,7 +77,7 @@ class Swizzle:
             if off < 0:
                 raise ValueError(f"{self!r}: offsets must be >= 0, got {off}")
             return off ^ self._shift(off & self.yyy_mask)
-        a = np.asarray(offset)
+        a = array(offset, f"{self!r}: offsets")
         if a.dtype.kind not in "ui":
             raise TypeError(f"{self!r}: offsets must be integers, got dtype {a.dtype}")
         if a.dtype.kind == "i" and a.size and a.min() < 0:

@@ -47,6 +47,7 @@ _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64
 ORDERS = ("row", "col")
 #: Largest footprint a tile may have (64x the largest shared memory of any GPU).
 MAX_TILE_BYTES = 1 << 24
+SMEM_ADDRESS_LIMIT = 1 << 32
 _KEEP = object()
 
 
@@ -62,6 +63,8 @@ def element_type(dtype) -> tuple[str, int]:
                              "(store packed sub-byte elements as u8)")
         raise ValueError(f"Tile: unknown dtype {dtype!r}; expected one of {', '.join(ELEMENT_BYTES)}")
     try:
+        if dtype is None:        # np.dtype(None) is float64: not a choice anyone makes by leaving it out
+            raise TypeError
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"Tile: dtype must be a name such as 'bf16' or a NumPy dtype, got {type(dtype).__name__}") from None
@@ -119,11 +122,15 @@ class Tile:
             raise ValueError(f"Tile: pitch {self.pitch} is not a multiple of the element size "
                              f"({self.elem_bytes} bytes, {self.dtype})")
         if self.span > MAX_TILE_BYTES:
-            raise ValueError(f"Tile: footprint of {self.span} bytes exceeds {MAX_TILE_BYTES} (a shared-memory tile)")
+            raise ValueError(f"Tile: footprint of {self.span} bytes ({self.rows} rows x {self.cols} cols of {self.dtype}, "
+                             f"pitch {self.pitch}) exceeds {MAX_TILE_BYTES} (a shared-memory tile)")
         self.base = _check.integer(base, "Tile base", hint="byte address of the tile in shared memory")
         if self.base < 0 or self.base % self.elem_bytes:
             raise ValueError(f"Tile: base {_check.hex_int(self.base)} must be a non-negative multiple of the "
                              f"element size ({self.elem_bytes} bytes, {self.dtype})")
+        if self.size > SMEM_ADDRESS_LIMIT:
+            raise ValueError(f"Tile: base {_check.hex_int(self.base)} + footprint {self.span} bytes passes 2**32 "
+                             "(shared-memory addresses are 32-bit)")
         self.swizzle = swizzle
         self._inverse = None
         self._map = self._check_swizzle(swizzle)
@@ -198,7 +205,7 @@ class Tile:
 
     def offset_of(self, index):
         """Byte addresses (int64) of elements given by row-major index ``row * cols + col``."""
-        idx = np.asarray(index)
+        idx = _check.array(index, "Tile.offset_of: element indices")
         if idx.dtype.kind not in "ui":
             raise TypeError(f"Tile.offset_of: element indices must be integers, got dtype {idx.dtype}")
         bad = (idx < 0) | (idx >= self.elements)
@@ -212,7 +219,7 @@ class Tile:
         """Byte address of element (row, col) in shared memory: ints give an int, arrays (broadcast
         together) an int64 array."""
         scalar = all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in (row, col))
-        r, c = np.asarray(row), np.asarray(col)
+        r, c = _check.array(row, "Tile.offset: row"), _check.array(col, "Tile.offset: col")
         for name, v, n in (("row", r, self.rows), ("col", c, self.cols)):
             if v.dtype.kind not in "ui":
                 raise TypeError(f"Tile.offset: {name} must be integers, got dtype {v.dtype}")
@@ -221,7 +228,8 @@ class Tile:
                 i = tuple(int(x) for x in np.argwhere(bad)[0])
                 raise ValueError(f"Tile.offset: {name} {int(v[i])} outside the tile's {n} {name}s"
                                  + (f" (at index {i})" if v.ndim else ""))
-        r, c = np.broadcast_arrays(r.astype(np.int64), c.astype(np.int64))
+        shape = _check.broadcast_shape([r.shape, c.shape], ["row", "col"], "Tile.offset: ")
+        r, c = (np.broadcast_to(v.astype(np.int64), shape) for v in (r, c))
         out = self.base + self._apply(self._lin(r * self.cols + c))
         return int(out) if scalar else out
 
@@ -232,7 +240,7 @@ class Tile:
     def locate(self, addrs):
         """(element index, byte within it) of byte addresses; index -1 where an address holds no
         element of the tile (outside it, or padding)."""
-        a = np.asarray(addrs)
+        a = _check.array(addrs, "Tile.locate: addresses")
         if a.dtype.kind not in "ui":
             raise TypeError(f"Tile.locate: addresses must be integers, got dtype {a.dtype}")
         inv = self._inverse_table()
@@ -256,7 +264,7 @@ class Tile:
     def bits_dtype(self):
         return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[self.elem_bytes]
 
-    def _check_smem(self, smem) -> np.ndarray:
+    def _check_smem(self, smem, stores: bool = False) -> np.ndarray:
         if not isinstance(smem, np.ndarray) or smem.dtype != np.uint8 or smem.ndim != 1:
             raise TypeError("smem must be a 1-D numpy uint8 array of bytes, got "
                             + (f"dtype {smem.dtype} shape {smem.shape}" if isinstance(smem, np.ndarray)
@@ -264,12 +272,14 @@ class Tile:
         if smem.size < self.size:
             raise ValueError(f"smem of {smem.size} bytes is too small for the tile (it needs {self.size}: "
                              f"base {_check.hex_int(self.base)} + {self.span} bytes)")
+        if stores and not smem.flags.writeable:
+            raise ValueError("smem is read-only; Tile.write writes into it in place")
         return smem
 
     def write(self, smem, matrix) -> None:
         """Write ``matrix`` (rows, cols) of element bit patterns into ``smem`` where the tile says."""
-        smem = self._check_smem(smem)
-        m = np.asarray(matrix)
+        smem = self._check_smem(smem, stores=True)
+        m = _check.array(matrix, "Tile.write: matrix")
         if m.dtype.kind == "f":
             raise TypeError(f"Tile.write: expected {self.dtype} bit patterns (unsigned integers), got float "
                             f"dtype {m.dtype}; convert with fragsim.to_bits(values, {self.dtype!r})")

@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from . import _check
 from .layout import LinearLayout
 from .swizzle import MAX_LAYOUT_BITS, Swizzle
 
@@ -32,6 +33,11 @@ class XorMap:
     _layout: LinearLayout | None
 
     def __init__(self, images: Sequence[int]):
+        # a str, bytes or dict iterates (characters, byte values, keys), and never means the images
+        if isinstance(images, (str, bytes, Mapping)) or not hasattr(images, "__iter__") or (
+                isinstance(images, np.ndarray) and images.ndim != 1):
+            raise TypeError(f"XorMap: images must be a sequence of integers (the image of each offset bit; "
+                            f"XorMap.xor takes {{target: [sources]}}), got {_check.show(images)}")
         imgs = []
         for i, v in enumerate(images):
             if type(v) is not int and (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)):
@@ -76,8 +82,12 @@ class XorMap:
     @classmethod
     def xor(cls, terms: Mapping[int, Sequence[int]]) -> "XorMap":
         """``{target bit: [source bits]}``: each target bit is XORed with its source bits."""
+        if not isinstance(terms, Mapping):
+            raise TypeError(f"XorMap.xor: terms must be a dict {{target bit: [source bits]}}, got {_check.show(terms)}")
         top = 0
         for t, srcs in terms.items():
+            if isinstance(srcs, (str, bytes, Mapping)) or not hasattr(srcs, "__iter__"):
+                raise TypeError(f"XorMap.xor: the source bits of bit {t!r} must be a list of bits, got {_check.show(srcs)}")
             for b in (t, *srcs):
                 if isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Integral) or not 0 <= b < MAX_LAYOUT_BITS:
                     raise ValueError(f"XorMap.xor: bit {b!r} must be an integer in [0, {MAX_LAYOUT_BITS})")
@@ -163,12 +173,15 @@ class XorMap:
                 if off >> i & 1:
                     out ^= v
             return out
-        a = np.asarray(offset)
+        a = _check.array(offset, f"{self!r}: offsets")
         if a.dtype.kind not in "ui":
             raise TypeError(f"{self!r}: offsets must be integers, got dtype {a.dtype}")
         if a.dtype.kind == "i" and a.size and a.min() < 0:
             idx = tuple(int(i) for i in np.argwhere(a < 0)[0])
             raise ValueError(f"{self!r}: offsets must be >= 0, got {int(a[idx])} at index {idx}")
+        if a.dtype == np.uint64 and a.size and a.max() >= 1 << 63:     # the map computes in int64
+            idx = tuple(int(i) for i in np.argwhere(a >= np.uint64(1 << 63))[0])
+            raise ValueError(f"{self!r}: offsets must be < 2**63, got {int(a[idx])} at index {idx}")
         w = a.astype(np.int64)
         if not self.images:
             return w

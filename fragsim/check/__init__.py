@@ -108,6 +108,8 @@ def _global_pitch(value, tile) -> int:
     gp = _check.integer(value, "global_pitch", hint="bytes between two lines of the global source matrix")
     if gp < tile.line_bytes:
         raise ValueError(f"global_pitch {gp} is smaller than a {tile.order} of the tile ({tile.line_bytes} bytes)")
+    if gp * tile.lines >= 1 << 62:        # the bank model's bound on a global source address
+        raise ValueError(f"global_pitch {gp}: {tile.lines} lines of the source matrix would pass 2**62 bytes")
     return gp
 
 

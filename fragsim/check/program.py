@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import numbers
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,6 +25,8 @@ from ..instructions.shared_op import SharedOp
 from ..instructions.shared_ops import parse_shared_op
 
 LANES = np.arange(WARP_LANES, dtype=np.int64)
+MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
+MAX_INSTRUCTIONS = 1 << 14      # a CTA's program checked instruction by instruction, not a whole kernel
 INT64 = (-(1 << 63), (1 << 63) - 1)
 
 #: Which instruction families each check takes.
@@ -149,13 +152,18 @@ def _variable_sets(variables, several: bool) -> list[dict]:
         if k == "lane":
             raise ValueError("variables: lane is the lane index 0..31 and cannot be set")
         if several and not isinstance(v, numbers.Integral) and hasattr(v, "__iter__"):
-            vals = [_check.integer(x, f"variable {k}") for x in v]
+            vals = [_check.integer(x, f"variable {k}") for x in itertools.islice(v, MAX_INSTRUCTIONS + 1)]
             if not vals:
                 raise ValueError(f"variables: {k} has no values")
+            if len(vals) > MAX_INSTRUCTIONS:
+                raise ValueError(f"variables: {k} has more than {MAX_INSTRUCTIONS} values (one instruction each)")
         else:
             vals = [_one_value(k, v) if not several else _check.integer(v, f"variable {k}")]
         names.append(k)
         values.append(vals)
+    if math.prod(len(v) for v in values) > MAX_INSTRUCTIONS:
+        raise ValueError(f"variables: {' x '.join(str(len(v)) for v in values)} combinations of "
+                         f"{', '.join(names)} make more than {MAX_INSTRUCTIONS} instructions")
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
 
@@ -176,8 +184,9 @@ def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
     warps: list[int | None] = [None]
     if threads is not None:
         n = _check.integer(threads, "threads", hint="threads of the CTA that runs the copy")
-        if n < WARP_LANES or n % WARP_LANES:
-            raise ValueError(f"threads must be a positive multiple of {WARP_LANES} (whole warps), got {n}")
+        if n < WARP_LANES or n % WARP_LANES or n > MAX_CTA_THREADS:
+            raise ValueError(f"threads must be a positive multiple of {WARP_LANES} (whole warps) up to "
+                             f"{MAX_CTA_THREADS} (a CTA), got {n}")
         if any(k in ("warp", "tid") for k in sets[0]):
             raise ValueError("variables: warp and tid come from threads (tid = 32 * warp + lane); do not set them too")
         warps = list(range(n // WARP_LANES))

@@ -17,8 +17,14 @@ COMMANDS = ["tour", "layout", "draw", "mma", "conflicts", "swizzle", "check", "g
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit code 2
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)}\n")
         raise SystemExit(2)
+
+
+def one_line(text) -> str:
+    """An error for stderr on one line: argparse and some messages quote the user's arguments,
+    which may hold line breaks."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,13 +55,13 @@ def main(argv=None) -> int:
     try:
         return int(args._run(args) or 0)
     except (ValueError, TypeError) as e:
-        sys.stderr.write(f"fragsim {args.command}: error: {e}\n")
+        sys.stderr.write(f"fragsim {args.command}: error: {one_line(e)}\n")
         return 2
     except BrokenPipeError:
         return 0
     except OSError as e:          # the subcommands check their files up front; this is the backstop
         where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(f"fragsim {args.command}: error: {where}{e.strerror or e}\n")
+        sys.stderr.write(f"fragsim {args.command}: error: {one_line(where)}{one_line(e.strerror or e)}\n")
         return 2
 
 

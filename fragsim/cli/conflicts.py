@@ -81,6 +81,9 @@ ADDRS_FILE = ("byte offsets as text (32 per instruction, whitespace/comma separa
 def _read_file(path: str) -> np.ndarray:
     if path.endswith(".npy"):
         a = load_npy(path, "--addrs-file", ADDRS_FILE)
+        if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 32):
+            raise ValueError(f"--addrs-file {path}: expected an array shaped (32,), (32 * n,) or (n, 32), "
+                             f"got shape {a.shape}")
     else:
         text = read_text(path, "--addrs-file", ADDRS_FILE)
         nums = []

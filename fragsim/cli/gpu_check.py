@@ -121,10 +121,11 @@ def run(args) -> int:
     from fragsim.gpu_check import bulk
     from fragsim.gpu_check.runner import GpuUnavailable
 
-    if args.cases < 0:
-        raise ValueError(f"--cases must be >= 0, got {args.cases}")
-    if args.chunk < 1:
-        raise ValueError(f"--chunk must be >= 1, got {args.chunk}")
+    for option, value, least in (("--cases", args.cases, 0), ("--chunk", args.chunk, 1), ("--seed", args.seed, 0),
+                                 ("--details", args.details, 0), ("--record-cases", args.record_cases, 0),
+                                 ("--jobs", 1 if args.jobs is None else args.jobs, 1)):
+        if value < least:
+            raise ValueError(f"{option} must be >= {least}, got {value}")
     if args.dry_run and args.replay:
         raise ValueError("--dry-run and --replay exclude each other")
     if args.record_only and not args.record:

@@ -20,6 +20,7 @@ import numpy as np
 NAME = "swizzle"
 HELP = "rank the layouts (swizzles, XOR maps, paddings) of a shared-memory tile for a CTA's access set"
 PRESETS = ("copy", "a", "b", "epilogue", "rows")
+MAX_VALUES = 1 << 14      # values of one --var
 
 
 def add_arguments(p):
@@ -78,16 +79,16 @@ def parse_values(text: str) -> list[int]:
     t = text.strip()
     m = re.fullmatch(r"(-?\w+)\s*\.\.\s*(-?\w+)", t)
     try:
-        if m:
-            lo, hi = int(m.group(1), 0), int(m.group(2), 0)
-            if hi < lo:
-                raise ValueError(f"{text!r}: empty range (write LOW..HIGH, inclusive)")
-            return list(range(lo, hi + 1))
-        return [int(x, 0) for x in t.split(",")]
-    except ValueError as e:
-        if "empty range" in str(e):
-            raise
+        if not m:
+            return [int(x, 0) for x in t.split(",")]
+        lo, hi = int(m.group(1), 0), int(m.group(2), 0)
+    except ValueError:
         raise ValueError(f"{text!r}: expected an integer, LOW..HIGH or a comma-separated list") from None
+    if hi < lo:
+        raise ValueError(f"{text!r}: empty range (write LOW..HIGH, inclusive)")
+    if hi - lo >= MAX_VALUES:    # each value issues the expression once more
+        raise ValueError(f"{text!r}: more than {MAX_VALUES} values")
+    return list(range(lo, hi + 1))
 
 
 def _variables(pairs) -> dict:

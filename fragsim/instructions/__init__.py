@@ -12,6 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .. import _check
 from ..formats import FloatFormat, IntFormat, get_format
 from ..layout import LinearLayout
 from . import ptx_mma
@@ -99,7 +100,11 @@ class MmaForm:
 
     def element_name(self, operand: str, reg: int, half: int) -> str:
         """PTX's name for the element: a0..a7, b0.., c0.., d0..."""
-        return f"{operand.lower()}{reg // self.words_per_elem(operand) * self.elems_per_reg(operand) + half}"
+        op = check_operand(operand)
+        epr = self.elems_per_reg(op)
+        r = _check.integer(reg, "reg", range(self.nregs(op)), f"operand {op} of {self.name}")
+        h = _check.integer(half, "half", range(epr), f"elements per register of operand {op}")
+        return f"{op.lower()}{r // self.words_per_elem(op) * epr + h}"
 
     def __str__(self) -> str:
         return self.ptx

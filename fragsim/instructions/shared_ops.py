@@ -50,7 +50,8 @@ def parse_shared_op(op) -> SharedOp:
                          f"and their .u/.s/.f spellings)")
     m = _CPASYNC.match(s)
     if m:
-        level, size = m.group(1), int(m.group(2))
+        # a size of more digits than any PTX size is only refused (Python will not convert 5,000 digits)
+        level, size = m.group(1), int(m.group(2)) if len(m.group(2)) <= 3 else -1
         if size not in cp_async.SIZES[level]:
             sizes = ", ".join(map(str, cp_async.SIZES[level][:-1])) + " or " * (len(cp_async.SIZES[level]) > 1) \
                 + str(cp_async.SIZES[level][-1])
