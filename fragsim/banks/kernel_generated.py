@@ -213,6 +213,13 @@ def source_line_class(line):
 
 
 @njit(cache=True)
+def bank_mask(byte_addr, wmask):
+    """The banks an aligned access at ``byte_addr`` covers, as bits of a 32-bit mask (``wmask``:
+    one bit per 4-byte word of the access)."""
+    return wmask << ((byte_addr // BANK_BYTES) & (NUM_BANKS - 1))
+
+
+@njit(cache=True)
 def group_wavefronts(addr, src, start, stop, g, group_of, line_of, nwords, lines):
     """(wavefronts, exact) of one cp.async group: the lanes ``start..stop-1`` with ``group_of == g``.
 
@@ -258,8 +265,8 @@ def group_wavefronts(addr, src, start, stop, g, group_of, line_of, nwords, lines
     for a in range(start, stop):
         if not (pending >> a) & 1:
             continue
-        sa = wmask << ((src[a] >> 2) & (NUM_BANKS - 1))
-        da = wmask << ((addr[a] >> 2) & (NUM_BANKS - 1))
+        sa = bank_mask(src[a], wmask)
+        da = bank_mask(addr[a], wmask)
         dst_twice = dst_twice or (da & acc_d) != 0
         if sa & acc_s:                         # rare: is it the same element as an earlier lane's?
             for b in range(start, a):
@@ -291,15 +298,15 @@ def group_wavefronts(addr, src, start, stop, g, group_of, line_of, nwords, lines
             if head < 0:
                 continue
             if lines[5, j] == 0:
-                if (wmask << ((addr[head] >> 2) & (NUM_BANKS - 1))) & took_d:
+                if bank_mask(addr[head], wmask) & took_d:
                     break                      # no later line starts in this wavefront
-                if (wmask << ((src[head] >> 2) & (NUM_BANKS - 1))) & took_s:
+                if bank_mask(src[head], wmask) & took_s:
                     continue                   # this line waits; later lines may start
                 lines[5, j] = 1
             for lane in range(head, stop):
                 if (pending >> lane) & 1 and line_of[lane] == k:
-                    sm = wmask << ((src[lane] >> 2) & (NUM_BANKS - 1))
-                    dm = wmask << ((addr[lane] >> 2) & (NUM_BANKS - 1))
+                    sm = bank_mask(src[lane], wmask)
+                    dm = bank_mask(addr[lane], wmask)
                     if not (sm & took_s) and not (dm & took_d):
                         took_s |= sm
                         took_d |= dm
