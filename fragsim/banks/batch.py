@@ -86,7 +86,7 @@ def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
             _int64_rows(src, "src", "global byte addresses", n, allow_one=True)
         K.batch_cp_async(a, m, o.bytes_per_addr, o.width_phase_lanes, s, wf, ideal, exact, err)
     else:
-        from .generate import driver_name
+        from .drivers import driver_name
         getattr(K, driver_name(o))(a, m, wf, ideal, err)
     if err[0]:
         _raise(o, err, a, s)

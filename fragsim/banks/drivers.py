@@ -1,8 +1,8 @@
 """The batch loops over many instructions, in the numba-compilable subset of Python.
 
-Not imported at run time: ``fragsim.banks.generate`` copies these functions, with the rules they
-call, into ``kernel_generated.py``, which numba compiles.  They only check inputs and call the
-rules; they hold no rule of their own.
+Never run from here: ``fragsim.banks.generate`` copies these functions, with the rules they call,
+into ``kernel_generated.py``, which numba compiles; the batch path imports this module only for the
+generated drivers' names.  They only check inputs and call the rules; they hold no rule of their own.
 """
 
 from __future__ import annotations
@@ -17,6 +17,23 @@ ERR_NEGATIVE, ERR_TOO_BIG, ERR_ALIGN, ERR_SRC = 1, 2, 3, 4
 
 # The functions generate.py copies, callees before callers.
 COMPILED = ("check_row", "batch_instructions", "batch_cp_async")
+
+
+# Names of the generated drivers (the batch path looks them up; generate.py writes them).
+
+def tag(phase_lanes: int, merges: bool) -> str:
+    return f"{phase_lanes}{'m' if merges else ''}"
+
+
+def driver_params(e) -> tuple:
+    """What an entry fixes of ``drivers.batch_instructions``' arguments, in its order after ``masks``
+    (the generated driver binds them as constants and takes only addrs, masks and the outputs)."""
+    return (e.address_lanes, e.phase_lanes, e.merges_partners, e.unit_shift, e.bank_groups, e.bytes_per_addr)
+
+
+def driver_name(e) -> str:
+    """The generated driver of an entry's structure: ``batch_instructions_<lanes>[m]_<address lanes>_<bytes>``."""
+    return f"batch_instructions_{tag(e.phase_lanes, e.merges_partners)}_{e.address_lanes}_{e.bytes_per_addr}"
 
 
 def check_row(row, m, align, err, i):

@@ -26,6 +26,7 @@ from .. import hardware
 from ..hardware import WARP_LANES
 from ..instructions.shared_ops import SHARED_OPS
 from . import drivers, rules
+from .drivers import driver_name, driver_params, tag
 
 TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_generated.py")
 CONSTANTS = {"WARP_LANES": hardware.WARP_LANES, "NUM_BANKS": hardware.NUM_BANKS,
@@ -65,21 +66,6 @@ def straight_line_phase(p: int) -> str:
 def structures() -> list:
     """The phase structures of the table's ld/st/ldmatrix/stmatrix entries: (phase lanes, merges)."""
     return sorted({(e.phase_lanes, e.merges_partners) for e in SHARED_OPS.values() if e.kind != "ldgsts"})
-
-
-def tag(phase_lanes: int, merges: bool) -> str:
-    return f"{phase_lanes}{'m' if merges else ''}"
-
-
-def driver_params(e) -> tuple:
-    """What an entry fixes of ``drivers.batch_instructions``' arguments, in its order after ``masks``
-    (the generated driver binds them as constants and takes only addrs, masks and the outputs)."""
-    return (e.address_lanes, e.phase_lanes, e.merges_partners, e.unit_shift, e.bank_groups, e.bytes_per_addr)
-
-
-def driver_name(e) -> str:
-    """The generated driver of an entry's structure: ``batch_instructions_<lanes>[m]_<address lanes>_<bytes>``."""
-    return f"batch_instructions_{tag(e.phase_lanes, e.merges_partners)}_{e.address_lanes}_{e.bytes_per_addr}"
 
 
 def _phases_for(p: int) -> str:
