@@ -156,7 +156,7 @@ def int_to_bits(values, fmt) -> np.ndarray:
     f = get_format(fmt)
     if not isinstance(f, IntFormat):
         raise TypeError(f"int_to_bits: {f.name} is not an integer format; use to_bits")
-    a = np.asarray(values)
+    a = array(values, "int_to_bits: values")
     if a.dtype.kind not in "iu":
         raise TypeError(f"int_to_bits: values must be integers, got dtype {a.dtype}")
     bad = (a < f.min) | (a > f.max)
