@@ -100,3 +100,10 @@ def test_eight_bit_formats_are_data_rows():
 def test_unknown_format_names_the_choices():
     with pytest.raises(ValueError, match="f16, bf16, tf32, f32"):
         F.get_format("fp64")
+
+
+def test_int_to_bits_refuses_ragged_nested_lists_naming_the_values():
+    import pytest
+    from fragsim.formats import int_to_bits
+    with pytest.raises(ValueError, match="int_to_bits: values must be a rectangular array"):
+        int_to_bits([[1, [2]]], "s8")
