@@ -91,7 +91,13 @@ def test_a_128x128_tile_renders_quickly_with_labels_dropped():
 
 
 def test_a_bank_report_shows_its_picture_in_jupyter():
-    import numpy as np
-    import fragsim
     r = fragsim.bank_conflicts("ldmatrix.x4", (np.arange(32) % 16) * 128)
     assert r._repr_png_().startswith(b"\x89PNG") and "<svg" in r._repr_svg_()
+
+
+def test_cp_async_steps_are_called_groups_as_in_the_text_report():
+    lane = np.arange(32)
+    rep = fragsim.bank_conflicts("cp.async.ca.16", lane * 16, src=lane * 16 + 16)
+    root = svg_labels.parse(banks.draw_bank_phases(rep))
+    texts = [t.text or "" for t in root.iter(svg_labels.NS + "text")]
+    assert "group 4: lanes T31  1 wavefront" in texts and not any(t.startswith("phase ") for t in texts)

@@ -26,6 +26,12 @@ from ._tile import placement
 from .palette import BANK_RGB, CONFLICT, EMPTY, LANE_RGB, darker, text_color
 
 
+
+def _step(rep) -> str:
+    """What a report's steps are called: cp.async goes in groups (width phase x slot of source lines),
+    as the text report says; every other instruction in phases."""
+    return "group" if rep.entry.kind == "ldgsts" else "phase"
+
 def _report(report, addrs=None, mask=None, src=None):
     from fragsim.banks import BankReport, bank_conflicts
     if isinstance(report, BankReport):
@@ -158,7 +164,7 @@ def _phases_on(cv, rep, y0):
         conflict = sorted(b for b, s in slots.items() if len(s) > 1)
         what = f"{ph.wavefronts} wavefront{'s' if ph.wavefronts != 1 else ''}"
         extra = f", conflicts in banks {_bank_ranges(conflict)}" if conflict else ""
-        cv.text(0, y + 0.55, f"phase {ph.index}: lanes {_ranges(ph.lanes) or '-'}  {what}{extra}",
+        cv.text(0, y + 0.55, f"{_step(rep)} {ph.index}: lanes {_ranges(ph.lanes) or '-'}  {what}{extra}",
                 size=TEXT_FONT - 0.5, va="center", weight="bold", color=CONFLICT if conflict else "#222222")
         y += 1.0
         colors = np.tile(np.array(EMPTY_RGB), (nrow, NUM_BANKS, 1))
@@ -257,7 +263,7 @@ def _histogram_on(fig, rep, top: float, bottom: float):
     for i, w in enumerate(wf):
         left.text(i, w, str(w), ha="center", va="bottom", fontsize=TEXT_FONT - 1)
     left.set_xticks(x, [str(i) for i in x], fontsize=TEXT_FONT - 1)
-    left.set_xlabel("group" if rep.entry.kind == "ldgsts" else "phase", fontsize=TEXT_FONT - 1)
+    left.set_xlabel(_step(rep), fontsize=TEXT_FONT - 1)
     left.set_ylabel("wavefronts", fontsize=TEXT_FONT - 1)
     left.set_ylim(0, max(wf + [1]) * 1.25)
     left.tick_params(labelsize=TEXT_FONT - 1)
@@ -276,7 +282,7 @@ def _histogram_on(fig, rep, top: float, bottom: float):
         ax.set_ylim(0, max(load.max(initial=0), ph.wavefronts, 1) * 1.3)
         ax.tick_params(labelsize=TEXT_FONT - 2, labelbottom=(i == n - 1))
         ax.set_xticks(range(0, NUM_BANKS, 4))
-        ax.text(0.0, 1.0, f"phase {i}: {ph.wavefronts} wavefront{'s' if ph.wavefronts != 1 else ''}",
+        ax.text(0.0, 1.0, f"{_step(rep)} {i}: {ph.wavefronts} wavefront{'s' if ph.wavefronts != 1 else ''}",
                 transform=ax.transAxes, fontsize=TEXT_FONT - 1, va="bottom")
         if i == n - 1:
             ax.set_xlabel("bank (bar: distinct words, or writes for cp.async; dashed: the phase's wavefronts)",
