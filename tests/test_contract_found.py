@@ -23,6 +23,9 @@ RAGGED = [[1, [2]]]
     (lambda: fragsim.Swizzle(3, 4, 3)(RAGGED), "Swizzle<3,4,3>: offsets"),
     (lambda: fragsim.from_bits(RAGGED, "f16"), "f16 bit patterns"),
     (lambda: evaluate("lane + k", k=RAGGED), "variable 'k'"),
+    (lambda: fragsim.bank_conflicts("ld.shared.b32", RAGGED), "addrs"),
+    (lambda: fragsim.bank_conflicts("ld.shared.b32", np.zeros((2, 32), int), mask=RAGGED), "mask"),
+    (lambda: fragsim.bank_conflicts("cp.async.ca.4", np.zeros(32, int), src=RAGGED), "src"),
 ])
 def test_nested_sequences_of_unequal_lengths_are_refused_naming_the_parameter(call, name):
     """NumPy's "inhomogeneous shape" error named no parameter."""
@@ -263,3 +266,10 @@ def test_an_argument_with_a_line_break_stays_on_one_line_of_stderr(capsys):
     with pytest.raises(SystemExit):
         main(["layout", F32, "A", "x\ny"])
     assert capsys.readouterr().err == "fragsim: error: unrecognized arguments: x\\ny\n"
+
+
+@pytest.mark.parametrize("mask", [-1, 2**63])
+def test_one_int_mask_is_range_checked_for_an_empty_batch_too(mask):
+    """The int was spread over the batch before its range check: an empty batch took any value."""
+    with pytest.raises(ValueError, match="^mask .* does not fit in 32 bits"):
+        fragsim.bank_conflicts("ld.shared.b32", np.zeros((0, 32), int), mask=mask)

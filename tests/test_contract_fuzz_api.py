@@ -14,21 +14,7 @@ import fuzz_entries_layouts
 
 ENTRIES = fuzz_entries.ENTRIES + fuzz_entries_layouts.ENTRIES
 
-# Defects found in fragsim/banks/, which another engineer owns: strict xfails, so that the fix shows
-# here; the Hypothesis mix leaves these classes (and empty batches, below) out.
-RAGGED = "banks.inputs: NumPy's ragged-array ValueError, naming no parameter"
-EMPTY_BATCH = "banks.inputs.batch_masks: a single int mask is checked only per instruction, so an empty batch takes any"
-BANKS_OPEN = {("bank_conflicts", "addrs", "generic nested list"): RAGGED,
-              ("bank_conflicts batch", "addrs", "generic nested list"): RAGGED,
-              ("bank_conflicts batch", "mask", "generic nested list"): RAGGED,
-              ("bank_conflicts empty batch", "mask", "generic nested list"): RAGGED,
-              ("bank_conflicts cp.async", "src", "generic nested list"): RAGGED,
-              ("bank_conflicts empty batch", "mask", "generic int -1"): EMPTY_BATCH,
-              ("bank_conflicts empty batch", "mask", "generic int 2**63"): EMPTY_BATCH}
-
-CLASSES = [pytest.param(e, p, label, make, expect, id=f"{e.name}-{p}-{label}",
-                        marks=[pytest.mark.xfail(strict=True, reason=BANKS_OPEN[e.name, p, label])]
-                        if (e.name, p, label) in BANKS_OPEN else [])
+CLASSES = [pytest.param(e, p, label, make, expect, id=f"{e.name}-{p}-{label}")
            for e in ENTRIES for p, label, make, expect in e.cases()]
 
 
@@ -68,8 +54,7 @@ def test_hypothesis_mix_of_valid_and_adversarial(entry, data):
     -> the documented error; anything else -> either (a specific class's expectation is stated for
     the default arguments: misaligned for 16 bytes is aligned for 4)."""
     kw = data.draw(entry.valid, label="valid")
-    cases = [c for c in entry.cases() if (entry.name, c[0], c[1]) not in BANKS_OPEN
-             and not (entry.name.startswith("bank") and c[1] == "generic nested list")]
+    cases = entry.cases()
     k = data.draw(st.sampled_from([0, 0, 1, 1, 2]), label="replaced")
     picks = data.draw(st.lists(st.sampled_from(cases), min_size=k, max_size=k, unique_by=lambda c: c[0]), label="classes")
     expect = OK if picks else kw.get("_expect", OK)   # "_expect": the valid draw's own verdict (C's undefined behaviour)

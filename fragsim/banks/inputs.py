@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._check import hex_int
+from .._check import array, hex_int
 from ..hardware import WARP_LANES
 from ..instructions.shared_op import SharedOp
 from ..smem import lane_mask
@@ -41,7 +41,7 @@ def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
     if mask is None:
         m = np.full(n, FULL_MASK, np.uint32)
     else:
-        arr = np.asarray(mask)
+        arr = array(mask, "mask")
         if arr.dtype == bool:
             if arr.shape == (WARP_LANES,):
                 arr = np.broadcast_to(arr, (n, WARP_LANES))
@@ -49,14 +49,15 @@ def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
                 raise ValueError(f"mask of booleans must be shaped (32,) or ({n}, 32), got {arr.shape}")
             m = (arr.astype(np.uint64) << LANES.astype(np.uint64)).sum(-1).astype(np.uint32)
         elif arr.dtype.kind in "ui":
-            if arr.ndim == 0:
-                arr = np.full(n, arr)
-            if arr.shape != (n,):
+            if arr.ndim > 1 or (arr.ndim == 1 and arr.shape != (n,)):
                 raise ValueError(f"mask of ints must be one int or shaped ({n},), got {arr.shape}")
             bad = (arr > FULL_MASK) | ((arr < 0) if arr.dtype.kind == "i" else False)
-            if np.any(bad):
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"instruction {i}: mask {hex_int(arr[i])} does not fit in 32 bits (bit i = lane i)")
+            if np.any(bad):   # checked before one int is spread over the batch: an empty batch too
+                i = int(np.flatnonzero(bad.reshape(-1))[0])
+                where = "" if arr.ndim == 0 else f"instruction {i}: "
+                raise ValueError(f"{where}mask {hex_int(arr.reshape(-1)[i])} does not fit in 32 bits (bit i = lane i)")
+            if arr.ndim == 0:
+                arr = np.full(n, arr)
             m = arr.astype(np.uint32)
         else:
             raise TypeError(f"mask must be ints (bit i = lane i) or booleans, got dtype {arr.dtype}")
@@ -71,7 +72,7 @@ def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
 
 
 def integer_array(x, name: str, what: str) -> np.ndarray:
-    a = np.asarray(x)
+    a = array(x, name)
     if a.dtype.kind not in "ui":
         raise TypeError(f"{name} must be integer {what}, got dtype {a.dtype}")
     return a
