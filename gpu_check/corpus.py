@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,11 +119,16 @@ def save(directory: str, op: str, inputs: dict, outputs: dict, info: dict, extra
 
 
 def load(path: str) -> Corpus:
-    with np.load(path, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    meta = json.loads(str(arrays.pop("meta")))
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a fragsim hardware corpus (format {meta.get('format')!r})")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(str(arrays.pop("meta")))
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, zipfile.BadZipFile) as e:
+        # not an .npz (a .npy loads as an array), a damaged one, or one without the corpus's meta record
+        raise ValueError(f"{path}: not a fragsim hardware corpus ({type(e).__name__}: {e})") from None
+    fmt = meta.get("format") if isinstance(meta, dict) else None
+    if fmt != FORMAT:
+        raise ValueError(f"{path}: not a fragsim hardware corpus (format {fmt!r})")
     if meta["kind"] == "mma":
         lookup(meta["op"])
     else:
