@@ -31,6 +31,8 @@ _LAZY = {
     "check_load": ("fragsim.check", "check_load"),
     "check_store": ("fragsim.check", "check_store"),
     "check_copy": ("fragsim.check", "check_copy"),
+    "MatrixDescriptor": ("fragsim.descriptor", "MatrixDescriptor"),
+    "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
 }
 
 
