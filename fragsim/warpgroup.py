@@ -1,0 +1,427 @@
+"""``fragsim.wgmma``: bit-exact sm_90a ``wgmma.mma_async`` of one warpgroup, from registers, shared
+memory and descriptors to the D registers.
+
+(This module is not called ``fragsim/wgmma.py`` so that ``fragsim.wgmma`` stays the function.)
+
+Operands: A from registers (``uint32 (..., 128, 4)``) or from shared memory through a descriptor;
+B through a descriptor; descriptors are read by ``fragsim.descriptor.operand_addresses``; C and D
+are the accumulator registers ``uint32 (..., 128, nregs)`` (fragment maps in
+``fragsim.instructions.wgmma``).
+
+Arithmetic.  The floating-point forms are the one model of fragsim (``fragsim.arith``, the
+reference doc's truncated fused dot-product-add): per output element, blocks of L products in
+ascending k, each block's terms (L products and c) aligned to the largest nominal exponent
+E_max, truncated F bits below it, summed exactly, and the sum rounded to the output grid; the
+rounded block result is the next block's c.  The integer forms are exact (c + sum of products,
+wrapped modulo 2**32, or clamped to s32 under ``.satfinite``), as ``fragsim.arith.exact``.
+The parameters are one ``WgmmaParams`` row per architecture (``WGMMA_PARAMS``); what each
+value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and the README.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass, fields
+from functools import lru_cache
+
+import numpy as np
+
+from . import _check
+from .formats import FORMATS, from_bits
+from .instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
+
+__all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg"]
+
+
+@dataclass(frozen=True)
+class WgmmaParams:
+    """Arithmetic of wgmma on one architecture, per input class (16-bit: f16/bf16; tf32; fp8).
+
+    frac_bits_*: F, fractional bits kept below E_max.  block_*: products per block L.
+    f32_man_bits_*: mantissa bits of the grid an f32 result is rounded to (23: f32 itself; 13:
+        the e8m13 grid, f32 exponent range, subnormals down to 2**-139).
+    e_zero_f32 / e_zero_f16: exponent of a zero term (zero product, zero c) in the E_max race.
+    round_f32 / round_f16: 'rz' or 'rne' to the output grid.  Overflow gives Inf, NaN results are
+        the canonical all-ones NaN (0x7FFFFFFF, 0x7FFF), zero results +0.
+    sat_block_int: products per saturating step of .satfinite (0: c plus the exact dot product,
+        clamped once).
+    """
+
+    name: str
+    frac_bits_16bit: int
+    block_16bit: int
+    frac_bits_tf32: int
+    block_tf32: int
+    frac_bits_fp8: int
+    block_fp8: int
+    f32_man_bits_16bit: int = 23
+    f32_man_bits_tf32: int = 23
+    f32_man_bits_fp8: int = 13
+    e_zero_f32: int = -133
+    e_zero_f16: int = -21
+    round_f32: str = "rz"
+    round_f16: str = "rne"
+    sat_block_int: int = 0
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            want = str if f.name in ("name", "round_f32", "round_f16") else int
+            if type(v) is not want:
+                raise TypeError(f"wgmma params {self.name}: {f.name} must be {want.__name__}, got {_check.show(v)}")
+        for f in ("round_f32", "round_f16"):
+            if getattr(self, f) not in ("rz", "rne"):
+                raise ValueError(f"wgmma params {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
+        for cls in ("16bit", "tf32", "fp8"):
+            if not 0 <= getattr(self, "frac_bits_" + cls) <= 40:
+                raise ValueError(f"wgmma params {self.name}: frac_bits_{cls} must be in 0..40")
+            if not 1 <= getattr(self, "block_" + cls) <= 32:
+                raise ValueError(f"wgmma params {self.name}: block_{cls} must be in 1..32")
+            if not 1 <= getattr(self, "f32_man_bits_" + cls) <= 23:
+                raise ValueError(f"wgmma params {self.name}: f32_man_bits_{cls} must be in 1..23")
+        for f in ("e_zero_f32", "e_zero_f16"):
+            if not -600 <= getattr(self, f) <= 0:
+                raise ValueError(f"wgmma params {self.name}: {f} must be in -600..0")
+        if not 0 <= self.sat_block_int <= 32:
+            raise ValueError(f"wgmma params {self.name}: sat_block_int must be in 0..32")
+
+    def with_(self, **changes) -> "WgmmaParams":
+        """A copy with some fields changed (to try an alternative: ``.with_(frac_bits_fp8=14)``)."""
+        return dataclasses.replace(self, **changes)
+
+    def of(self, in_name: str) -> tuple[int, int, int]:
+        """(F, L, f32 mantissa bits) for an input format name."""
+        cls = "tf32" if in_name == "tf32" else "fp8" if in_name in ("e4m3", "e5m2") else "16bit"
+        return (getattr(self, "frac_bits_" + cls), getattr(self, "block_" + cls), getattr(self, "f32_man_bits_" + cls))
+
+
+# sm_90 (H100/H200).  Starting point: MMA-Sim 2.1.1's Hopper WGMMA (F = 25, L = 32 bytes of products
+# per block, fp8 F = 13 with f32 results on the e8m13 grid, e_zero -133 / -21); every value then
+# checked on an H100 (README "wgmma arithmetic", tests/test_wgmma_arith.py).
+WGMMA_PARAMS: dict[str, WgmmaParams] = {
+    "sm_90": WgmmaParams("sm_90", frac_bits_16bit=25, block_16bit=16, frac_bits_tf32=25, block_tf32=8,
+                         frac_bits_fp8=13, block_fp8=32),
+}
+
+
+def get_params(arch) -> WgmmaParams:
+    if isinstance(arch, WgmmaParams):
+        return arch
+    from .arch import get_arch
+    row = get_arch(arch)           # the names and aliases of fragsim.arch (refuses unknown ones)
+    if row.name not in WGMMA_PARAMS:
+        raise ValueError(f"arch {arch!r}: wgmma is an sm_90a instruction; fragsim models it for "
+                         f"{', '.join(WGMMA_PARAMS)} only")
+    return WGMMA_PARAMS[row.name]
+
+
+# -- registers <-> matrices ------------------------------------------------------------------------------
+
+def check_wg_regs(f: WgmmaForm, op: str, regs, what: str = "registers") -> np.ndarray:
+    r = _check.array(regs, f"operand {op} of {f.name}: {what}")
+    n = f.nregs(op)
+    if r.dtype.kind not in "ui":
+        raise TypeError(f"operand {op} of {f.name}: {what} must be uint32 words, got dtype {r.dtype}")
+    if r.ndim < 2 or r.shape[-2:] != (THREADS, n):
+        raise ValueError(f"operand {op} of {f.name}: expected {what} shaped (..., {THREADS}, {n}) "
+                         f"({n} registers per thread of the warpgroup), got shape {r.shape}")
+    if r.size and (r.dtype.kind == "i" or r.dtype.itemsize > 4):
+        bad = (r < 0) | (r > 0xFFFFFFFF)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(f"operand {op} of {f.name}: {what} must be 32-bit words in [0, 2**32), got "
+                             f"{int(r[idx])} at thread {idx[-2]}, register {idx[-1]}")
+    return r.astype(np.uint32, copy=False)
+
+
+def unpack_wg(form, operand, regs) -> np.ndarray:
+    """Registers uint32 (..., 128, nregs) -> matrix bits (..., rows, cols) of A, C or D."""
+    f = lookup_wgmma(form)
+    op = operand.upper() if isinstance(operand, str) else operand
+    r = check_wg_regs(f, op, regs)
+    fmt = f.fmt(op)
+    rows, cols = f.coords(op)
+    bits = fmt.storage_bits
+    mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
+    lead = r.shape[:-2]
+    r = r.reshape((-1,) + r.shape[-2:])
+    out = np.zeros((r.shape[0],) + f.matrix_shape(op), dtype=fmt.dtype)
+    for e in range(rows.shape[-1]):
+        out[:, rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
+    return out.reshape(lead + out.shape[1:])
+
+
+def pack_wg(form, operand, matrix) -> np.ndarray:
+    """Matrix bits (..., rows, cols) -> registers uint32 (..., 128, nregs) of A, C or D."""
+    f = lookup_wgmma(form)
+    op = operand.upper() if isinstance(operand, str) else operand
+    fmt = f.fmt(op)
+    m = _check.array(matrix, f"operand {op} of {f.name}")
+    shape = f.matrix_shape(op)
+    if m.dtype.kind not in "ui":
+        raise TypeError(f"operand {op} of {f.name}: expected {fmt.name} bit patterns, got dtype {m.dtype}")
+    if m.ndim < 2 or m.shape[-2:] != shape:
+        raise ValueError(f"operand {op} of {f.name}: expected a matrix shaped (..., {shape[0]}, {shape[1]}), "
+                         f"got shape {m.shape}")
+    limit = 1 << fmt.storage_bits
+    if m.size and (int(m.min()) < 0 or int(m.max()) >= limit):
+        raise ValueError(f"operand {op} of {f.name}: {fmt.name} words must lie in [0, 2**{fmt.storage_bits})")
+    rows, cols = f.coords(op)
+    lead = m.shape[:-2]
+    vals = m.reshape((-1,) + shape)[:, rows, cols].astype(np.uint32)
+    regs = np.zeros(vals.shape[:-1], np.uint32)
+    for e in range(vals.shape[-1]):
+        regs |= vals[..., e] << np.uint32(fmt.storage_bits * e)
+    return regs.reshape(lead + regs.shape[1:])
+
+
+# -- descriptors and shared memory -----------------------------------------------------------------------
+
+def _descriptor_values(x, name: str) -> np.ndarray:
+    """Descriptors (an int, a MatrixDescriptor, or an array/sequence of them) -> uint64 array."""
+    from .descriptor import MatrixDescriptor, as_descriptor
+    if isinstance(x, (MatrixDescriptor, dict)):
+        return np.array(as_descriptor(x, name).encode(), np.uint64)
+    if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
+        return np.array(as_descriptor(int(x), name).encode(), np.uint64)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "ui":
+        if x.dtype.kind == "i":
+            x = x.astype(np.int64).view(np.uint64) if x.dtype.itemsize == 8 else x.astype(np.int64).astype(np.uint64)
+        vals = x.astype(np.uint64)
+        for v in np.unique(vals):              # every distinct value a valid descriptor
+            as_descriptor(int(v), name)
+        return vals
+    if isinstance(x, (list, tuple)):
+        out = np.array([int(as_descriptor(v, f"{name}[{i}]").encode()) for i, v in enumerate(x)], np.uint64)
+        return out
+    raise TypeError(f"{name} must be a fragsim.MatrixDescriptor, a 64-bit descriptor value, or an array of them "
+                    f"(one per batch element), got {_check.show(x)}")
+
+
+@lru_cache(maxsize=4096)
+def _addresses(desc: int, rows: int, k: int, elem_bits: int, major: str) -> np.ndarray:
+    from .descriptor import operand_addresses
+    a = np.asarray(operand_addresses(int(desc), rows=rows, k=k, elem_bits=elem_bits, major=major), np.int64)
+    a.setflags(write=False)
+    return a
+
+
+def gather_operand(smem: np.ndarray, descs: np.ndarray, *, rows: int, k: int, elem_bits: int, major: str,
+                   name: str) -> np.ndarray:
+    """Element words (batch, rows, k) read through one descriptor per batch element.
+
+    ``smem`` (batch, nbytes) uint8, ``descs`` (batch,) uint64; elements little-endian."""
+    nbytes = smem.shape[-1]
+    eb = elem_bits // 8
+    batch = smem.shape[0]
+    dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[eb]
+    out = np.empty((batch, rows, k), dtype)
+    uniq, inv = np.unique(descs, return_inverse=True)
+    for j, d in enumerate(uniq):
+        addr = _addresses(int(d), rows, k, elem_bits, major)
+        top = int(addr.max()) + eb
+        if top > nbytes:
+            r, c = (int(i) for i in np.argwhere(addr + eb > nbytes)[0])
+            raise ValueError(f"{name}: descriptor {int(d):#018x} reads element ({r}, {c}) at smem byte "
+                             f"{int(addr[r, c]):#x}, past the {nbytes} bytes of smem")
+        sel = np.nonzero(inv.reshape(-1) == j)[0]
+        word = np.zeros((sel.size, rows, k), np.uint32)
+        for i in range(eb):
+            word |= smem[sel][:, addr + i].astype(np.uint32) << np.uint32(8 * i)
+        out[sel] = word.astype(dtype)
+    return out
+
+
+# -- arithmetic ------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _decode_table(name: str) -> np.ndarray:
+    n = 1 << FORMATS[name].storage_bits
+    vals = np.asarray(from_bits(np.arange(n, dtype=FORMATS[name].dtype), name), np.float64)
+    vals.setflags(write=False)
+    return vals
+
+
+def _decode(bits: np.ndarray, name: str) -> np.ndarray:
+    """Exact float64 values of element words (tf32: the low 13 bits dropped first)."""
+    if name in ("tf32", "f32"):
+        w = bits.astype(np.uint32)
+        if name == "tf32":
+            w = w & np.uint32(0xFFFFE000)
+        return w.view(np.float32).astype(np.float64)
+    return _decode_table(name)[bits]
+
+
+def _nominal_exp(v: np.ndarray, emin: int, e_zero: int) -> np.ndarray:
+    """max(floor(log2|v|), emin); e_zero for a zero; 4096 for Inf/NaN (it then wins E_max, and every
+    finite term vanishes beside the Inf/NaN that decides the result)."""
+    e = np.frexp(v)[1].astype(np.int64) - 1
+    e = np.maximum(e, emin)
+    e = np.where(v == 0, e_zero, e)
+    return np.where(np.isfinite(v), e, 4096)
+
+
+def _round(v: np.ndarray, man: int, ebits: int, mode: str) -> np.ndarray:
+    """Exact float64 values -> the nearest (RNE) or toward-zero (RZ) value of a grid with ``man``
+    mantissa and ``ebits`` exponent bits, subnormals kept, overflow to Inf; NaN stays NaN."""
+    bias = (1 << (ebits - 1)) - 1
+    emin = 1 - bias
+    av = np.abs(v)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.maximum(np.frexp(np.where(np.isfinite(av), av, 0.0))[1].astype(np.int64) - 1, emin)
+        q = np.ldexp(1.0, e - man)
+        t = av / q
+        r = (np.rint(t) if mode == "rne" else np.trunc(t)) * q
+        r = np.where(r >= np.ldexp(1.0, bias + 1), np.inf, r)
+        r = np.where(np.isfinite(av), r, av)
+    return np.where(v < 0, -r, r) + 0.0           # + 0.0: a zero result is +0
+
+
+def _to_bits(v: np.ndarray, out: str) -> np.ndarray:
+    if out == "f16":
+        w = v.astype(np.float16).view(np.uint16).astype(np.uint32)
+        return np.where(np.isnan(v), np.uint32(0x7FFF), w)
+    w = v.astype(np.float32).view(np.uint32)
+    return np.where(np.isnan(v), np.uint32(0x7FFFFFFF), w)
+
+
+def float_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, in_a: str, in_b: str, acc: str,
+              params: WgmmaParams) -> np.ndarray:
+    """D element words (batch, M, N) uint32 of the truncated fused dot-product-add.
+
+    ``a`` (batch, M, K) and ``b`` (batch, K, N) float64 values (scale_a/b applied), ``c`` (batch, M, N)
+    float64 values (+0 where scale-d is 0)."""
+    F, L, man32 = params.of(in_a)
+    e_zero = params.e_zero_f16 if acc == "f16" else params.e_zero_f32
+    man, ebits, mode = (10, 5, params.round_f16) if acc == "f16" else (man32, 8, params.round_f32)
+    acc_emin = FORMATS[acc].emin
+    ea = _nominal_exp(a, FORMATS[in_a].emin, 0)
+    eb = _nominal_exp(b, FORMATS[in_b].emin, 0)
+    K = a.shape[-1]
+    bt = np.swapaxes(b, -1, -2)                                  # (batch, N, K)
+    ebt = np.swapaxes(eb, -1, -2)
+    for k0 in range(0, K, L):
+        k1 = min(k0 + L, K)
+        with np.errstate(invalid="ignore"):                      # Inf * 0 is the NaN it should be
+            p = a[:, :, None, k0:k1] * bt[:, None, :, k0:k1]     # (batch, M, N, L), exact
+            zero = (a[:, :, None, k0:k1] == 0) | (bt[:, None, :, k0:k1] == 0)
+        pe = np.where(zero, e_zero, ea[:, :, None, k0:k1] + ebt[:, None, :, k0:k1])
+        ce = _nominal_exp(c, acc_emin, e_zero)
+        emax = np.maximum(pe.max(axis=-1), ce)
+        sh = F - emax
+        with np.errstate(invalid="ignore"):
+            s = np.trunc(np.ldexp(p, sh[..., None])).sum(axis=-1) + np.trunc(np.ldexp(c, sh))
+            c = _round(np.ldexp(s, -sh), man, ebits, mode)
+    return _to_bits(c, acc)
+
+
+def int_dot(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, satfinite: bool, params: WgmmaParams) -> np.ndarray:
+    """D words (batch, M, N) uint32: c + sum_k a*b exactly, wrapped, or clamped under .satfinite."""
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    K = a.shape[-1]
+    step = K if not satfinite or params.sat_block_int <= 0 else params.sat_block_int
+    acc = c.astype(np.int64)
+    for k0 in range(0, K, step):
+        acc = acc + np.einsum("bmk,bkn->bmn", a[:, :, k0:k0 + step], b[:, k0:k0 + step, :])
+        if satfinite:
+            acc = np.clip(acc, lo, hi)
+    return (acc & 0xFFFFFFFF).astype(np.uint32)
+
+
+# -- the instruction -------------------------------------------------------------------------------------
+
+def _is_regs(x) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == np.uint32 and x.ndim >= 2
+
+
+def _batch_values(x, name: str, kind) -> np.ndarray:
+    arr = _check.array(x, name)
+    if kind is bool:
+        if arr.dtype != np.bool_:
+            raise TypeError(f"{name} must be True/False or a bool array (one per batch element), got {_check.show(x)}")
+        return arr
+    return arr
+
+
+def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+          arch="sm_90") -> np.ndarray:
+    """D = A*B + C (or A*B when ``scale_d`` is False) of one ``wgmma.mma_async`` per warpgroup.
+
+    ``form``: PTX's spelling after ``wgmma.mma_async.sync.aligned.``, e.g. ``"m64n64k16.f32.bf16.bf16"``.
+    ``a``: A's registers, uint32 ``(..., 128, 4)``, or A's descriptors; ``b``: B's descriptors.  A
+    descriptor is a ``fragsim.MatrixDescriptor``, its 64-bit value, or an integer array of values
+    (one per batch element; any non-uint32 array of ``a`` is read as descriptors).  ``c``: the
+    accumulator registers uint32 ``(..., 128, nregs)``.  ``smem``: shared-memory bytes uint8
+    ``(..., nbytes)``; descriptor start addresses are byte offsets into it, its byte 0 counting as
+    1024-byte aligned.  ``scale_d``: bool or bool array per batch element.  ``scale_a``/``scale_b``:
+    1 or -1 (imm-scale-a/b, floating-point forms).  ``trans_a``/``trans_b``: imm-trans-a/b (.f16 and
+    .bf16 only; ``trans_a`` with A in shared memory only): the operand is MN-major.  Leading
+    dimensions of every argument broadcast together.  Returns D registers, uint32 ``(..., 128, nregs)``.
+    """
+    f = lookup_wgmma(form)
+    params = get_params(arch)
+    M, N, K = f.shape
+    sa = _check.integer(scale_a, "scale_a", (1, -1), "imm-scale-a")
+    sb = _check.integer(scale_b, "scale_b", (1, -1), "imm-scale-b")
+    ta = _check.boolean(trans_a, "trans_a")
+    tb = _check.boolean(trans_b, "trans_b")
+    if not f.scale_ab and (sa != 1 or sb != 1):
+        raise ValueError(f"form {f.name}: imm-scale-a/imm-scale-b exist only for the floating-point forms "
+                         "(PTX ISA wgmma.mma_async); use scale_a=scale_b=1")
+    if not f.trans and (ta or tb):
+        raise ValueError(f"form {f.name}: imm-trans-a/imm-trans-b exist only for .f16/.bf16 inputs: .{f.types['A']} "
+                         "operands must be K-major (PTX ISA wgmma.mma_async)")
+    a_regs = _is_regs(a)
+    if a_regs and ta:
+        raise ValueError(f"form {f.name}: trans_a applies to A in shared memory only (with A in registers PTX has "
+                         "no imm-trans-a)")
+    sm = _check.array(smem, "smem")
+    if sm.dtype != np.uint8:
+        raise TypeError(f"smem must be a uint8 array of shared-memory bytes (..., nbytes), got dtype {sm.dtype}")
+    if sm.ndim < 1 or sm.shape[-1] == 0:
+        raise ValueError(f"smem must be shaped (..., nbytes) with nbytes > 0, got shape {sm.shape}")
+    cr = check_wg_regs(f, "C", c)
+    ar = check_wg_regs(f, "A", a) if a_regs else None
+    adesc = None if a_regs else _descriptor_values(a, "a")
+    bdesc = _descriptor_values(b, "b")
+    sd = _check.array(scale_d, "scale_d")
+    if sd.dtype != np.bool_:
+        raise TypeError(f"scale_d must be True/False or a bool array (one per batch element), got {_check.show(scale_d)}")
+    shapes = [sm.shape[:-1], cr.shape[:-2], (ar.shape[:-2] if a_regs else adesc.shape), bdesc.shape, sd.shape]
+    names = ["smem", "c", "a", "b", "scale_d"]
+    lead = _check.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
+    n = int(np.prod(lead, dtype=np.int64))
+
+    def flat(x, tail):
+        return np.broadcast_to(x, lead + tail).reshape((n,) + tail)
+
+    smf = flat(sm, sm.shape[-1:])
+    ta_, tb_ = f.types["A"], f.types["B"]
+    abits, bbits = f.fmt("A").storage_bits, f.fmt("B").storage_bits
+    if a_regs:
+        A = unpack_wg(f, "A", flat(ar, ar.shape[-2:]))
+    else:
+        A = gather_operand(smf, flat(adesc, ()), rows=M, k=K, elem_bits=abits, major="MN" if ta else "K", name="a")
+    B = gather_operand(smf, flat(bdesc, ()), rows=N, k=K, elem_bits=bbits, major="MN" if tb else "K", name="b")
+    C = unpack_wg(f, "C", flat(cr, cr.shape[-2:]))
+    keep = flat(sd, ())
+    out = np.empty((n, M, N), np.uint32)
+    acc = f.types["D"]
+    if acc == "s32":
+        from .formats import int_from_bits
+        Ai = int_from_bits(A, ta_)
+        Bi = np.swapaxes(int_from_bits(B, tb_), -1, -2)
+        Ci = np.where(keep[:, None, None], C.astype(np.uint32).view(np.int32).astype(np.int64), 0)
+        out[:] = int_dot(Ai, Bi, Ci, satfinite=f.satfinite, params=params)
+    else:
+        # chunks keep the (batch, M, N, L) product arrays near 2**21 elements
+        step = max(1, (1 << 21) // (M * N * min(K, params.of(ta_)[1])))
+        for i in range(0, n, step):
+            j = min(n, i + step)
+            av = _decode(A[i:j], ta_) * sa
+            bv = np.swapaxes(_decode(B[i:j], tb_), -1, -2) * sb
+            cv = np.where(keep[i:j, None, None], _decode(C[i:j], acc), 0.0)
+            out[i:j] = float_dot(av, bv, cv, in_a=ta_, in_b=tb_, acc=acc, params=params)
+    d = pack_wg(f, "D", out if acc != "f16" else out.astype(np.uint16))
+    return d.reshape(lead + d.shape[-2:])
