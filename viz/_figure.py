@@ -219,8 +219,10 @@ def tag(cv: Canvas, x, y, s, *, size=None, color="#222222", gid=None, ha="left")
                    bbox={"boxstyle": "round,pad=0.18", "fc": color, "ec": "none"}, zorder=5)
 
 
-def axis_numbers(cv: Canvas, x0, y0, rows: int, cols: int, *, top=True, left=True, step=None, size=None):
-    """Row numbers left of a grid and column numbers above it (every ``step``-th when cells are small)."""
+def axis_numbers(cv: Canvas, x0, y0, rows: int, cols: int, *, top=True, left=True, step=None, size=None,
+                 row0: int = 0, col0: int = 0):
+    """Row numbers left of a grid and column numbers above it (every ``step``-th when cells are small);
+    ``row0``/``col0``: the numbers of the first row and column (a grid showing part of a tile)."""
     size = size or min(TEXT_FONT - 1, max(AXIS_FONT, cv.cell_pt * 0.32))
     if step is None:
         step = 1 if cv.cell_pt >= size * 2.6 else next(s for s in (2, 4, 8, 16, 32, 64)
@@ -228,10 +230,10 @@ def axis_numbers(cv: Canvas, x0, y0, rows: int, cols: int, *, top=True, left=Tru
     gap = cv.units(0.04)
     if top:
         for c in range(0, cols, step):
-            cv.text(x0 + c + 0.5, y0 - gap, str(c), size=size, ha="center", va="bottom", color="#555555")
+            cv.text(x0 + c + 0.5, y0 - gap, str(col0 + c), size=size, ha="center", va="bottom", color="#555555")
     if left:
         for r in range(0, rows, step):
-            cv.text(x0 - gap, y0 + r + 0.5, str(r), size=size, ha="right", va="center", color="#555555")
+            cv.text(x0 - gap, y0 + r + 0.5, str(row0 + r), size=size, ha="right", va="center", color="#555555")
 
 
 def check_path(path) -> str:

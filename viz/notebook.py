@@ -4,7 +4,7 @@ when a notebook asks for the picture).
 
 ``picture(obj)``: a bank report -> its phases and histogram; a ``Swizzle`` (or XOR map) -> the
 swizzle view of 128-byte rows; a ``Tile`` -> its elements coloured by bank; an mma form -> the
-combined fragment map.
+combined fragment map; a check report -> expected vs received fragment map.
 """
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ from __future__ import annotations
 def picture(obj):
     """The Figure that shows ``obj``."""
     from fragsim.banks import BankReport
+    from fragsim.check.report import CheckReport
     from fragsim.instructions import MmaForm
+    if isinstance(obj, CheckReport):
+        from .check_result import draw_check
+        return draw_check(obj)
     if isinstance(obj, BankReport):
         from .banks import draw_bank_report
         return draw_bank_report(obj)
@@ -26,8 +30,8 @@ def picture(obj):
     if callable(obj):              # a Swizzle, an XOR map, any map of byte offsets
         from .swizzle import draw_swizzle
         return draw_swizzle(obj)
-    raise TypeError(f"no picture of a {type(obj).__name__}: expected a bank report, a Swizzle or XOR map, "
-                    "a Tile or an mma form")
+    raise TypeError(f"no picture of a {type(obj).__name__}: expected a bank report, a check report, "
+                    "a Swizzle or XOR map, a Tile or an mma form")
 
 
 def repr_png(obj) -> bytes:

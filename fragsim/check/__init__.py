@@ -144,7 +144,7 @@ def _check(kind, title, tile, instrs, make, layout, gpu, run=None) -> CheckRepor
         return r.decode(o, a).ok
 
     report = CheckReport(kind, title, ev.ok, int(ev.want.size), _mismatches(ev), [], _conflicts(instrs, run),
-                         layout, instrs)
+                         layout, instrs, evidence=ev)
     report.findings = Diagnosis(ev, recheck, lambda n: [str(m) for m in report.first(n)]).findings()
     if gpu is not False and gpu is not None:
         from .gpu import verdict

@@ -139,6 +139,8 @@ class CheckReport:
     layout: list                     # lines: which registers fill which fragment, or what is copied
     instructions: list
     gpu: GpuVerdict | None = None
+    # what the run saw, slot by slot (fragsim.check.runs.Evidence): the picture draws it
+    evidence: object = field(default=None, repr=False, compare=False)
 
     @property
     def diagnosis(self) -> list[str]:
@@ -150,6 +152,14 @@ class CheckReport:
 
     def __bool__(self) -> bool:
         return self.ok
+
+    def _repr_png_(self):   # Jupyter: expected vs received fragment map (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
 
     def first(self, n: int) -> list:
         """The first ``n`` mismatching registers (their first wrong element each; copies: elements)."""

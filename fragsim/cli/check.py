@@ -1,4 +1,5 @@
-"""fragsim check: verify hand-written address math (loads into fragments, epilogue stores, copies).
+"""fragsim check: verify hand-written address math (loads into fragments, epilogue stores, copies,
+and wgmma's shared-memory matrix descriptors: --wgmma).
 
 Exit code 0 when every element is where it must be, 1 when the address math is wrong (the
 diagnosis says how), 2 on bad input or, with --gpu, when no GPU can run it, 3 when the GPU does not
@@ -13,12 +14,24 @@ import sys
 
 NAME = "check"
 HELP = ("check hand-written lane -> address math: do ldmatrix/ld.shared loads fill the mma fragments, "
-        "stmatrix/st.shared stores put C where the tile says, cp.async copies fill the tile exactly once?")
+        "stmatrix/st.shared stores put C where the tile says, cp.async copies fill the tile exactly once, "
+        "wgmma descriptors read the operand from the tile?")
 
 EXIT_WRONG, EXIT_INPUT, EXIT_GPU_DISAGREES = 1, 2, 3
 
 
 def add_arguments(p):
+    add_check_arguments(p)
+    p.add_argument("--gpu", action="store_true", help="also run the instructions with these addresses on this "
+                   "machine's GPU (CuPy) and confirm the hardware delivers what fragsim says")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--png", metavar="FILE", help="also draw expected vs received fragment map as a PNG picture "
+                   "(as `fragsim draw check`)")
+    p.add_argument("--svg", metavar="FILE", help="also draw it as an SVG picture")
+
+
+def add_check_arguments(p):
+    """What is checked: the tile, the instructions and their addresses (``fragsim check`` and ``fragsim draw check``)."""
     p.add_argument("--form", metavar="FORM", help="mma form in PTX spelling, e.g. m16n8k16.row.col.f32.bf16.bf16.f32 "
                    "(loads and stores)")
     p.add_argument("--operand", metavar="A|B|C", help="the fragment the loads fill (A, B or C); stores: C")
@@ -32,6 +45,13 @@ def add_arguments(p):
                       "order, as --load (repeatable)")
     kind.add_argument("--copy", action="append", metavar="'OP: EXPR'", help="one copy instruction (cp.async or "
                       "st.shared) of the CTA's fill: its destination address (repeatable)")
+    kind.add_argument("--wgmma", action="append", metavar="DESC", help="a wgmma matrix descriptor (--form is a wgmma "
+                      "form, --operand A or B): its 64-bit value or a C expression in k (the k-step) giving it, or its "
+                      "fields 'start=EXPR lbo=N sbo=N swizzle=128B [base=N]' (expressions in k allowed); once for all "
+                      "k-steps or once per k-step")
+    p.add_argument("--major", choices=("K", "MN"), help="wgmma: the operand's majorness (MN: imm-trans = 1; default K)")
+    p.add_argument("--steps", type=int, metavar="N", help="wgmma: the number of k-steps to check (default: as many as "
+                   "the tile's columns hold for an expression in k, else 1 or one per --wgmma)")
     p.add_argument("--src", action="append", metavar="EXPR", help="copies: each lane's global byte offset into the "
                    "source matrix (once for all copies, or once per --copy); default: chunk 32*k + lane")
     p.add_argument("--mask", action="append", metavar="COND", help="active lanes of plain ops: a C condition in lane "
@@ -47,9 +67,6 @@ def add_arguments(p):
                    "variables warp and tid = 32 * warp + lane)")
     p.add_argument("--global-pitch", type=int, metavar="BYTES", help="copies: bytes between two lines of the global "
                    "source matrix (default: a line of the tile)")
-    p.add_argument("--gpu", action="store_true", help="also run the instructions with these addresses on this "
-                   "machine's GPU (CuPy) and confirm the hardware delivers what fragsim says")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _item(text: str, option: str) -> tuple[str, str]:
@@ -131,7 +148,8 @@ def _regmap(text: str) -> list:
     return out
 
 
-def run(args) -> int:
+def checker(args):
+    """The check the arguments ask for, as a function of ``gpu`` (True or False) returning the report."""
     from ..check import check_copy, check_load, check_store
     from ..tile import Tile
 
@@ -140,7 +158,6 @@ def run(args) -> int:
     specs = args.load or args.store or args.copy
     items = [_item(s, f"--{kind}") for s in specs]
     masks = _per(args.mask, len(items), "--mask", f"{kind}s")
-    gpu = bool(args.gpu)
     if kind == "copy":
         for opt in ("form", "operand", "at", "fragment", "regmap"):
             if getattr(args, opt) is not None:
@@ -166,7 +183,13 @@ def run(args) -> int:
                   regmap=_regmap(args.regmap) if args.regmap else None)
         fn = check_load if kind == "load" else check_store
         call = lambda g: fn(args.form, operand, tile, ins, gpu=g, **kw)  # noqa: E731
-    if gpu:
+    return call
+
+
+def run(args) -> int:
+    pictures = _pictures(args)
+    call = checker(args)
+    if args.gpu:
         from ..gpu_check.runner import GpuUnavailable
 
         try:
@@ -177,6 +200,24 @@ def run(args) -> int:
     else:
         report = call(False)
     print(json.dumps(report.to_dict()) if args.json else report)
+    if pictures:
+        from ..viz.check_result import draw_check
+        for path in pictures:
+            draw_check(report, path)
+            if not args.json:
+                print(f"wrote {path}")
     if report.gpu is not None and not report.gpu.agrees:
         return EXIT_GPU_DISAGREES
     return 0 if report.ok else EXIT_WRONG
+
+
+def _pictures(args) -> list:
+    """The --png/--svg files, checked before anything runs (a bad name is one line, exit 2)."""
+    from .files import writable_file
+    out = []
+    for path, ext in ((args.png, ".png"), (args.svg, ".svg")):
+        if path is not None:
+            if not path.lower().endswith(ext):
+                raise ValueError(f"--{ext[1:]} {path}: expected a file name ending in {ext}")
+            out.append(writable_file(path, f"--{ext[1:]}"))
+    return out

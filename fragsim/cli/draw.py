@@ -3,7 +3,8 @@
 Kinds: ``fragment`` (one operand's map), ``mma`` (A, B and C/D together), ``flow`` (an
 ldmatrix/stmatrix), ``bank-map`` (a tile coloured by bank), ``bank-phases``, ``bank-histogram``,
 ``bank-report`` (one instruction's accesses and cost), ``swizzle`` (logical -> physical),
-``warp-tile`` and ``cta-tile``.  Address expressions are C, as in ``fragsim conflicts``.
+``warp-tile``, ``cta-tile`` and ``check`` (expected vs received fragment map of ``fragsim check``,
+with its arguments).  Address expressions are C, as in ``fragsim conflicts``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from .files import writable_file
 
 NAME = "draw"
-HELP = "draw a picture (fragment map, ldmatrix flow, bank map, swizzle, warp/CTA tile) to PNG/SVG/PDF"
+HELP = "draw a picture (fragment map, ldmatrix flow, bank map, swizzle, warp/CTA tile, check result) to PNG/SVG/PDF"
 
 TILE_HELP = ("tile in shared memory: 'ROWSxCOLS DTYPE [row|col] [pitch=N] [swizzle=B,M,S] [base=N]', "
              "e.g. '16x64 f16 swizzle=3,4,3'")
@@ -28,6 +29,8 @@ KINDS = {
     "swizzle": "logical tile -> physical placement of a swizzle or padding, with banks",
     "warp-tile": "a warp tile of mma tiles (e.g. 64x64 from 4x8 m16n8k16)",
     "cta-tile": "a CTA tile split among warps (warp ids)",
+    "check": "a check of address math (the arguments of `fragsim check`): expected vs received fragment map, "
+             "mismatches in red",
 }
 
 
@@ -81,6 +84,8 @@ def add_arguments(p):
     c.add_argument("--warps", default="2x2", metavar="MxN", help="warps in M and N (default 2x2)")
     c.add_argument("--warp-order", default="row", choices=("row", "col"),
                    help="warp id = warp_m * warps_n + warp_n (row, default) or warp_n * warps_m + warp_m (col)")
+    from .check import add_check_arguments
+    add_check_arguments(k["check"])
     for q in k.values():
         _output(q)
 
@@ -164,6 +169,12 @@ def run(args) -> int:
             raise ValueError("--tile gives the whole layout; leave out --swizzle, --pitch and --rows")
         draw_swizzle(_swizzle(args.swizzle), tile=tile, rows=args.rows, row_bytes=args.row_bytes,
                      pitch=args.pitch, path=out)
+    elif kind == "check":
+        from ..viz.check_result import draw_check
+        from .check import checker
+        report = checker(args)(False)
+        draw_check(report, out)
+        print(report.verdict())
     elif kind == "warp-tile":
         from ..viz.tiles import draw_warp_tile
         m, n = _pair(args.tiles, "--tiles")
