@@ -56,6 +56,21 @@ class ArchParams:
         NaN; 'canonical': every NaN result is f64_default_nan.
     f64_default_nan: the NaN an invalid operation (Inf * 0, Inf - Inf) of NaN-free operands
         gives.
+
+    fp8 (e4m3/e5m2) forms (``fragsim.arith.fp8``): the inputs convert exactly to f16 and run as
+    f16 mma over chained blocks of this row's 16-bit model (``frac_bits``, ``e_zero_*``, rounding):
+    fp8_split: '' (no fp8 mma on this architecture), 'pairs' (two blocks of K/2: first the k with
+        k % 4 in {0, 1} -- the low halves of each register --, then k % 4 in {2, 3}), 'halves'
+        (k < K/2, then the rest) or 'none' (one block of all K).
+    fp8_c: 'add' (the blocks start from c = +0 and C is added last by one IEEE round-to-nearest-even
+        addition in the accumulator format) or 'mma' (C enters the first block, as for f16 inputs).
+
+    f16 m8n8k4 forms (``fragsim.arith.chain``): a tree of IEEE binary32 operations per output
+    (f16 inputs, exact in binary32, and so are their products), rounded to nearest even into D:
+    m884_f32 / m884_f16: the tree for f32 / f16 D, as nested tuples: ``("fma", k, x)`` is
+    fma(a_k, b_k, x), ``("mul", k)`` a_k * b_k, ``("add", x, y)`` x + y, ``"c"`` the element of
+    C (f16 C widened exactly), ``"+0"`` positive zero.  Every NaN result is the canonical NaN.
+    ``()``: not modelled on this architecture.
     """
 
     name: str
@@ -79,6 +94,10 @@ class ArchParams:
     f64_subnormals: str = "ieee"
     f64_nan_order: str = "bca"
     f64_default_nan: int = 0xFFF8000000000000
+    fp8_split: str = ""
+    fp8_c: str = "add"
+    m884_f32: tuple = ()
+    m884_f16: tuple = ()
 
     def __post_init__(self):
         for f in fields(self):  # exact types: a string where a bool belongs would act as True
@@ -104,6 +123,17 @@ class ArchParams:
         nan_bits = self.f64_default_nan & 0x7FF0000000000000 == 0x7FF0000000000000 and self.f64_default_nan & ((1 << 52) - 1)
         if not (0 <= self.f64_default_nan < 1 << 64 and nan_bits):
             raise ValueError(f"arch {self.name}: f64_default_nan must be a binary64 NaN word, got {self.f64_default_nan:#x}")
+        if self.fp8_split not in ("", "pairs", "halves", "none"):
+            raise ValueError(f"arch {self.name}: fp8_split must be '', 'pairs', 'halves' or 'none', "
+                             f"got {self.fp8_split!r}")
+        if self.fp8_c not in ("add", "mma"):
+            raise ValueError(f"arch {self.name}: fp8_c must be 'add' or 'mma', got {self.fp8_c!r}")
+        for f in ("m884_f32", "m884_f16"):
+            used: set = set()
+            why = _tree_error(getattr(self, f), used) or ("" if used == {0, 1, 2, 3} else
+                                                         f"the tree must use each k of 0..3 once, uses {sorted(used)}")
+            if getattr(self, f) != () and why:
+                raise ValueError(f"arch {self.name}: {f}: {why}")
         for f in ("sat_block_8bit", "sat_block_4bit"):   # the kernel sums 8 k per vector
             if not (0 <= getattr(self, f) <= 256 and getattr(self, f) % 8 == 0):
                 raise ValueError(f"arch {self.name}: {f} must be a multiple of 8 in 0..256, got {getattr(self, f)}")
@@ -136,6 +166,26 @@ class ArchParams:
         return replace(self, **changes)
 
 
+def _tree_error(t, used: set) -> str:
+    """Why ``t`` is not an m8n8k4 operation tree ('' if it is one); ``used`` collects its k."""
+    if t in ("c", "+0"):
+        return ""
+    if not isinstance(t, tuple) or not t or t[0] not in ("fma", "mul", "add") \
+            or len(t) != {"fma": 3, "mul": 2, "add": 3}[t[0]]:
+        return f"{t!r} is not 'c', '+0' or a tuple ('fma', k, x) / ('mul', k) / ('add', x, y)"
+    if t[0] == "add":
+        return _tree_error(t[1], used) or _tree_error(t[2], used)
+    if type(t[1]) is not int or not 0 <= t[1] < 4 or t[1] in used:
+        return f"{t!r}: k must be an integer in 0..3 that the tree has not used yet"
+    used.add(t[1])
+    return _tree_error(t[2], used) if t[0] == "fma" else ""
+
+
+# sm_90's m8n8k4 .f16 (ptxas 13.0 emulates it: SHFL, f16 -> f32 conversions and this FFMA / FMUL /
+# FADD tree, then F2FP.F16.F32.PACK_AB for f16 D).
+_M884_F32_SM90 = ("add", "c", ("fma", 3, ("fma", 2, ("fma", 1, ("fma", 0, "+0")))))
+_M884_F16_SM90 = ("add", ("add", "c", ("fma", 1, ("mul", 0))), ("fma", 3, ("mul", 2)))
+
 ARCHS: dict[str, ArchParams] = {
     a.name: a
     for a in (
@@ -143,7 +193,8 @@ ARCHS: dict[str, ArchParams] = {
                    block_16bit=8, block_tf32=4, frac_bits=24, e_zero_f32=-132, e_zero_f16=-20),
         ArchParams("sm_90", "H100/H200 (Hopper)", cc=90, aliases=("sm90", "sm_90a", "90", "h100", "h200", "h800",
                                                                   "hopper"),
-                   block_16bit=16, block_tf32=8, frac_bits=25, e_zero_f32=-133, e_zero_f16=-21),
+                   block_16bit=16, block_tf32=8, frac_bits=25, e_zero_f32=-133, e_zero_f16=-21,
+                   fp8_split="pairs", m884_f32=_M884_F32_SM90, m884_f16=_M884_F16_SM90),
     )
 }
 

@@ -133,7 +133,7 @@ def form_cases(form=F32):
     return [("zero-width space", lambda kw: form + "\u200b", ERROR), ("fullwidth letter", lambda kw: "\uff4d" + form[1:], ERROR),
             ("upper case", lambda kw: form.upper(), OK), ("spaces around", lambda kw: f"  {form}\t", OK),
             ("PTX prefix", lambda kw: "mma.sync.aligned." + form, OK), ("NUL", lambda kw: form + "\x00", ERROR),
-            ("unmodelled PTX form", lambda kw: "m8n8k4.row.col.f32.f16.f16.f32", ERROR),
+            ("unmodelled PTX form", lambda kw: "m8n8k16.row.col.s32.s8.u8.s32", ERROR),
             ("missing type", lambda kw: form.rsplit(".", 1)[0], ERROR), ("extra part", lambda kw: form + ".x", ERROR),
             ("empty part", lambda kw: form.replace(".", "..", 1), ERROR),
             ("only the prefix", lambda kw: "mma.sync.aligned.", ERROR),

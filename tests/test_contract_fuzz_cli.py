@@ -117,7 +117,7 @@ def classes(f, out):
         ("layout grid", ["layout", F32, "A"], OK), ("layout by lane", ["layout", TF32, "b", "--by-lane"], OK),
         ("layout json", ["layout", F32, "c", "--json"], OK), ("layout bad operand", ["layout", F32, "E"], ERROR),
         ("layout empty form", ["layout", "", "A"], ERROR), ("layout zero-width space", ["layout", F32 + "\u200b", "A"], ERROR),
-        ("layout unmodelled form", ["layout", "m8n8k4.row.col.f32.f16.f16.f32", "A"], ERROR),
+        ("layout unmodelled form", ["layout", "m8n8k16.row.col.s32.s8.u8.s32", "A"], ERROR),
         ("layout missing operand", ["layout", F32], ERROR), ("layout extra argument", ["layout", F32, "A", "B"], ERROR),
         ("layout unknown option", ["layout", F32, "A", "--bogus"], ERROR), ("layout help", ["layout", "--help"], OK),
         ("no such command", ["bogus"], ERROR), ("version", ["--version"], OK), ("top help", ["--help"], OK),

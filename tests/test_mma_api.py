@@ -61,8 +61,8 @@ def test_unknown_form_is_refused_with_the_reason():
 
 
 def test_a_valid_ptx_form_fragsim_lacks_is_not_modelled():
-    with pytest.raises(ValueError, match="m8n8k4.row.col.f32.f16.f16.f32 is a valid PTX form but is not modelled"):
-        fragsim.mma("m8n8k4.row.col.f32.f16.f16.f32", *regs(F32))
+    with pytest.raises(ValueError, match="m8n8k16.row.col.s32.s8.u8.s32 is a valid PTX form but is not modelled"):
+        fragsim.mma("m8n8k16.row.col.s32.s8.u8.s32", *regs(F32))
 
 
 def test_wrong_register_count_names_operand_and_shape():

@@ -14,12 +14,6 @@ from fragsim import FORMS, lookup
 from fragsim.instructions.ptx_mma import PTX_FORMS
 
 VALID_NOT_MODELLED = [
-    "m8n8k4.row.col.f32.f16.f16.f32",           # the example; ptxas 13.0 takes it for sm_90
-    "m8n8k4.col.row.f16.f16.f16.f16",
-    "m8n8k4.row.row.f32.f16.f16.f16",
-    "m16n8k4.row.col.f32.tf32.tf32.f32",
-    "m16n8k32.row.col.f32.e4m3.e5m2.f32",
-    "m16n8k16.row.col.f16.e5m2.e5m2.f16",
     "m16n8k32.row.col.kind::f8f6f4.f32.e2m1.e3m2.f32",
     "m8n8k16.row.col.s32.s8.u8.s32",
     "m8n8k32.row.col.satfinite.s32.u4.u4.s32",

@@ -20,9 +20,11 @@ import numpy as np
 from ..arch import ArchParams, get_arch
 from ..formats import FloatFormat
 from ..instructions import MmaForm, lookup
+from .chain import ChainPlan, chain_plan
 from .exact import F64Plan, IntPlan, exact_maps, exact_plan
+from .fp8 import Fp8Plan, fp8_plan
 
-__all__ = ["Plan", "plan", "index_maps", "run", "IntPlan", "F64Plan"]
+__all__ = ["Plan", "plan", "index_maps", "run", "IntPlan", "F64Plan", "Fp8Plan", "ChainPlan"]
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,19 @@ class Plan:
         return [(k0, min(k0 + self.block, k)) for k0 in range(0, k, self.block)]
 
 
-def plan(form, arch="sm_90") -> Plan | IntPlan | F64Plan:
+def plan(form, arch="sm_90") -> Plan | IntPlan | F64Plan | Fp8Plan | ChainPlan:
     f = lookup(form)
     a = get_arch(arch)
-    exact = exact_plan(f, a)
-    if exact is not None:
-        return exact
+    if f.min_cc > a.cc:
+        raise ValueError(f"form {f.name} needs compute capability {f.min_cc // 10}.{f.min_cc % 10} (PTX ISA); "
+                         f"arch {a.name} is {a.cc // 10}.{a.cc % 10}")
+    other = exact_plan(f, a) or fp8_plan(f, a, lambda v, block: _float_plan(v, a, block)) or chain_plan(f, a)
+    if other is not None:
+        return other
+    return _float_plan(f, a, min(f.shape[2], a.block_len(f.fmt("A").name)))
+
+
+def _float_plan(f: MmaForm, a: ArchParams, block: int) -> Plan:
     in_fmt, acc_fmt = f.fmt("A"), f.fmt("D")
     assert isinstance(in_fmt, FloatFormat) and isinstance(acc_fmt, FloatFormat)   # exact_plan took the others
     if f.fmt("B") != in_fmt or f.fmt("C") != acc_fmt:
@@ -56,8 +65,7 @@ def plan(form, arch="sm_90") -> Plan | IntPlan | F64Plan:
     if acc_fmt.name not in ("f32", "f16") or in_fmt.name not in ("f16", "bf16", "tf32"):
         raise ValueError(f"form {f.name}: no arithmetic model for .{in_fmt.name} inputs with "
                          f".{acc_fmt.name} accumulators")
-    return Plan(form=f, arch=a, in_fmt=in_fmt, acc_fmt=acc_fmt,
-                block=min(f.shape[2], a.block_len(in_fmt.name)), frac_bits=a.frac_bits,
+    return Plan(form=f, arch=a, in_fmt=in_fmt, acc_fmt=acc_fmt, block=block, frac_bits=a.frac_bits,
                 e_zero=a.e_zero(acc_fmt.name), rounding=a.rounding(acc_fmt.name))
 
 
@@ -116,5 +124,11 @@ def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
     if isinstance(pl, Plan):
         from . import kernel
         return kernel.run(pl, index_maps(pl.form), a, b, c, parallel=parallel)
+    if isinstance(pl, Fp8Plan):
+        from . import fp8
+        return fp8.run(pl, a, b, c, parallel=parallel)
+    if isinstance(pl, ChainPlan):
+        from . import chain
+        return chain.run(pl, a, b, c)
     from . import kernel_exact
     return kernel_exact.run(pl, exact_maps(pl.form), a, b, c, parallel=parallel)

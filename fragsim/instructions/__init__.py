@@ -33,6 +33,7 @@ class MmaForm:
     min_cc: int = 80                # lowest compute capability (major*10 + minor) that has it (PTX ISA)
     sass: str = "HMMA"              # the SASS mnemonic it compiles to
     modifiers: tuple = ()           # PTX modifiers that change the arithmetic: ("satfinite",), ("xor", "popc")
+    groups: int = 1                 # independent products per warp (m8n8k4 .f16: 4 quad pairs), stacked by rows
 
     @property
     def ptx(self) -> str:
@@ -49,8 +50,11 @@ class MmaForm:
         return self.layouts[check_operand(operand)]
 
     def matrix_shape(self, operand: str) -> tuple[int, int]:
+        """Rows and columns of the operand's matrix; a form of several products per warp (``groups``)
+        stacks their matrices along rows (m8n8k4 .f16: quad pair q's A is rows 8q..8q+7)."""
         m, n, k = self.shape
-        return {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[check_operand(operand)]
+        r, c = {"A": (m, k), "B": (k, n), "C": (m, n), "D": (m, n)}[check_operand(operand)]
+        return self.groups * r, c
 
     def elems_per_reg(self, operand: str) -> int:
         return max(1, 32 // self.fmt(operand).storage_bits)

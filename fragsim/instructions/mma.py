@@ -74,14 +74,14 @@ B_K16N8_F64 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2", "row3"])
 
 
 def _form(name, shape, D, A, B, C, layout_a, layout_b, layout_c, layout_d=None, *, min_cc=None, sass="HMMA",
-          modifiers=()):
+          modifiers=(), groups=1):
     # PTX ISA "mma" target requirements: m16n8k8 with .f16 inputs from sm_75, the rest from sm_80
-    # (the m16n8k* .f64 shapes from sm_90: given by their entries).
+    # (the m16n8k* .f64 shapes, fp8 and m8n8k4 .f16 given by their entries).
     if min_cc is None:
         min_cc = 75 if shape == (16, 8, 8) and A == "f16" else 80
     return {
         "name": name, "shape": shape, "min_cc": min_cc, "sass": sass, "modifiers": tuple(modifiers),
-        "types": {"A": A, "B": B, "C": C, "D": D},
+        "groups": groups, "types": {"A": A, "B": B, "C": C, "D": D},
         "layouts": {"A": layout_a, "B": layout_b, "C": layout_c, "D": layout_d or layout_c},
     }
 
@@ -121,6 +121,44 @@ def _f64_forms():
     ]
 
 
+def _fp8_forms():
+    """e4m3/e5m2 m16n8k16 and m16n8k32 (sm_89+), every input pair, f32 or f16 accumulators.  The PTX
+    ISA draws their A and B fragments like the 8-bit integers' (four k per register)."""
+    out = []
+    for k in (16, 32):
+        na = k // 8
+        for a in ("e4m3", "e5m2"):
+            for b in ("e4m3", "e5m2"):
+                for acc, lay in (("f32", ACC_F32), ("f16", ACC_F16)):
+                    out.append(_form(f"m16n8k{k}.row.col.{acc}.{a}.{b}.{acc}", (16, 8, k), acc, a, b, acc,
+                                     _int_a(2, na), _int_b(2, na // 2), lay, min_cc=89))
+    return out
+
+
+# m8n8k4 .f16 (PTX ISA "Matrix Fragments for mma.m8n8k4 with .f16 floating point type"): the warp runs
+# four independent 8x8x4 products, one per quad pair (lanes 4q..4q+3 and 4q+16..4q+19).  The table
+# stacks the four along rows: quad pair q's A, C, D are rows 8q..8q+7, its B rows 4q..4q+3.  Lane bits
+# 0-1 are the index in the quad (tig), bits 2-3 the quad pair, bit 4 the upper quad (+4 rows of A, C, D;
+# +4 columns of B).  A row-major: row = tig (+4), col = i; column-major: row = i (+4), col = tig.
+# B row-major: row = tig, col = i (+4); column-major: row = i, col = tig (+4).  C/D .f16: row = tig (+4),
+# col = i; .f32: row = (lane & 1) + (i & 2) (+4), col = (i & 4) + (lane & 2) + (i & 1).
+_QP = ["row3", "row4"]                   # lane bits 2-3 (quad pair) -> rows 8q of A, C, D
+A_M884 = {"row": _map(["row0", "row1"] + _QP + ["row2"], reg=["col1"], elem=["col0"]),
+          "col": _map(["col0", "col1"] + _QP + ["row2"], reg=["row1"], elem=["row0"])}
+B_M884 = {"row": _map(["row0", "row1", "row2", "row3", "col2"], reg=["col1"], elem=["col0"]),
+          "col": _map(["col0", "col1", "row2", "row3", "col2"], reg=["row1"], elem=["row0"])}
+ACC_M884_F16 = _map(["row0", "row1"] + _QP + ["row2"], reg=["col1", "col2"], elem=["col0"])
+ACC_M884_F32 = _map(["row0", "col1"] + _QP + ["row2"], reg=["col0", "row1", "col2"])
+
+
+def _m884_forms():
+    """f16 m8n8k4 (sm_70+): .row/.col for A and B, (D, C) in (f16, f16), (f32, f16), (f32, f32)."""
+    acc = {"f16": ACC_M884_F16, "f32": ACC_M884_F32}
+    return [_form(f"m8n8k4.{la}.{lb}.{d}.f16.f16.{c}", (8, 8, 4), d, "f16", "f16", c, A_M884[la], B_M884[lb],
+                  acc[c], acc[d], min_cc=70, groups=4)
+            for la in ("row", "col") for lb in ("row", "col") for d, c in (("f16", "f16"), ("f32", "f16"), ("f32", "f32"))]
+
+
 # The table.  ``name`` is the PTX spelling after ``mma.sync.aligned.``.
 MMA_FORMS = [
     _form("m16n8k16.row.col.f16.f16.f16.f16", (16, 8, 16), "f16", "f16", "f16", "f16",
@@ -137,7 +175,10 @@ MMA_FORMS = [
           A_M16K8_B16, B_K8N8_B16, ACC_F32),
     _form("m16n8k8.row.col.f32.tf32.tf32.f32", (16, 8, 8), "f32", "tf32", "tf32", "f32",
           A_M16K8_TF32, B_K8N8_TF32, ACC_F32),
-] + _int_forms() + _f64_forms()
+    # m16n8k4 .tf32: a0 (groupID, tig), a1 (groupID + 8, tig); b0 (tig, groupID) -- the f64 m16n8k4 maps.
+    _form("m16n8k4.row.col.f32.tf32.tf32.f32", (16, 8, 4), "f32", "tf32", "tf32", "f32",
+          A_M16K4_F64, B_K4N8_F64, ACC_F32),
+] + _fp8_forms() + _int_forms() + _f64_forms() + _m884_forms()
 
 # Spellings PTX gives the same instruction: .rn is the only (and default) rounding of .f64 mma.
 ALIASES = {f["name"].replace(".row.col.", ".row.col.rn."): f["name"] for f in MMA_FORMS if f["types"]["A"] == "f64"}

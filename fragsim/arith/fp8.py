@@ -1,0 +1,132 @@
+"""The arithmetic of the fp8 (e4m3/e5m2) ``mma.sync`` forms: f16 mma over exactly converted inputs.
+
+On sm_90 ptxas compiles an fp8 ``mma.sync`` to no fp8 tensor-core instruction: F2FP.F16.E4M3/E5M2
+.UNPACK_B turns the low two bytes of every A and B register into an f16x2 register, one HMMA
+(.16816 for k32, .1688 for k16) multiplies them with c = +0 (RZ), the high two bytes are unpacked
+and a second HMMA accumulates onto the first one's result, and C is added last by FADD (f32) or
+HADD2 (f16x2).  Every fp8 value is exact in f16, so this is the 16-bit model of the row run on
+f16 registers: two halves of K/2 products (each in blocks of the row's ``block_16bit``), the low
+halves (k % 4 in {0, 1}) first.  The row's
+``fp8_split`` and ``fp8_c`` hold that order and where C enters (``fragsim.arch``).
+
+The f16 registers are laid out as an f16 form of the same K (``_virtual``): register j < nA holds
+the low halves of fp8 register j, register nA + j its high halves, and the virtual k numbers the
+products block by block, so the float kernel's chained blocks are the HMMAs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..arch import ArchParams
+from ..formats import FloatFormat, get_format, to_float
+from ..instructions import MmaForm
+from ..instructions import mma as T
+
+__all__ = ["Fp8Plan", "fp8_plan", "run"]
+
+FP8 = ("e4m3", "e5m2")
+
+
+@dataclass(frozen=True)
+class Fp8Plan:
+    form: MmaForm
+    arch: ArchParams
+    inner: object              # the float model's Plan over the virtual f16 form
+    c_last: bool               # C added by one IEEE addition after the blocks (else it enters the first)
+
+
+@lru_cache(maxsize=None)
+def _virtual(form: MmaForm, split: str) -> MmaForm:
+    """The f16 form whose registers hold [low halves of A's registers, high halves] (same for B)."""
+    M, N, K = form.shape
+    acc = form.types["D"]
+    c = T.ACC_F32 if acc == "f32" else T.ACC_F16
+    kb = {16: 3, 32: 4}[K]                    # bit of k (virtual) / register bit that picks the high halves
+    g, t = T._GROUP_ROWS_TIG_COLPAIRS, T._TIG_ROWPAIRS_GROUP_COLS
+    if split == "halves":                     # virtual k = real k: the halves hold k = 4*tig + {0,1} / {2,3}
+        lane_a = ["col2", "col3", "row0", "row1", "row2"]
+        lane_b = ["row2", "row3", "col0", "col1", "col2"]
+        a_reg = (["row3", "col4"] if K == 32 else ["row3"]) + ["col1"]
+        b_reg = (["row4"] if K == 32 else []) + ["row1"]
+        a = T._map(lane_a, reg=a_reg, elem=["col0"])
+        b = T._map(lane_b, reg=b_reg, elem=["row0"])
+    else:                                     # virtual k = the f16 fragment's k, + K/2 for the high halves
+        a = T._map(g, reg=(["row3", "col3"] if K == 32 else ["row3"]) + [f"col{kb}"], elem=["col0"])
+        b = T._map(t, reg=(["row3"] if K == 32 else []) + [f"row{kb}"], elem=["row0"])
+    return MmaForm(name=f"{form.name} (as f16, {split})", shape=(M, N, K), min_cc=form.min_cc,
+                   types={"A": "f16", "B": "f16", "C": acc, "D": acc},
+                   layouts={"A": a, "B": b, "C": c, "D": c})
+
+
+def fp8_plan(form: MmaForm, arch: ArchParams, float_plan) -> Fp8Plan | None:
+    """The plan of an fp8 form (``float_plan(virtual form, block)`` builds the inner Plan); None for
+    other forms."""
+    if form.types["A"] not in FP8:
+        return None
+    if not arch.fp8_split:
+        raise ValueError(f"form {form.name}: arch {arch.name} has no fp8 mma (PTX: e4m3/e5m2 mma.sync needs "
+                         f"sm_89 or later)")
+    K = form.shape[2]
+    split = arch.fp8_split
+    # each HMMA is blocks of the row's 16-bit block length (one block of 16 or 8 on sm_90)
+    block = K if split == "none" else min(K // 2, arch.block_16bit)
+    inner = float_plan(_virtual(form, "halves" if split == "halves" else "pairs"), block)
+    return Fp8Plan(form, arch, inner, arch.fp8_c == "add")
+
+
+@lru_cache(maxsize=None)
+def _pair_table(fmt: str) -> np.ndarray:
+    """uint32 (65536,): two fp8 bytes (low byte first) -> the f16x2 word of their exact values."""
+    f = get_format(fmt)
+    assert isinstance(f, FloatFormat)
+    h = to_float(np.arange(256, dtype=np.uint8), f).astype(np.float16).view(np.uint16).astype(np.uint32)
+    w = np.arange(1 << 16, dtype=np.uint32)
+    out = h[w & 0xFF] | (h[w >> 8] << np.uint32(16))
+    out.setflags(write=False)
+    return out
+
+
+def _halves(regs: np.ndarray, fmt: str) -> np.ndarray:
+    """(batch, 32*n) fp8 registers -> (batch, 32, 2n) f16 registers: low halves, then high halves."""
+    t = _pair_table(fmt)
+    r = regs.reshape(regs.shape[0], 32, -1)
+    return np.concatenate([t[r & np.uint32(0xFFFF)], t[r >> np.uint32(16)]], axis=2)
+
+
+def _add_c(x: np.ndarray, c: np.ndarray, acc: str) -> np.ndarray:
+    """C + x by one IEEE addition, round to nearest even, subnormals kept, NaN canonical (FADD / HADD2)."""
+    with np.errstate(all="ignore"):
+        return _ieee_add(x, c, acc)
+
+
+def _ieee_add(x, c, acc):
+    if acc == "f32":
+        s = c.view(np.float32) + x.view(np.float32)
+        out = s.view(np.uint32).copy()
+        out[np.isnan(s)] = 0x7FFFFFFF
+        return out
+    words = []
+    for sh in (0, 16):       # f16 + f16 is exact in float64; float64 -> f16 rounds once
+        xs = ((x >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+        cs = ((c >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+        s = (xs.astype(np.float64) + cs.astype(np.float64)).astype(np.float16)
+        w = s.view(np.uint16).astype(np.uint32)
+        w[np.isnan(s)] = 0x7FFF
+        words.append(w << np.uint32(sh))
+    return words[0] | words[1]
+
+
+def run(pl: Fp8Plan, a, b, c, parallel: bool = True) -> np.ndarray:
+    """D registers (batch, 32, nregs_D) of an fp8 plan from register batches (batch, 32*nregs)."""
+    from . import index_maps, kernel
+    f = pl.form
+    a16, b16 = _halves(a, f.types["A"]), _halves(b, f.types["B"])
+    c_in = np.zeros_like(c) if pl.c_last else c
+    d = kernel.run(pl.inner, index_maps(pl.inner.form), a16, b16, c_in, parallel=parallel)
+    if pl.c_last:
+        d = _add_c(d.reshape(c.shape), np.ascontiguousarray(c), f.types["D"]).reshape(d.shape)
+    return d
