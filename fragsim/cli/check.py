@@ -153,6 +153,8 @@ def checker(args):
     from ..check import check_copy, check_load, check_store
     from ..tile import Tile
 
+    if getattr(args, "wgmma", None):
+        raise ValueError("--wgmma: draw a descriptor check with fragsim check --wgmma ... --png FILE")
     tile = Tile.parse(args.tile)
     kind = "load" if args.load else "store" if args.store else "copy"
     specs = args.load or args.store or args.copy
@@ -188,6 +190,11 @@ def checker(args):
 
 def run(args) -> int:
     pictures = _pictures(args)
+    if args.wgmma:
+        from ..check import wgmma_cli
+        return wgmma_cli.run(args, pictures)
+    if args.major is not None or args.steps is not None:
+        raise ValueError("--major and --steps are for --wgmma")
     call = checker(args)
     if args.gpu:
         from ..gpu_check.runner import GpuUnavailable
