@@ -124,5 +124,13 @@ class Swizzle:
     def __hash__(self):
         return hash(("Swizzle", self.B, self.M, self.S))
 
+    def _repr_png_(self):   # Jupyter: the swizzle view (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
+
     def __repr__(self):
         return f"Swizzle<{self.B},{self.M},{self.S}>"

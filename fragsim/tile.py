@@ -430,6 +430,14 @@ class Tile:
     def __hash__(self):
         return hash(self._key())
 
+    def _repr_png_(self):   # Jupyter: the elements coloured by bank (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
+
     def __repr__(self):
         parts = [str(self.rows), str(self.cols), repr(self.dtype)]
         if self.order != "row":

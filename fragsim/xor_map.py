@@ -224,6 +224,14 @@ class XorMap:
     def __hash__(self):
         return hash(("XorMap", self.images))
 
+    def _repr_png_(self):   # Jupyter: the swizzle view (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
+
     def __repr__(self):
         t = self.terms()
         if not t:

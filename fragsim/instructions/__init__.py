@@ -113,6 +113,14 @@ class MmaForm:
     def __str__(self) -> str:
         return self.ptx
 
+    def _repr_png_(self):   # Jupyter: the combined fragment map (matplotlib loads only here)
+        from fragsim.viz.notebook import repr_png
+        return repr_png(self)
+
+    def _repr_svg_(self):
+        from fragsim.viz.notebook import repr_svg
+        return repr_svg(self)
+
 
 FORMS: dict[str, MmaForm] = {f["name"]: MmaForm(**f) for f in MMA_FORMS}
 
