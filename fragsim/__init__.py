@@ -1,6 +1,6 @@
 """fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
 
-Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
+Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``gemm``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
 ``bank_conflicts``, ``Swizzle``, ``XorMap``, ``Tile``, ``swizzle_search`` (access sets: ``fragsim.access``),
 plus ``to_bits``/``from_bits`` and the instruction table
 (``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so
@@ -22,6 +22,7 @@ from .smem import ldmatrix, stmatrix, ld_shared, st_shared, cp_async  # noqa: E4
 # name -> (module, attribute), imported on first access
 _LAZY = {
     "mma": ("fragsim.mma_sync", "mma"),
+    "gemm": ("fragsim.gemm_sync", "gemm"),
     "ARCHS": ("fragsim.arch", "ARCHS"),
     "bank_conflicts": ("fragsim.banks", "bank_conflicts"),
     "Swizzle": ("fragsim.swizzle", "Swizzle"),
@@ -53,7 +54,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'fragsim' has no attribute {name!r}")
 
 
-__all__ = ["mma", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
+__all__ = ["mma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy"]

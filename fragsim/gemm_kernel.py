@@ -1,0 +1,209 @@
+"""numba kernel of ``fragsim.gemm`` for the forms of the truncated fused dot-product model.
+
+A GEMM of mma.sync is, per output element, one chain of the model's blocks: each k-step's
+mma runs its blocks (``Plan.blocks``) in ascending k, each block's result rounded to the
+accumulator format and read back as the next block's c, and the D of one k-step is the C of
+the next -- the same bits, since C and D share format and fragment map.  So the whole GEMM
+is that chain over the block sequence of ``k_order``, which this kernel runs with the
+accumulators of four rows of one 8-column tile held in registers from C to D: inputs are
+decoded once per matrix (not once per mma), no registers are packed or unpacked, and the
+arithmetic per block is exactly ``fragsim.arith.kernel``'s (its ``_decode8`` and
+``_round8``; E_max, scale and the truncated sum as its ``_emax_row`` and ``_sum_row``).
+
+Work items (prange): one warp tile of rows x one 8-column tile each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .arith.kernel import (LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_C_EXACT, P_EZERO, P_F,
+                           P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
+from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
+                         f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr, i8_splat,
+                         i8_store, i8_sub, i8_where)
+
+# Hash of what this file inlines: fragsim/arith/simd.py and fragsim/arith/kernel.py
+# (fragsim._cachekey).  numba keys its disk cache on this file's content only; after either
+# changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
+GEMM_SOURCE_HASH = "f3c9565a1323f96288ec5c212cd5c8ab081ef90af9273872883ff2294299a027"
+
+ROWS = 4        # rows whose accumulators one pass keeps in registers
+ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
+
+
+@njit(inline="always")
+def _k(x):
+    return i8_splat(np.int64(x))
+
+
+@njit(inline="always")
+def _exp(hat):
+    """The nominal exponent of a hat 2**e, ZERO_EXP for a zero's 0: the exponent of a product is
+    then a sum, and E_max a maximum of sums (integer operations, which every SIMD port runs)."""
+    return i8_where(f8_eq(hat, f8_splat(0.0)), _k(ZERO_EXP), i8_sub(i8_shr(f8_bits(hat), _k(52)), _k(1023)))
+
+
+@njit(cache=True, parallel=True)
+def decode(words, prm, is_acc, vals, exps):
+    """vals, exps (float64, as long as words) of a flat int64 array of element words: the input
+    format (``is_acc`` False) or the accumulator format with C's exponent rule."""
+    if is_acc:
+        code, emin, nan_low, exact = prm[P_ACC_CODE], prm[P_ACC_EMIN], False, prm[P_C_EXACT] != 0
+    else:
+        code, emin, nan_low, exact = prm[P_IN_CODE], prm[P_IN_EMIN], prm[P_NAN_LOW] != 0, False
+    n = words.size // LANES
+    chunks = (n + 4095) // 4096
+    for t in prange(chunks):
+        for j in range(t * 4096, min(n, (t + 1) * 4096)):
+            v, h = _decode8(i8_load(words, j * LANES), code, emin, nan_low, exact)
+            f8_store(vals, j * LANES, v)
+            i8_store(exps, j * LANES, _exp(h))
+
+
+@njit(inline="always")
+def _zero_rule(e, ae, be, arow, bcol, k0, k1, cval, ezero):
+    """Zero terms (and a zero c) bring e_zero, which matters only where every other term lies
+    below it (``_emax_row`` of fragsim.arith.kernel)."""
+    low = i8_lt(e, ezero)
+    if i8_any(low):
+        zero = f8_eq(cval, f8_splat(0.0))
+        for k in range(k0, k1):
+            zero = i8_or(zero, i8_lt(i8_add(_k(at(ae, arow + k)), i8_load(be, bcol + k * LANES)), _k(ZERO_EXP // 2)))
+        e = i8_where(i8_and(zero, low), ezero, e)
+    return e
+
+
+@njit(inline="always")
+def _scale(e, F):
+    """2**(F - e): a term's scale to integers below 2**(F + 2)."""
+    return f8_from_bits(i8_shl(i8_sub(_k(F + 1023), e), _k(52)))
+
+
+@njit(inline="always")
+def _unscale(e, F):
+    """2**(e - F): the block sum's weight."""
+    return f8_from_bits(i8_shl(i8_add(e, _k(1023 - F)), _k(52)))
+
+
+@njit(inline="always")
+def _finish(s, e, F, prm):
+    """The block sum S (exact, scaled by 2**(F - E)) -> the accumulator word, and its value and
+    exponent as the next c."""
+    w = _round8(f8_mul(s, _unscale(e, F)), prm[P_ACC_MAN], prm[P_ACC_EBITS], prm[P_RNE],
+                prm[P_ZERO_IEEE])
+    v, h = _decode8(w, prm[P_ACC_CODE], prm[P_ACC_EMIN], False, prm[P_C_EXACT] != 0)
+    return w, v, _exp(h)
+
+
+@njit(inline="always")
+def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout):
+    """Rows m0..m0+3 of the 8-column tile nt: blocks j0..j1-1 of the chain, the accumulators in
+    registers; their value and exponent come from and go back to cv, ce, their word to dout."""
+    F = prm[P_F]
+    bcol = nt * K * LANES
+    r0, r1, r2, r3 = m0 * K, (m0 + 1) * K, (m0 + 2) * K, (m0 + 3) * K
+    o = m0 * N + nt * LANES
+    v0, v1, v2, v3 = f8_load(cv, o), f8_load(cv, o + N), f8_load(cv, o + 2 * N), f8_load(cv, o + 3 * N)
+    h0, h1, h2, h3 = i8_load(ce, o), i8_load(ce, o + N), i8_load(ce, o + 2 * N), i8_load(ce, o + 3 * N)
+    w0 = w1 = w2 = w3 = _k(0)
+    for j in range(j0, j1):
+        k0, k1 = bstart[j], bend[j]
+        # E_max of the four rows, interleaved: four independent chains of maxima
+        e0, e1, e2, e3 = h0, h1, h2, h3
+        for k in range(k0, k1):
+            eb = i8_load(be, bcol + k * LANES)
+            e0 = i8_max(e0, i8_add(_k(at(ae, r0 + k)), eb))
+            e1 = i8_max(e1, i8_add(_k(at(ae, r1 + k)), eb))
+            e2 = i8_max(e2, i8_add(_k(at(ae, r2 + k)), eb))
+            e3 = i8_max(e3, i8_add(_k(at(ae, r3 + k)), eb))
+        e0 = _zero_rule(e0, ae, be, r0, bcol, k0, k1, v0, ezero)
+        e1 = _zero_rule(e1, ae, be, r1, bcol, k0, k1, v1, ezero)
+        e2 = _zero_rule(e2, ae, be, r2, bcol, k0, k1, v2, ezero)
+        e3 = _zero_rule(e3, ae, be, r3, bcol, k0, k1, v3, ezero)
+        sc0, sc1, sc2, sc3 = _scale(e0, F), _scale(e1, F), _scale(e2, F), _scale(e3, F)
+        # the exact sum of c and the products, each scaled by 2**(F - E) and truncated
+        s0, s1 = f8_trunc(f8_mul(v0, sc0)), f8_trunc(f8_mul(v1, sc1))
+        s2, s3 = f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3))
+        for k in range(k0, k1):
+            b = f8_load(bv, bcol + k * LANES)
+            s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r0 + k), b), sc0)))
+            s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r1 + k), b), sc1)))
+            s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r2 + k), b), sc2)))
+            s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r3 + k), b), sc3)))
+        w0, v0, h0 = _finish(s0, e0, F, prm)
+        w1, v1, h1 = _finish(s1, e1, F, prm)
+        w2, v2, h2 = _finish(s2, e2, F, prm)
+        w3, v3, h3 = _finish(s3, e3, F, prm)
+    f8_store(cv, o, v0)
+    f8_store(cv, o + N, v1)
+    f8_store(cv, o + 2 * N, v2)
+    f8_store(cv, o + 3 * N, v3)
+    i8_store(ce, o, h0)
+    i8_store(ce, o + N, h1)
+    i8_store(ce, o + 2 * N, h2)
+    i8_store(ce, o + 3 * N, h3)
+    i8_store(dout, o, w0)
+    i8_store(dout, o + N, w1)
+    i8_store(dout, o + 2 * N, w2)
+    i8_store(dout, o + 3 * N, w3)
+
+
+@njit(cache=True, parallel=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
+def chain(row0, row1, tm, tn, K, N, av, ae, bv, be, cv, ce, bstart, bend, per_pass, prm, dout):
+    """D words (int64, row-major M x N: dout) of rows row0..row1-1: for every output element the
+    chain of blocks [bstart[j], bend[j]) in order, from C (cv, ce: values and exponents, which
+    end as D's).  Work items: tm rows x tn columns, each run ``per_pass`` blocks at a time (so
+    that those columns of A's rows and rows of B's panels stay in cache) as 8-column tiles of
+    four rows."""
+    ezero = _k(prm[P_EZERO])
+    nrow = (row1 - row0) // tm
+    ncol = N // tn
+    for t in prange(nrow * ncol):
+        m_lo = row0 + (t // ncol) * tm
+        n_lo = (t % ncol) * tn
+        for j0 in range(0, bstart.size, per_pass):
+            j1 = min(bstart.size, j0 + per_pass)
+            for nt in range(n_lo // LANES, (n_lo + tn) // LANES):
+                for m0 in range(m_lo, m_lo + tm, ROWS):
+                    _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout)
+
+
+def supports(pl) -> bool:
+    """Whether this kernel computes a plan: the float model's ``Plan`` exactly as this kernel knows
+    it (16-bit and tf32 inputs; f32 and f16 accumulators; 8 columns, rows in fours)."""
+    from dataclasses import fields
+
+    from .arith import Plan
+    from .arith.kernel import FMT_CODE
+
+    known = ("form", "arch", "in_fmt", "acc_fmt", "block", "frac_bits", "e_zero", "rounding")
+    if type(pl) is not Plan or tuple(f.name for f in fields(Plan)) != known:
+        return False
+    f = pl.form
+    return (f.groups == 1 if hasattr(f, "groups") else True) and f.shape[1] == LANES and f.shape[0] % ROWS == 0 \
+        and pl.in_fmt.name in ("f16", "bf16", "tf32") and pl.acc_fmt.name in ("f16", "f32") \
+        and all(n in FMT_CODE for n in (pl.in_fmt.name, pl.acc_fmt.name)) and f.fmt("B") == pl.in_fmt \
+        and f.fmt("C") == pl.acc_fmt
+
+
+def params(pl) -> np.ndarray:
+    from .arith import index_maps
+    from .arith.kernel import make_params
+
+    return make_params(pl, index_maps(pl.form))
+
+
+__all__ = ["chain", "decode", "supports", "params", "ROWS"]
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    from ._cachekey import restamp
+
+    here = Path(__file__).resolve().parent
+    changed = restamp(Path(__file__).resolve(), "GEMM_SOURCE_HASH", here / "arith" / "simd.py",
+                      here / "arith" / "kernel.py")
+    print(f"gemm_kernel.py: GEMM_SOURCE_HASH {'updated' if changed else 'already current'}")
