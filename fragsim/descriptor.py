@@ -41,7 +41,7 @@ import numpy as np
 
 from . import _check
 
-__all__ = ["MatrixDescriptor", "operand_addresses", "SWIZZLE_MODES", "SWIZZLE_BYTES", "MAJORS"]
+__all__ = ["MatrixDescriptor", "operand_addresses", "canonical_descriptor", "SWIZZLE_MODES", "SWIZZLE_BYTES", "MAJORS"]
 
 #: Swizzling modes in the order of their 2-bit code (bits 62-63).
 SWIZZLE_MODES = ("none", "128B", "64B", "32B")
@@ -246,3 +246,24 @@ def operand_addresses(desc, *, rows: int, k: int, elem_bits: int, major: str = "
     rows, k, elem_bits, major = check_shape(rows, k, elem_bits, major)
     addr = d.start_address + canonical_offsets(d, rows=rows, k=k, elem_bits=elem_bits, major=major)
     return swizzle_address(addr, d.swizzle, d.base_offset)
+
+
+def canonical_descriptor(swizzle="128B", *, major="K", elem_bits=16, rows=64, start=0) -> MatrixDescriptor:
+    """The descriptor of the layout CuTe's ``tile_to_shape(Layout_<major>_<swizzle>_Atom<T>, (rows, K))``
+    builds at byte ``start``: swizzle atoms (8 rows x the swizzle width, or 8 x 16-byte core matrices)
+    stacked along M/N first, then along K.  K-major: SBO = one atom (8 * width bytes), LBO = the
+    column of atoms along M/N (no swizzle; unused, 16, when swizzled); MN-major: LBO/SBO the same
+    two strides along M/N and K (swapped without a swizzle, as the ISA defines them)."""
+    mode = _mode(swizzle)
+    rows, k, elem_bits, major = check_shape(rows, 256 // elem_bits if elem_bits in _ELEM_BITS else 0, elem_bits,
+                                            major, "canonical_descriptor")
+    w = SWIZZLE_BYTES[mode]
+    atom = 8 * w
+    if major == "K":
+        along_mn, along_k = atom, (rows // 8) * atom
+        lbo, sbo = (along_k if mode == "none" else 16), along_mn
+    else:
+        run = w // (elem_bits // 8)                   # M/N elements in one atom row
+        along_mn, along_k = atom, -(-rows // run) * atom
+        lbo, sbo = (along_k, along_mn) if mode == "none" else (along_mn, along_k)
+    return MatrixDescriptor(start, lbo, sbo, 0, mode)

@@ -3,7 +3,8 @@
 Kinds: ``fragment`` (one operand's map), ``mma`` (A, B and C/D together), ``flow`` (an
 ldmatrix/stmatrix), ``bank-map`` (a tile coloured by bank), ``bank-phases``, ``bank-histogram``,
 ``bank-report`` (one instruction's accesses and cost), ``swizzle`` (logical -> physical),
-``warp-tile``, ``cta-tile`` and ``check`` (expected vs received fragment map of ``fragsim check``,
+``warp-tile``, ``cta-tile``, ``canonical`` (a wgmma operand's canonical layout: core matrices, swizzle
+atoms, LBO/SBO over the shared-memory bytes) and ``check`` (expected vs received fragment map of ``fragsim check``,
 with its arguments).  Address expressions are C, as in ``fragsim conflicts``.
 """
 
@@ -29,6 +30,8 @@ KINDS = {
     "swizzle": "logical tile -> physical placement of a swizzle or padding, with banks",
     "warp-tile": "a warp tile of mma tiles (e.g. 64x64 from 4x8 m16n8k16)",
     "cta-tile": "a CTA tile split among warps (warp ids)",
+    "canonical": "a wgmma shared-memory operand: core matrices, swizzle atoms, LBO/SBO arrows over the bytes a "
+                 "descriptor reads",
     "check": "a check of address math (the arguments of `fragsim check`): expected vs received fragment map, "
              "mismatches in red",
 }
@@ -84,6 +87,14 @@ def add_arguments(p):
     c.add_argument("--warps", default="2x2", metavar="MxN", help="warps in M and N (default 2x2)")
     c.add_argument("--warp-order", default="row", choices=("row", "col"),
                    help="warp id = warp_m * warps_n + warp_n (row, default) or warp_n * warps_m + warp_m (col)")
+    g = k["canonical"]
+    g.add_argument("--swizzle", default="128B", choices=("none", "128B", "64B", "32B"),
+                   help="swizzle mode of CuTe's canonical layout (default 128B; ignored with --desc)")
+    g.add_argument("--major", default="K", choices=("K", "MN"), help="K-major (default) or MN-major (imm-trans = 1)")
+    g.add_argument("--bits", type=int, default=16, choices=(8, 16, 32), help="element bits (default 16)")
+    g.add_argument("--rows", type=int, default=64, help="M = 64 for A, N for B (default 64)")
+    g.add_argument("--desc", metavar="DESC", help="a descriptor: its 64-bit value or 'start=N lbo=N sbo=N "
+                   "swizzle=MODE [base=N]' (default: CuTe's canonical layout for --swizzle)")
     from .check import add_check_arguments
     add_check_arguments(k["check"])
     for q in k.values():
@@ -169,6 +180,16 @@ def run(args) -> int:
             raise ValueError("--tile gives the whole layout; leave out --swizzle, --pitch and --rows")
         draw_swizzle(_swizzle(args.swizzle), tile=tile, rows=args.rows, row_bytes=args.row_bytes,
                      pitch=args.pitch, path=out)
+    elif kind == "canonical":
+        from ..descriptor import canonical_descriptor
+        from ..viz.canonical import draw_canonical
+        desc = canonical_descriptor(args.swizzle, major=args.major, elem_bits=args.bits, rows=args.rows)
+        if args.desc is not None:
+            from ..check.wgmma_cli import descriptor
+            desc = descriptor(args.desc)
+            if isinstance(desc, str):
+                raise ValueError(f"--desc {args.desc!r}: expected a 64-bit value or 'start=N lbo=N sbo=N swizzle=MODE'")
+        draw_canonical(desc, major=args.major, elem_bits=args.bits, rows=args.rows, path=out)
     elif kind == "check":
         from ..viz.check_result import draw_check
         from .check import checker
