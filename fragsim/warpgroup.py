@@ -249,7 +249,8 @@ def _decode(bits: np.ndarray, name: str) -> np.ndarray:
         w = bits.astype(np.uint32)
         if name == "tf32":
             w = w & np.uint32(0xFFFFE000)
-        return w.view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore"):      # signalling NaNs stay NaNs
+            return w.view(np.float32).astype(np.float64)
     return _decode_table(name)[bits]
 
 

@@ -1,0 +1,265 @@
+"""Run the wgmma cross-check on an sm_90a GPU: ``python -m fragsim.gpu_check.wgmma_run --out DIR``.
+
+Compiles every kernel the plan needs (nvcc, sm_90a; several files at once), dumps their SASS
+mnemonics, then runs the jobs in worker processes, each with its own CUDA context: a worker
+generates its cases from the job's seed (gpu_check/wgmma_cases.py), runs them, computes fragsim's
+D (and, for the fit jobs, D under every alternative parameter row of ``ALTERNATIVES``) and
+returns counts.  Writes DIR/summary.json (cases and mismatches per family, swizzle, majorness;
+mismatches per alternative), DIR/sass.txt, DIR/fuzz.npz (what the descriptor-fuzz cases read) and
+DIR/corpus_*.npz (a few recorded cases per family and swizzle: inputs and the hardware's D).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from fragsim.instructions.wgmma import lookup_wgmma
+from fragsim.warpgroup import WGMMA_PARAMS, unpack_wg
+
+from . import wgmma_cases as W
+from .wgmma_kernels import NVCC_FLAGS, SMEM_BYTES, Variant, module_source
+
+FAMILY_FORMS = {
+    "f16/bf16": ("f32.f16.f16", "f16.f16.f16", "f32.bf16.bf16"),
+    "tf32": ("f32.tf32.tf32",),
+    "fp8": ("f32.e4m3.e4m3", "f32.e4m3.e5m2", "f32.e5m2.e4m3", "f32.e5m2.e5m2",
+            "f16.e4m3.e4m3", "f16.e4m3.e5m2", "f16.e5m2.e4m3", "f16.e5m2.e5m2"),
+    "int8": ("s32.s8.s8", "s32.s8.u8", "s32.u8.s8", "s32.u8.u8", "satfinite.s32.s8.s8", "satfinite.s32.s8.u8",
+             "satfinite.s32.u8.s8", "satfinite.s32.u8.u8"),
+}
+K_OF_FAMILY = {"f16/bf16": 16, "tf32": 8, "fp8": 32, "int8": 32}
+# cases per job by N (bigger N: fewer cases, the same order of outputs)
+SIZES = {8: 5000, 16: 2500, 24: 2000, 64: 800, 256: 200}
+
+_BASE = WGMMA_PARAMS["sm_90"]
+# Alternative rows, each differing from the model in one value (the fit jobs count each one's mismatches).
+ALTERNATIVES = {
+    "f16/bf16": {"F=24": _BASE.with_(frac_bits_16bit=24), "F=26": _BASE.with_(frac_bits_16bit=26),
+                 "F=27": _BASE.with_(frac_bits_16bit=27), "L=8": _BASE.with_(block_16bit=8),
+                 "e_zero_f16=-20": _BASE.with_(e_zero_f16=-20), "round_f16=rz": _BASE.with_(round_f16="rz"),
+                 "e_zero_f32=-132": _BASE.with_(e_zero_f32=-132)},
+    "tf32": {"F=24": _BASE.with_(frac_bits_tf32=24), "F=26": _BASE.with_(frac_bits_tf32=26),
+             "L=4": _BASE.with_(block_tf32=4), "round_f32=rne": _BASE.with_(round_f32="rne")},
+    "fp8": {"F=12": _BASE.with_(frac_bits_fp8=12), "F=14": _BASE.with_(frac_bits_fp8=14),
+            "F=25": _BASE.with_(frac_bits_fp8=25), "L=16": _BASE.with_(block_fp8=16),
+            "f32 grid e8m23": _BASE.with_(f32_man_bits_fp8=23), "f32 grid e8m14": _BASE.with_(f32_man_bits_fp8=14),
+            "f32 grid e8m12": _BASE.with_(f32_man_bits_fp8=12), "round_f16=rz": _BASE.with_(round_f16="rz"),
+            "e_zero_f16=-20": _BASE.with_(e_zero_f16=-20)},
+    "int8": {"sat per 16": _BASE.with_(sat_block_int=16), "sat per 8": _BASE.with_(sat_block_int=8)},
+}
+
+
+def plan(scale: float = 1.0, per_combo: int = 100_000):
+    """Jobs: (family, swizzle, major, Variant, kind, n, seed, fit, corpus)."""
+    jobs = []
+    seed = 1000
+    for fam, forms in FAMILY_FORMS.items():
+        majors = ("K", "MN") if fam == "f16/bf16" else ("K",)
+        ns = (8, 16, 24, 64, 256) if fam == "int8" else (8, 16, 64, 256)
+        for sw in W.SWIZZLES:
+            for major in majors:
+                total, i = 0, 0
+                while total < per_combo * scale:
+                    form = forms[i % len(forms)]
+                    N = ns[(i // len(forms)) % len(ns)]
+                    a_src = ("smem", "reg")[(i // 3) % 2]
+                    sc = [(1, 1), (-1, 1), (1, -1), (-1, -1)][(i // 2) % 4] if fam != "int8" else (1, 1)
+                    if N > 64:
+                        sc = (1, 1)
+                    t = major == "MN"
+                    v = Variant(f"m64n{N}k{K_OF_FAMILY[fam]}.{form}", a_src, *sc, t and a_src == "smem", t).check()
+                    n = max(20, int(SIZES[N] * scale))
+                    fit = sw == "none" and major == "K" and N == 8
+                    jobs.append((fam, sw, major, v, "arith", n, seed, fit, i < 2 * len(forms)))
+                    seed += 1
+                    total += n
+                    i += 1
+    # descriptor fuzz: every swizzle and majorness, B and A
+    for sw in W.SWIZZLES:
+        for t in (False, True):
+            for N in (8, 16, 64, 256):
+                jobs.append(("fuzz_b", sw, "MN" if t else "K", Variant(f"m64n{N}k16.f32.f16.f16", "reg", 1, 1, False, t),
+                             "fuzz_b", max(20, int(400 * scale)), seed, False, False))
+                seed += 1
+            jobs.append(("fuzz_a", sw, "MN" if t else "K", Variant("m64n16k16.f32.f16.f16", "smem", 1, 1, t, False),
+                         "fuzz_a", max(20, int(800 * scale)), seed, False, False))
+            seed += 1
+    return jobs
+
+
+def compile_all(variants, workdir, nfiles=16):
+    """Cubins (path per variant name), compiled in parallel."""
+    variants = sorted(set(variants), key=lambda v: v.name)
+    groups = [variants[i::nfiles] for i in range(nfiles) if variants[i::nfiles]]
+    procs, paths = [], {}
+    for g, vs in enumerate(groups):
+        cu = os.path.join(workdir, f"wg{g}.cu")
+        with open(cu, "w") as fh:
+            fh.write(module_source(vs))
+        out = os.path.join(workdir, f"wg{g}.cubin")
+        procs.append(subprocess.Popen(["nvcc", *NVCC_FLAGS, "-o", out, cu], stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+        for v in vs:
+            paths[v.name] = out
+    for p in procs:
+        log = p.communicate()[0]
+        if p.returncode:
+            raise RuntimeError(log[-3000:])
+    return paths
+
+
+_MODS: dict = {}
+
+
+def _kernel(path, name):
+    import cupy as cp
+    if path not in _MODS:
+        _MODS[path] = cp.RawModule(path=path)
+    k = _MODS[path].get_function(name)
+    k.max_dynamic_shared_size_bytes = SMEM_BYTES
+    return k
+
+
+def run_gpu(path, v, inp):
+    import cupy as cp
+    n, S = inp["img"].shape
+    f = lookup_wgmma(v.form)
+    nd = f.nregs("D")
+    d = cp.zeros((n, 128, nd), cp.uint32)
+    base = cp.zeros(1, cp.uint32)
+    args = (cp.asarray(inp["img"]), np.int32(S), cp.asarray(inp["desc"]), cp.asarray(inp["areg"]),
+            cp.asarray(inp["creg"]), cp.asarray(inp["scale_d"].astype(np.int32)), d, base)
+    _kernel(path, v.name)((n,), (128,), args, shared_mem=SMEM_BYTES)
+    cp.cuda.Device().synchronize()
+    b = int(base.get()[0])
+    if b % 1024:
+        raise RuntimeError(f"shared window base {b:#x} is not 1024-byte aligned")
+    return d.get(), b
+
+
+def work(job, path):
+    fam, sw, major, v, kind, n, seed, fit, corpus = job
+    inp = W.batch(v, n, seed, swizzle=sw, kind=kind)
+    hw, base = run_gpu(path, v, inp)
+    res = {"family": fam, "swizzle": sw, "major": major, "variant": v.name, "form": v.form, "kind": kind, "n": n,
+           "seed": seed, "base": base}
+    f = lookup_wgmma(v.form)
+    if kind.startswith("fuzz"):
+        vals = unpack_wg(f, "D", hw).view(np.float32)                  # (n, 64, N) f32 ids
+        ids = vals.astype(np.float16).view(np.uint16)
+        ids = ids[:, :16, :] if kind == "fuzz_b" else ids[:, :, :16]   # B: (n, k, N); A: (n, 64, k)
+        ref = W.model(v, inp)
+        res["mismatch_cases"] = int((ref != hw).reshape(n, -1).any(axis=1).sum())
+        res["ids"] = ids
+        res["desc"] = inp["desc"]
+        return res
+    ref = W.model(v, inp)
+    bad = (ref != hw).reshape(n, -1).any(axis=1)
+    res["mismatch_cases"] = int(bad.sum())
+    res["mismatch_words"] = int((ref != hw).sum())
+    res["first_bad"] = [int(i) for i in np.nonzero(bad)[0][:5]]
+    if fit:
+        alt = {}
+        for label, prm in ALTERNATIVES[fam].items():
+            r = W.model(v, inp, prm)
+            b = (r != hw).reshape(n, -1).any(axis=1)
+            alt[label] = [int(b.sum()), [int(i) for i in np.nonzero(b)[0][:3]]]
+        res["alternatives"] = alt
+    if corpus or bad.any():
+        keep = np.unique(np.concatenate([np.arange(min(n, 6)), np.nonzero(bad)[0][:4]])) if corpus else \
+            np.nonzero(bad)[0][:4]
+        # alternatives' first breaking cases too, so that the tests can show each one fails a hardware case
+        for lst in res.get("alternatives", {}).values():
+            keep = np.union1d(keep, np.array(lst[1][:2], np.int64))
+        res["keep"] = {k: x[keep] for k, x in inp.items()} | {"d": hw[keep], "index": keep}
+    return res
+
+
+_PATHS: dict = {}
+
+
+def _init(paths):
+    _PATHS.update(paths)
+
+
+def _work(job):
+    try:
+        return work(job, _PATHS[job[3].name])
+    except Exception as e:   # one line per failed job; the run goes on
+        return {"error": f"{job[3].name} {job[1]} {job[4]}: {type(e).__name__}: {e}"[:500]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--workers", type=int, default=14)
+    ap.add_argument("--sass", action="store_true")
+    a = ap.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    t0 = time.time()
+    jobs = plan(a.scale)
+    tmp = tempfile.mkdtemp()
+    paths = compile_all([j[3] for j in jobs], tmp)
+    print(f"{len(jobs)} jobs, {len(set(j[3].name for j in jobs))} kernels compiled in {time.time() - t0:.0f} s", flush=True)
+    if a.sass:
+        with open(os.path.join(a.out, "sass.txt"), "w") as fh:
+            for cub in sorted(set(paths.values())):
+                s = subprocess.run(["cuobjdump", "-sass", cub], capture_output=True, text=True).stdout
+                fh.write(f"== {os.path.basename(cub)}\n")
+                fh.write("\n".join(ln.strip() for ln in s.splitlines() if "Function" in ln or "GMMA" in ln
+                                   or "WARPGROUP" in ln or "WARPSYNC" in ln) + "\n")
+    summary: dict = {}
+    fuzz: dict = {}
+    keep: dict = {}
+    errors = []
+    with ProcessPoolExecutor(a.workers, initializer=_init, initargs=(paths,)) as ex:
+        for r in ex.map(_work, jobs, chunksize=1):
+            if "error" in r:
+                errors.append(r["error"])
+                print("ERROR", r["error"], flush=True)
+                continue
+            key = f"{r['family']} | {r['swizzle']} | {r['major']}"
+            s = summary.setdefault(key, {"cases": 0, "mismatch_cases": 0, "n_values": [], "alternatives": {}})
+            s["cases"] += r["n"]
+            s["mismatch_cases"] += r["mismatch_cases"]
+            N = lookup_wgmma(r["form"]).shape[1]
+            if N not in s["n_values"]:
+                s["n_values"].append(N)
+            for lab, (cnt, _) in r.get("alternatives", {}).items():
+                s["alternatives"][lab] = s["alternatives"].get(lab, 0) + cnt
+            if r["mismatch_cases"]:
+                s.setdefault("bad_jobs", []).append([r["variant"], r["seed"], r["mismatch_cases"], r.get("first_bad")])
+            if r["kind"].startswith("fuzz"):
+                fz = fuzz.setdefault(f"{r['kind']}_{r['swizzle']}_{r['major']}_{r['variant']}", {"ids": [], "desc": []})
+                fz["ids"].append(r["ids"])
+                fz["desc"].append(r["desc"])
+            if "keep" in r:
+                keep.setdefault(r["family"], []).append((r["variant"], r["swizzle"], r["major"], r["seed"], r["keep"]))
+            print(f"{key} {r['variant']} n={r['n']} bad={r['mismatch_cases']} t={time.time() - t0:.0f}", flush=True)
+    summary["_errors"] = errors
+    summary["_seconds"] = round(time.time() - t0, 1)
+    with open(os.path.join(a.out, "summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    np.savez_compressed(os.path.join(a.out, "fuzz.npz"),
+                        **{f"{k}|{part}": np.concatenate(v[part]) for k, v in fuzz.items() for part in ("ids", "desc")})
+    for fam, items in keep.items():
+        arrs = {}
+        for j, (var, sw, major, seed, kp) in enumerate(items):
+            for name, x in kp.items():
+                arrs[f"{j}|{var}|{sw}|{major}|{seed}|{name}"] = x
+        np.savez_compressed(os.path.join(a.out, f"corpus_{fam.replace('/', '_')}.npz"), **arrs)
+    print("done", summary["_seconds"], "s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
