@@ -80,6 +80,8 @@ def _step_descriptors(descriptor, steps, variables) -> tuple[list, list, bool]:
     """(descriptors, their source text, per_step): one descriptor per k-step."""
     from ..addrexpr import evaluate
 
+    if variables is not None and not isinstance(variables, dict):
+        raise TypeError(f"variables must be a dict of names and integers, got {_check.show(variables)}")
     env = dict(variables or {})
     for name, v in env.items():
         if not isinstance(name, str) or not _is_int(v):
@@ -110,7 +112,11 @@ def _step_descriptors(descriptor, steps, variables) -> tuple[list, list, bool]:
     if callable(descriptor) and not isinstance(descriptor, MatrixDescriptor):
         out = []
         for i in range(steps):
-            out.append(as_descriptor(descriptor(i), f"descriptor({i})"))
+            try:
+                value = descriptor(i)
+            except Exception as e:      # the user's function: its failure, named, as one line
+                raise ValueError(f"descriptor({i}) raised {type(e).__name__}: {' '.join(str(e).split())}") from None
+            out.append(as_descriptor(value, f"descriptor({i})"))
         return out, [f"descriptor({i})" for i in range(steps)], True
     if isinstance(descriptor, (list, tuple)):
         if not descriptor:
@@ -248,6 +254,8 @@ def check_wgmma(form, operand, tile, descriptor, *, major="K", at=None, steps=No
     per_step_form = isinstance(descriptor, (str, list, tuple)) or callable(descriptor) and \
         not isinstance(descriptor, MatrixDescriptor) or isinstance(descriptor, dict) and \
         any(isinstance(v, str) and n != "swizzle" for n, v in descriptor.items())
+    if isinstance(descriptor, (list, tuple)) and not descriptor:
+        raise ValueError("descriptor: an empty list; give one descriptor per k-step")
     if steps is None:
         steps = len(descriptor) if isinstance(descriptor, (list, tuple)) else \
             (t.cols - c0) // k if per_step_form else 1
