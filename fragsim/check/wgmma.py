@@ -14,7 +14,6 @@ swizzle atom) is diagnosed across the steps.
 from __future__ import annotations
 
 import numbers
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,8 +25,7 @@ from .report import SHOWN, Finding
 
 __all__ = ["check_wgmma", "WgmmaReport", "WgmmaMismatch", "parse_form"]
 
-_PREFIX = "wgmma.mma_async.sync.aligned."
-#: element bits of the wgmma operand types, and the K of their forms
+#: element bits of the wgmma operand types
 TYPE_BITS = {"f16": 16, "bf16": 16, "tf32": 32, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8}
 _FIELDS = ("start_address", "leading_byte_offset", "stride_byte_offset", "base_offset", "swizzle")
 _SHORT = {"start_address": "start address", "leading_byte_offset": "LBO", "stride_byte_offset": "SBO",
@@ -46,28 +44,13 @@ class FormInfo:
 
 
 def parse_form(form) -> FormInfo:
-    """``m64nNkK[.satfinite].D.A.B`` (with or without ``wgmma.mma_async.sync.aligned.``): N, K and the
-    A/B types.  Uses the instruction table's wgmma forms where they exist."""
-    if not isinstance(form, str):
-        raise TypeError(f"form must be a str such as 'm64n64k16.f32.bf16.bf16', got {_check.show(form)}")
-    text = form.strip()
-    text = text[len(_PREFIX):] if text.startswith(_PREFIX) else text
-    m = re.fullmatch(r"m64n(\d+)k(\d+)((?:\.satfinite)?)\.(\w+)\.(\w+)\.(\w+)", text)
-    if not m:
-        raise ValueError(f"form {form!r}: expected wgmma's m64nNkK.D.A.B, e.g. 'm64n64k16.f32.bf16.bf16'")
-    n, k = int(m.group(1)), int(m.group(2))
-    d, a, b = m.group(4), m.group(5), m.group(6)
-    for name, t in (("A", a), ("B", b)):
-        if t not in TYPE_BITS:
-            raise ValueError(f"form {form!r}: {name} type .{t} is not a wgmma type (f16, bf16, tf32, e4m3, e5m2, s8, u8)")
-    if TYPE_BITS[a] != TYPE_BITS[b] or (TYPE_BITS[a] != 8 and a != b):
-        raise ValueError(f"form {form!r}: A and B types .{a} and .{b} do not pair (only the 8-bit types mix)")
-    want_k = 256 // TYPE_BITS[a]
-    if k != want_k:
-        raise ValueError(f"form {form!r}: .{a} forms have K = {want_k}, got k{k}")
-    if not (8 <= n <= 256 and n % 8 == 0):
-        raise ValueError(f"form {form!r}: N must be a multiple of 8 in 8..256, got n{n}")
-    return FormInfo(text, n, k, {"A": a, "B": b})
+    """A wgmma form in PTX's spelling (with or without ``wgmma.mma_async.sync.aligned.``) -> N, K and
+    the A/B types, from the instruction table (``fragsim.instructions.wgmma``)."""
+    from ..instructions.wgmma import lookup_wgmma
+
+    f = lookup_wgmma(form)
+    _, n, k = f.shape
+    return FormInfo(f.name, n, k, {"A": f.types["A"], "B": f.types["B"]})
 
 
 # -- the descriptors of the k-steps ------------------------------------------------------------------
