@@ -150,6 +150,22 @@ def _fp8_matrices(f, n, rng):
     return A, B, C, tags
 
 
+def ezero_matrices(f, n, rng):
+    """The e_zero probe (f16 accumulators, F = 25): products p1 = 2**-25 (a half-ulp tie of f16's
+    subnormal grid) and p2 = 2**-(46 + m%2 + n%2), every other term zero, so E_max is e_zero.  The sum
+    rounds up to 2**-24 exactly when p2 survives truncation at 2**(e_zero - 25): e_zero = -20 keeps no
+    p2, -21 keeps 2**-46, -22 also 2**-47.  Signs random per case (D then +-2**-24 or 0)."""
+    M, N, K = f.shape
+    A = np.zeros((n, M, K), np.uint16)
+    B = np.zeros((n, K, N), np.uint16)
+    sign = (rng.random(n) < 0.5).astype(np.uint16) << np.uint16(15)
+    A[:, :, 0] = 0x0C00 | sign[:, None]                      # 2**-12
+    A[:, :, 1] = np.where(np.arange(M) % 2 == 0, 0x0002, 0x0001)[None, :] | sign[:, None]   # 2**-23, 2**-24
+    B[:, 0, :] = 0x0800                                      # 2**-13
+    B[:, 1, :] = np.where(np.arange(N) % 2 == 0, 0x0002, 0x0001)[None, :]
+    return A, B
+
+
 def matrices(f, n, rng):
     """A (n, 64, K), B (n, K, N), C (n, 64, N) words and a class tag per case."""
     fa = f.fmt("A")
@@ -213,6 +229,14 @@ def batch(v: Variant, n: int, seed: int, *, swizzle: str, kind: str = "arith") -
         A = None
         C = np.zeros((n, M, N), np.uint32 if f.types["D"] == "f32" else np.uint16)
         sd = np.zeros(n, np.int32)
+    elif kind == "ezero":           # e_zero of f16 accumulators: see ezero_matrices
+        A, Bm = ezero_matrices(f, n, rng)
+        C = np.zeros((n, M, N), np.uint16)
+        img = np.zeros((n, SMEM_BYTES), np.uint8)
+        da = np.zeros(n, np.uint64)
+        db = np.full(n, MatrixDescriptor(0, 128, 256, 0, "none").encode(), np.uint64)
+        _scatter(img, db, np.swapaxes(Bm, 1, 2), rows=N, k=K, elem_bits=16, major="K")
+        sd = (rng.random(n) < 0.5).astype(np.int32)
     else:
         A, Bm, C, _ = matrices(f, n, rng)
         img = np.zeros((n, SMEM_BYTES), np.uint8)
