@@ -26,8 +26,8 @@ def desc_default():
 @st.composite
 def desc_valid(draw):
     mode = draw(st.sampled_from(SWIZZLE_MODES))
-    return {"start_address": draw(st.integers(0, 0x3FFF)) * 16, "leading_byte_offset": draw(st.integers(0, 0x3FFF)) * 16,
-            "stride_byte_offset": draw(st.integers(0, 0x3FFF)) * 16,
+    return {"start_address": draw(st.integers(0, 0x3FFF)) * 16,
+            "leading_byte_offset": draw(st.integers(0, 0x3FFF)) * 16, "stride_byte_offset": draw(st.integers(0, 0x3FFF)) * 16,
             "base_offset": draw(st.integers(0, 7)) if mode != "none" else 0, "swizzle": mode}
 
 
@@ -51,7 +51,8 @@ DECODE = Entry("MatrixDescriptor.decode", lambda kw: MatrixDescriptor.decode(kw[
                names={"value": ("descriptor",)}, check=lambda d, kw: desc_check(d, kw),
                accepts={"value": ("int 2**63",)},
                special={"value": [("int64 of a 32B descriptor", lambda kw: -(1 << 62), OK),
-                                  ("unused bit 14", lambda kw: 1 << 14, ERROR), ("uint64", lambda kw: np.uint64(kw["value"]), OK)]})
+                                  ("unused bit 14", lambda kw: 1 << 14, ERROR),
+                                  ("uint64", lambda kw: np.uint64(kw["value"]), OK)]})
 
 
 # -- check_wgmma ---------------------------------------------------------------------------------------
@@ -77,9 +78,16 @@ def wgmma_valid(draw):
     tile = Tile(rows, cols, dtype, swizzle=SW[mode], base=draw(st.integers(0, 3)) * 1024)
     d = draw(desc_valid())
     d["start_address"] = d["start_address"] % 0x8000
-    desc = draw(st.sampled_from([d, MatrixDescriptor(**d).encode(), {**d, "start_address": f"{d['start_address']} + k * 32"}]))
+    desc = draw(st.sampled_from([d, MatrixDescriptor(**d).encode(),
+                                 {**d, "start_address": f"{d['start_address']} + k * 32"}]))
     return {"form": TYPES[dtype].format(n=n), "operand": operand, "tile": tile, "descriptor": desc, "major": "K",
             "at": None, "steps": None, "variables": None}
+
+
+def fields(kw):
+    """The drawn descriptor as a dict of fields (the default one where it was drawn as a value)."""
+    d = kw["descriptor"]
+    return dict(d) if isinstance(d, dict) else dict(wgmma_default()["descriptor"])
 
 
 def run_wgmma(kw):
@@ -104,7 +112,8 @@ CHECK_WGMMA = Entry("check_wgmma", run_wgmma, wgmma_default, wgmma_valid(),
                     special={"form": [("mma.sync form", lambda kw: "m16n8k16.row.col.f32.bf16.bf16.f32", ERROR),
                                       ("long spelling", lambda kw: "wgmma.mma_async.sync.aligned." + kw["form"], OK)],
                              "operand": [("b", lambda kw: "b", EITHER), ("C", lambda kw: "C", ERROR)],
-                             "tile": [("spec", lambda kw: "64x64 bf16 swizzle=3,4,3", OK), ("f32 tile", lambda kw: Tile(64, 64, "f32"), ERROR),
+                             "tile": [("spec", lambda kw: "64x64 bf16 swizzle=3,4,3", OK),
+                                      ("f32 tile", lambda kw: Tile(64, 64, "f32"), ERROR),
                                       ("too few rows", lambda kw: Tile(8, 64, "bf16"), ERROR)],
                              "descriptor": [("the 64-bit value", lambda kw: 0x4000004000010000, OK),
                                             ("a list of 4", lambda kw: [0x4000004000010000 + 2 * s for s in range(4)], OK),
@@ -112,8 +121,9 @@ CHECK_WGMMA = Entry("check_wgmma", run_wgmma, wgmma_default, wgmma_valid(),
                                             ("a callable failing", lambda kw: (lambda s: 1 / 0), EITHER),
                                             ("empty list", lambda kw: [], ERROR),
                                             ("unknown variable", lambda kw: "desc + k", ERROR),
-                                            ("unknown field", lambda kw: {**kw["descriptor"], "lbo": 16}, ERROR),
-                                            ("misaligned start", lambda kw: {**kw["descriptor"], "start_address": "k * 32 + 8"}, ERROR)],
+                                            ("unknown field", lambda kw: {**fields(kw), "lbo": 16}, ERROR),
+                                            ("misaligned start",
+                                             lambda kw: {**fields(kw), "start_address": "k * 32 + 8"}, ERROR)],
                              "major": [("MN", lambda kw: "MN", OK), ("mn", lambda kw: "mn", OK), ("T", lambda kw: "T", ERROR)],
                              "at": [("(0, 16)", lambda kw: (0, 16), OK), ("(1, 0)", lambda kw: (1, 0), ERROR),
                                     ("one number", lambda kw: 0, ERROR)],

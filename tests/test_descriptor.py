@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import fragsim
 from fragsim import Swizzle, Tile
 from fragsim.descriptor import MatrixDescriptor, operand_addresses, SWIZZLE_MODES
 

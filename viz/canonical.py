@@ -87,11 +87,11 @@ def draw_canonical(desc, *, major="K", elem_bits=16, rows=64, wrong=None, reads=
     if major == "K":
         labels = np.array([[f"{r},k{c * (k // 2)}" for c in range(C)] for r in range(R)], dtype=object)
         short = np.array([[f"{r}" for c in range(C)] for r in range(R)], dtype=object)
-        head = f"operand: rows x\n16 B of K"
+        head = "operand: rows x\n16 B of K"
     else:
         labels = np.array([[f"k{r},{c * (16 // eb)}" for c in range(C)] for r in range(R)], dtype=object)
         short = np.array([[f"{r}" for c in range(C)] for r in range(R)], dtype=object)
-        head = f"operand: k x\n16 B of M/N"
+        head = "operand: k x\n16 B of M/N"
     lab, fs = fit_labels(cv.cell_pt * 0.95, labels, short)
     draw_cells(cv, 0, 0, colors, lab, fontsize=fs)
     axis_numbers(cv, 0, 0, R, C)

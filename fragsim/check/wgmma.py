@@ -375,7 +375,7 @@ def _diagnose(descs, fix, fix_major, major, info, op, bits, k, t) -> list:
         out.append(Finding("majorness", (
             f"the tile is stored {'MN' if fix_major == 'MN' else 'K'}-major: set {trans} = "
             f"{int(fix_major == 'MN')} (major={fix_major!r})")))
-    d0, f0 = descs[0], fix[0]
+    f0 = fix[0]
     # fields other than the start: one finding each, when every k-step needs the same value
     for name in _FIELDS[1:]:
         need = {getattr(f, name) for f in fix}
