@@ -21,6 +21,8 @@ def _ptx_figure(form, op):
     bits = form.fmt("A").storage_bits
     epr = max(1, 32 // bits)                         # integer and .b1 inputs: elements per register
     out = {}
+    if form.shape_name == "m8n8k4" and a_type == "f16":
+        return _quad_pair_figure(form, op)
     for lane in range(32):
         g, t = lane >> 2, lane % 4
         if op == "A" and a_type in ("f16", "bf16"):
@@ -38,6 +40,29 @@ def _ptx_figure(form, op):
             elems = [(t * epr + i % epr + (i // epr) * 4 * epr, g) for i in range(K * N // 32)]
         else:                                   # C and D: c0,c1 row groupID, c2,c3 row groupID + 8
             elems = [(g + 8 * (i >> 1), t * 2 + (i & 1)) for i in range(M * N // 32)]
+        for i, rc in enumerate(elems):
+            out[rc] = f"T{lane} {op.lower()}{i}"
+    return out
+
+
+def _quad_pair_figure(form, op):
+    """m8n8k4 .f16 ("Matrix Fragments for mma.m8n8k4 with .f16"): quad pair q (lanes 4q..4q+3 and
+    4q+16..4q+19) computes its own 8x8x4 product; the table stacks them by rows (A, C, D rows 8q..,
+    B rows 4q..).  In a quad pair, the upper quad (lane >= 16) holds rows 4-7 of A, C, D (columns
+    4-7 of B)."""
+    la, lb = form.name.split(".")[1:3]
+    f32 = form.types[op] == "f32"
+    out = {}
+    for lane in range(32):
+        q, t, up = (lane >> 2) & 3, lane % 4, 4 * (lane >= 16)
+        if op == "A":
+            elems = [(8 * q + t + up, i) if la == "row" else (8 * q + i + up, t) for i in range(4)]
+        elif op == "B":
+            elems = [(4 * q + t, i + up) if lb == "row" else (4 * q + i, t + up) for i in range(4)]
+        elif f32:
+            elems = [(8 * q + (lane & 1) + (i & 2) + up, (i & 4) + (lane & 2) + (i & 1)) for i in range(8)]
+        else:
+            elems = [(8 * q + t + up, i) for i in range(8)]
         for i, rc in enumerate(elems):
             out[rc] = f"T{lane} {op.lower()}{i}"
     return out
@@ -102,6 +127,29 @@ def test_combined_view_labels_equal_the_instruction_table(name):
                 for half in range(rows.shape[2]):
                     cell = f"{op}-{rows[lane, reg, half]}-{cols[lane, reg, half]}"
                     assert got[cell] == f"T{lane} {form.element_name(op, reg, half)}"
+
+
+@pytest.mark.parametrize("name", ["m16n8k16.row.col.f32.f16.f16.f32", "m8n8k4.row.col.f32.f16.f16.f32",
+                                  "m8n8k4.col.row.f16.f16.f16.f16"])
+def test_combined_view_puts_a_rows_beside_c_rows_and_b_columns_above_c_columns(name):
+    """The CuTe-style view, product by product (m8n8k4 .f16: one view per quad pair): row r of A is
+    level with row r of C, column c of B straight above column c of C, and no two cells overlap."""
+    form = FORMS[name]
+    rects = svg_labels.rects(svg_labels.parse(draw_mma(form)))
+    cells = {tuple(k.split("-")[:1]) + tuple(int(x) for x in k.split("-")[1:]): v for k, v in rects.items()
+             if k[0] in "ABCD" and k.count("-") == 2}
+    M, N, K = form.shape
+    for q in range(form.groups):
+        for r in range(q * M, (q + 1) * M):
+            a, c = cells[("A", r, 0)], cells[("C", r, 0)]
+            assert a[1] < (c[1] + c[3]) / 2 < a[3] and a[2] < c[0], (q, r)      # C's middle within A's row
+        for col in range(N):
+            b, c = cells[("B", q * K + K - 1, col)], cells[("C", q * M, col)]
+            assert b[0] < (c[0] + c[2]) / 2 < b[2] and b[3] < c[1], (q, col)
+    boxes = sorted(cells.values())
+    for i, (x0, y0, x1, y1) in enumerate(boxes):       # sorted by left edge: compare with the next few
+        for u0, v0, u1, v1 in boxes[i + 1:i + 80]:
+            assert u0 >= x1 - 0.01 or v1 <= y0 + 0.01 or v0 >= y1 - 0.01, ((x0, y0, x1, y1), (u0, v0, u1, v1))
 
 
 def test_the_two_halves_of_a_register_share_an_edge_and_registers_are_apart():

@@ -73,31 +73,66 @@ def _words(form, op) -> int:
     return max(1, form.fmt(op).storage_bits // 32)
 
 
-def draw_operand(cv: Canvas, form, operand, x0: float, y0: float, *, gid_prefix: str = "", caption=None):
-    """One operand's grid at (x0, y0) on ``cv``: cells, joined registers, ldmatrix matrices, numbers."""
+def _group_rows(form, op) -> int:
+    """Rows of one product's operand in a form of several stacked products (m8n8k4 .f16 quad pairs)."""
+    return form.matrix_shape(op)[0] // form.groups
+
+
+def draw_operand(cv: Canvas, form, operand, x0: float, y0: float, *, gid_prefix: str = "", caption=None,
+                 rows=None):
+    """One operand's grid at (x0, y0) on ``cv``: cells, joined registers, ldmatrix matrices, numbers.
+    ``rows``: (first, end) -- only those rows of the operand (one quad pair's product), numbered and
+    named as in the whole operand."""
     op = check_operand(operand)
     lane = form.owner(op)[0]
+    r0, r1 = (0, lane.shape[0]) if rows is None else rows
+    lane = lane[r0:r1]
     R, C = lane.shape
     colors = LANE_RGB[lane]
-    full, short = cell_labels(form, op)
+    full, short = (x[r0:r1] for x in cell_labels(form, op))
     labels, fs = fit_labels(cv.cell_pt * (1 - 2 * GAP), full, short)
     insets, segs, seg_colours = _register_geometry(form, op)
-    gids = [[f"{gid_prefix}{op}-{r}-{c}" for c in range(C)] for r in range(R)]
-    draw_cells(cv, x0, y0, colors, labels, fontsize=fs, gids=gids, insets=insets)
-    if segs and cv.cell_pt >= 2 * TINY_CELL:      # dividers in tiny cells are only noise
-        shifted = [[(x0 + x, y0 + y) for x, y in s] for s in segs]
-        lines(cv, shifted, color=seg_colours, lw=max(0.5, cv.cell_pt * 0.025), ls=(0, (1.5, 1.5)))
-    blocks = _blocks.blocks(form, op)
+    inside = [(s, k) for s, k in zip(segs, seg_colours) if r0 <= min(y for _, y in s) and max(y for _, y in s) <= r1]
+    gids = [[f"{gid_prefix}{op}-{r0 + r}-{c}" for c in range(C)] for r in range(R)]
+    draw_cells(cv, x0, y0, colors, labels, fontsize=fs, gids=gids, insets=insets[r0:r1])
+    if inside and cv.cell_pt >= 2 * TINY_CELL:      # dividers in tiny cells are only noise
+        shifted = [[(x0 + x, y0 + y - r0) for x, y in s] for s, _ in inside]
+        lines(cv, shifted, color=[k for _, k in inside], lw=max(0.5, cv.cell_pt * 0.025), ls=(0, (1.5, 1.5)))
+    blocks = [b for b in _blocks.blocks(form, op) if r0 <= b.row0 and b.row0 + b.nrows <= r1]
     lw = max(1.0, min(2.4, cv.cell_pt * 0.07))
-    outline(cv, [(x0 + b.col0, y0 + b.row0, b.ncols, b.nrows) for b in blocks], color=OUTLINE, lw=lw)
+    outline(cv, [(x0 + b.col0, y0 + b.row0 - r0, b.ncols, b.nrows) for b in blocks], color=OUTLINE, lw=lw)
     for b in blocks:
-        tag(cv, x0 + b.col0 + 0.08, y0 + b.row0 + 0.02, f"m{b.index}", color=OUTLINE,
+        tag(cv, x0 + b.col0 + 0.08, y0 + b.row0 - r0 + 0.02, f"m{b.index}", color=OUTLINE,
             gid=f"{gid_prefix}{op}-m{b.index}")
-    axis_numbers(cv, x0, y0, R, C)
+    if rows is None and form.groups > 1:         # the stacked products: a dashed box and a name each
+        g = _group_rows(form, op)
+        outline(cv, [(x0, y0 + q * g, C, g) for q in range(form.groups)], color=OUTLINE, lw=lw * 0.6, ls="--")
+        for q in range(form.groups):
+            cv.text(x0 + C + cv.units(0.08), y0 + (q + 0.5) * g, f"{_group_name(form)} {q}",
+                    size=TEXT_FONT - 1, rotation=90 if g * cv.unit < 1.2 else 0, va="center", color="#333333")
+    axis_numbers(cv, x0, y0, R, C, row0=r0)
     fmt = form.fmt(op).name
     text = caption or f"{op}: {R}x{C} {fmt}, {form.nregs(op)} reg{'s' if form.nregs(op) > 1 else ''}"
     cv.text(x0, y0 - cv.units(0.26), text, size=TEXT_FONT, va="bottom", weight="bold")
     return blocks
+
+
+def _group_name(form) -> str:
+    return "quad pair" if form.groups == 4 else "product"
+
+
+def _group_lanes(form, q: int) -> str:
+    """The lanes of product q, read off the table (A's rows of that product)."""
+    g = _group_rows(form, "A")
+    lanes = sorted({int(x) for x in form.owner("A")[0][q * g:(q + 1) * g].ravel()})
+    runs, i = [], 0
+    while i < len(lanes):
+        j = i
+        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
+            j += 1
+        runs.append(f"T{lanes[i]}" if i == j else f"T{lanes[i]}-T{lanes[j]}")
+        i = j + 1
+    return ", ".join(runs)
 
 
 def _key_lines(form, ops) -> list[str]:
@@ -179,34 +214,71 @@ def draw_fragment_map(form, operand, path=None, *, also=()) -> "Figure":  # noqa
 
 
 def draw_mma(form, path=None, *, gid_prefix: str = "", also=()) -> "Figure":  # noqa: F821
-    """The combined view: A (M x K) on the left, B (K x N) above, C/D (M x N) where they meet.
+    """The combined view: A (M x K) on the left, B (K x N) above, C/D (M x N) where they meet; a form
+    of several products per warp (m8n8k4 .f16: one per quad pair) gets one such view per product.
     ``also``: other forms with the same view, named in the title."""
     form = lookup(form)
     group = [form] + [lookup(f) for f in also]
     M, N, K = form.shape
+    G = form.groups
     same_cd = form.layout("C") == form.layout("D")
-    gap = 1.6
-    xc, yc = K + gap, K + gap                     # C's corner
-    width = xc + N + (0 if same_cd else gap + N)
     ops = ["A", "B", "C"] if same_cd else ["A", "B", "C", "D"]
     more = _groups.others(group)
-    cv = Canvas(width, yc + M, pad=(0.45, 0.2, 0.75 + 0.2 * bool(more), 0.3 + 0.17 * len(_key_lines(form, ops))),
-                max_in=16.0, target=path)
-    cv.title(form.ptx + (f"\n{more}" if more else ""))
+    # 1.6 cells between the grids, or room for C's caption and B's row numbers where cells are small
+    span = K + N + (0 if same_cd else 1.6 + N)
+    gap = max(1.6, 0.67 / min(0.42, 16.0 / (span + 1.6), 16.0 / (K + M + 1.6)))
+    xc, yc = K + gap, K + gap                     # C's corner in a product's view
+    view_w, view_h = xc + N + (0 if same_cd else gap + N), yc + M
+    per_row = 2 if G == 4 else G                  # the products' views: 2 x 2 for the quad pairs
 
     def caption(op, name=None):
         R, C = form.matrix_shape(op)
         n = form.nregs(op)
-        return f"{name or op}: {R}x{C} {_groups.types(group, op).replace('-', '/')}, {n} reg{'s' if n > 1 else ''}"
-    draw_operand(cv, form, "A", 0, yc, gid_prefix=gid_prefix, caption=caption("A"))
-    draw_operand(cv, form, "B", xc, 0, gid_prefix=gid_prefix, caption=caption("B"))
-    if same_cd:
-        draw_operand(cv, form, "C", xc, yc, gid_prefix=gid_prefix,
-                     caption=caption("C", "C/D") + "\n(d_i in c_i's register)")
+        return (f"{name or op}: {R // G}x{C} {_groups.types(group, op).replace('-', '/')}, "
+                f"{n} reg{'s' if n > 1 else ''}")
+    # the rightmost grids' captions may be wider than the grids (a K=256 form's 8 columns): pad for them
+    right = [caption("D")] if not same_cd else [caption("B"), caption("C", "C/D")]
+    right_in = max(len(c) for c in right) * TEXT_FONT * 0.66 / 72
+    if G == 1:
+        unit = min(0.42, 16.0 / view_w, 16.0 / view_h)
+        step_x = step_y = 0.0
+        key_h = 0.0
+    else:                                         # room for each view's title and the next one's captions
+        unit = 0.42
+        step_x = view_w + max(gap, (right_in + 0.3) / unit - N)
+        step_y = view_h + 1.5 / unit
+        key_h = 4 * KEY_IN / unit + 0.5 / unit    # the lane key goes under the views
+    rows_of_views = -(-G // per_row)
+    width = step_x * (min(G, per_row) - 1) + view_w
+    height = step_y * (rows_of_views - 1) + view_h
+    right_pad = max(0.2, right_in - N * unit + 0.1)
+    top = 0.75 + 0.2 * bool(more) + (0.5 if G > 1 else 0.0)
+    cv = Canvas(width, height + key_h, pad=(0.45, right_pad, top, 0.3 + 0.17 * len(_key_lines(form, ops))),
+                max_in=16.0, target=path)
+    cv.title(form.ptx + (f"\n{more}" if more else "")
+             + (f"\n{G} independent {M}x{N}x{K} products, stacked by rows in the table" if G > 1 else ""))
+    for q in range(G):
+        ox, oy = step_x * (q % per_row), step_y * (q // per_row)
+
+        def rows(op):
+            g = _group_rows(form, op)
+            return None if G == 1 else (q * g, (q + 1) * g)
+        if G > 1:
+            cv.text(ox, oy - cv.units(0.62), f"{_group_name(form)} {q}: lanes {_group_lanes(form, q)}",
+                    size=TEXT_FONT, va="bottom", weight="bold", color="#333333")
+        kw = dict(gid_prefix=gid_prefix)
+        draw_operand(cv, form, "A", ox, oy + yc, caption=caption("A"), rows=rows("A"), **kw)
+        draw_operand(cv, form, "B", ox + xc, oy, caption=caption("B"), rows=rows("B"), **kw)
+        if same_cd:
+            draw_operand(cv, form, "C", ox + xc, oy + yc, caption=caption("C", "C/D") + "\n(d_i in c_i's register)",
+                         rows=rows("C"), **kw)
+        else:
+            draw_operand(cv, form, "C", ox + xc, oy + yc, caption=caption("C"), rows=rows("C"), **kw)
+            draw_operand(cv, form, "D", ox + xc + N + gap, oy + yc, caption=caption("D"), rows=rows("D"), **kw)
+    if G == 1:
+        size = min((K - 0.4) / 8, cv.units(KEY_IN))
+        _lane_key(cv, 0, (K - 4 * size) / 2, size)
     else:
-        draw_operand(cv, form, "C", xc, yc, gid_prefix=gid_prefix, caption=caption("C"))
-        draw_operand(cv, form, "D", xc + N + gap, yc, gid_prefix=gid_prefix, caption=caption("D"))
-    size = min((K - 0.4) / 8, cv.units(KEY_IN))
-    _lane_key(cv, 0, (K - 4 * size) / 2, size)
-    _legend(cv, 0, yc + M + cv.units(0.2), form, ops)
+        _lane_key(cv, 0, height + cv.units(0.45), cv.units(KEY_IN))
+    _legend(cv, 0, height + key_h + cv.units(0.2), form, ops)
     return finish(cv, path)

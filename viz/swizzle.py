@@ -90,12 +90,15 @@ def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=Non
     _check_chunks(addr_of, R, C)
     bank0 = (chunk_addr // BANK_BYTES) % NUM_BANKS
 
-    lines = sorted({int(a) // WAVEFRONT_BYTES for a in chunk_addr.ravel()})
-    lines = sorted(set(range(lines[0], lines[-1] + 1))) if lines[-1] - lines[0] < MAX_LINES else lines[:MAX_LINES]
-    gap = 3.4
-    px = C + gap
-    cv = Canvas(px + SLOTS, max(R + 1.6, len(lines)), cell_in=0.5, max_in=15.0, pad=(0.45, 0.2, 1.25, 0.2),
-                target=path)
+    used = sorted({int(a) // WAVEFRONT_BYTES for a in chunk_addr.ravel()})
+    lines = sorted(set(range(used[0], used[-1] + 1))) if used[-1] - used[0] < MAX_LINES else used[:MAX_LINES]
+    height = max(R + 1.6, len(lines))
+    # sizes in inches where cells get small (a tall tile): the captions and line addresses keep
+    # their width, so the memory grid starts at least 4.4 inches in and the figure is 7.4 wide
+    unit = min(0.5, 15.0 / (C + 3.4 + SLOTS), 15.0 / height)
+    px = max(C + 3.4, 4.4 / unit)
+    cv = Canvas(max(px + SLOTS, px + 3.0 / unit), height, cell_in=unit, max_in=30.0,
+                pad=(0.45, 0.2, 1.25, 0.2), target=path)
     cv.title(head + "\nrows x 16-byte chunks; bank group g = banks 4g..4g+3")
 
     # logical tile, coloured by where it lands
@@ -147,14 +150,20 @@ def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=Non
     draw_cells(cv, px, 0, colors, pl, fontsize=pfs,
                gids=[[f"physical-{ln}-{s}" for s in range(SLOTS)] for ln in lines])
     small = max(5.0, min(TEXT_FONT - 1, cv.cell_pt * 0.26))
+    wide = cv.cell_pt >= 5 * 0.62 * small          # "28-31" fits over a slot, else its first bank
     for s in range(SLOTS):
         b = s * MATRIX_ROW_BYTES // BANK_BYTES
-        cv.text(px + s + 0.5, -0.08, f"{b}-{b + 3}", size=small, ha="center", va="bottom")
-    for i, ln in enumerate(lines):
+        cv.text(px + s + 0.5, -0.08, f"{b}-{b + 3}" if wide else str(b), size=small, ha="center", va="bottom")
+    step = 1 if cv.cell_pt >= small * 1.15 else 2 if cv.cell_pt * 2 >= small * 1.15 else 4
+    for i, ln in list(enumerate(lines))[::step]:
         cv.text(px - 0.1, i + 0.5, f"{ln * WAVEFRONT_BYTES:#06x}", size=small, ha="right", family="monospace")
-    cv.text(px - 2.2, -cv.units(0.3), "memory: 128-byte lines x banks; each slot holds the logical\n"
-            "(row, chunk) written in it, coloured by that chunk's logical column", size=TEXT_FONT - 1,
-            va="bottom", color="#333333")
+    cv.text(px - cv.units(1.1), -cv.units(0.3), "memory: 128-byte lines x banks; each slot holds the logical\n"
+            "(row, chunk) written in it, coloured by that chunk's logical column"
+            + ("" if wide else "\ncolumns: the first of the 4 banks of a slot"), size=TEXT_FONT - 1, va="bottom",
+            color="#333333")
+    if len(lines) < len(used) or lines[-1] < used[-1]:
+        cv.text(px, len(lines) + 0.3, f"the first {len(lines)} of the {len(used)} lines the tile uses",
+                size=TEXT_FONT - 1.5, va="top", color="#333333")
     return finish(cv, path)
 
 

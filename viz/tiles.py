@@ -67,11 +67,13 @@ def draw_warp_tile(form=DEFAULT_FORM, m_tiles=4, n_tiles=8, path=None) -> "Figur
         axis_numbers(cv, x0, y0, *lane.shape)
         R, C = lane.shape
         cv.text(x0, y0 - cv.units(0.24), f"{name}: {R}x{C}", size=TEXT_FONT, va="bottom", weight="bold")
-    cv.text(0, 0.3, "cells: the lane holding the element", size=TEXT_FONT - 1, va="top", color="#333333")
-    cv.text(0, 0.3 + cv.units(0.18), "tile (i,j) = mma(Ai, Bj);", size=TEXT_FONT - 1, va="top",
-            color="#333333")
-    cv.text(0, 0.3 + cv.units(0.36), f"its c_r in acc[(i*{nt}+j)*{nregs}+r]", size=TEXT_FONT - 1, va="top",
-            color="#333333")
+    # the key sits in the corner left of B: wrapped to its width (narrow where the cells are small)
+    import textwrap
+    chars = max(16, int((xc - 0.3) * cv.unit * 72 / ((TEXT_FONT - 1) * 0.56)))
+    key = [line for part in ("cells: the lane holding the element", "tile (i,j) = mma(Ai, Bj);",
+                             f"its c_r in acc[(i*{nt}+j)*{nregs}+r]") for line in textwrap.wrap(part, chars)]
+    for i, line in enumerate(key):
+        cv.text(0, 0.3 + cv.units(0.18) * i, line, size=TEXT_FONT - 1, va="top", color="#333333")
     return finish(cv, path)
 
 
