@@ -31,7 +31,7 @@ from . import _check
 from .formats import FORMATS, from_bits
 from .instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
 
-__all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg"]
+__all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg", "owners"]
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,18 @@ def pack_wg(form, operand, matrix) -> np.ndarray:
     for e in range(vals.shape[-1]):
         regs |= vals[..., e] << np.uint32(fmt.storage_bits * e)
     return regs.reshape(lead + regs.shape[1:])
+
+
+def owners(form, operand):
+    """(thread, reg, half) holding each (row, col) of A, C or D: three int arrays shaped like the matrix."""
+    f = lookup_wgmma(form)
+    rows, cols = f.coords(operand)
+    R, C = f.matrix_shape(operand)
+    T, G, H = np.meshgrid(np.arange(rows.shape[0]), np.arange(rows.shape[1]), np.arange(rows.shape[2]), indexing="ij")
+    out = tuple(np.empty((R, C), np.int64) for _ in range(3))
+    for o, v in zip(out, (T, G, H)):
+        o[rows.ravel(), cols.ravel()] = v.ravel()
+    return out
 
 
 # -- descriptors and shared memory -----------------------------------------------------------------------

@@ -21,7 +21,44 @@ def add_arguments(p):
     p.add_argument("--svg", metavar="FILE", help="draw the map as an SVG picture")
 
 
+def _run_wgmma(args, pictures) -> int:
+    """A wgmma form (PTX spelling after wgmma.mma_async.sync.aligned.): the warpgroup maps of A, C, D."""
+    from ..instructions.wgmma import lookup_wgmma
+    from ..warpgroup import owners
+    form = lookup_wgmma(args.form)
+    op = check_operand(args.operand)
+    form.coords(op)                       # B (shared memory only) refused in one line
+    if pictures:
+        from ..viz.warpgroup_map import draw_warpgroup_map
+        from .files import writable_file
+        for path, ext in pictures:
+            if not path.lower().endswith(ext):
+                raise ValueError(f"--{ext[1:]} {path}: expected a file name ending in {ext}")
+            writable_file(path, f"--{ext[1:]}")
+        for path, _ in pictures:
+            draw_warpgroup_map(form, op, path)
+            print(f"wrote {path}")
+        return 0
+    thread, reg, half = owners(form, op)
+    epr = form.elems_per_reg(op)
+    names = [[f"T{t}:{op.lower()}{g * epr + h}" for t, g, h in zip(*row)] for row in zip(thread, reg, half)]
+    if args.json:
+        print(json.dumps({"form": form.ptx, "operand": op, "threads": 128, "nregs": form.nregs(op),
+                          "cells": [[{"thread": int(t), "reg": int(g), "half": int(h)} for t, g, h in zip(*row)]
+                                    for row in zip(thread, reg, half)]}))
+    else:
+        w = max(len(x) for r in names for x in r)
+        print("\n".join(" ".join(x.ljust(w) for x in r) for r in names))
+    return 0
+
+
+def _is_wgmma(spelling) -> bool:
+    return isinstance(spelling, str) and spelling.strip().lower().startswith(("wgmma.", "m64n"))
+
+
 def run(args) -> int:
+    if _is_wgmma(args.form):
+        return _run_wgmma(args, [(p, e) for p, e in ((args.png, ".png"), (args.svg, ".svg")) if p is not None])
     form = lookup(args.form)
     op = check_operand(args.operand)
     pictures = [(path, ext) for path, ext in ((args.png, ".png"), (args.svg, ".svg")) if path is not None]
