@@ -404,6 +404,9 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     shapes = [sm.shape[:-1], cr.shape[:-2], (ar.shape[:-2] if a_regs else adesc.shape), bdesc.shape, sd.shape]
     names = ["smem", "c", "a", "b", "scale_d"]
     lead = _check.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
+    if len(lead) > 61:                       # lead + (128, nregs) and the (batch, M, N, L) products
+        raise ValueError(f"{f.name}: at most 61 leading (batch) dimensions, got {len(lead)} "
+                         f"(smem {sm.shape}, a, b, c, scale_d broadcast together)")
     n = int(np.prod(lead, dtype=np.int64))
 
     def flat(x, tail):
