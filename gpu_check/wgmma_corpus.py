@@ -1,0 +1,71 @@
+"""Compact corpora of the wgmma cross-check for CI: ``python -m fragsim.gpu_check.wgmma_corpus SRC DST``.
+
+Reads the corpus_*.npz a run of gpu_check/wgmma_run.py wrote (recorded cases: the kernel's inputs and
+the hardware's D) and keeps, per family, every case of the fit jobs (the ones that separate the
+alternative parameter rows) and ``per_job`` cases of every other recorded job, into DST/<family>.npz:
+one record per case ``i|variant|swizzle|major|field``.  ``load(path)`` gives the cases back as
+(Variant, swizzle, major, inputs, hardware D).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import numpy as np
+
+from .wgmma_kernels import Variant
+
+
+def _variant(name: str) -> Variant:
+    """Kernel name wg_<form>_<src>_<scales>_<trans> -> its Variant."""
+    parts = name[3:].split("_")
+    form, src, sc, tr = ".".join(parts[:-3]), parts[-3], parts[-2], parts[-1]
+    return Variant(form, src, -1 if sc[0] == "n" else 1, -1 if sc[1] == "n" else 1, tr[0] == "1", tr[1] == "1")
+
+
+def compact(src: str, dst: str, per_job: int = 1) -> None:
+    os.makedirs(dst, exist_ok=True)
+    for path in sorted(glob.glob(os.path.join(src, "corpus_*.npz"))):
+        z = np.load(path)
+        jobs: dict = {}
+        for key in z.files:
+            j, var, sw, major, seed, field = key.split("|")
+            jobs.setdefault((j, var, sw, major, seed), {})[field] = z[key]
+        out, i = {}, 0
+        fit = _fit_seeds(jobs)
+        for (j, var, sw, major, seed), rec in jobs.items():
+            n = len(rec["index"])
+            big = rec["creg"].shape[-1] > 32            # N > 64: 64 KiB of C per case, one case per family
+            take = range(n) if int(seed) in fit and not big else range(min(n, per_job if not big or not i else 0))
+            for c in take:
+                for field, x in rec.items():
+                    if field != "index":
+                        out[f"{i}|{var}|{sw}|{major}|{field}"] = x[c]
+                i += 1
+        np.savez_compressed(os.path.join(dst, os.path.basename(path)[len("corpus_"):]), **out)
+
+
+def _fit_seeds(jobs) -> set:
+    """Jobs whose kept cases include alternatives' breaking cases: more kept than the 3 first."""
+    return {int(k[4]) for k, rec in jobs.items() if len(rec["index"]) > 6}
+
+
+def load(path: str):
+    """[(Variant, swizzle, major, inputs dict, hardware D)] of a compact corpus."""
+    z = np.load(path)
+    cases: dict = {}
+    for key in z.files:
+        i, var, sw, major, field = key.split("|")
+        cases.setdefault((int(i), var, sw, major), {})[field] = z[key]
+    out = []
+    for (i, var, sw, major), rec in sorted(cases.items()):
+        d = rec.pop("d")
+        inp = {k: v[None] for k, v in rec.items()}
+        out.append((_variant(var), sw, major, inp, d[None]))
+    return out
+
+
+if __name__ == "__main__":
+    compact(sys.argv[1], sys.argv[2])
