@@ -35,7 +35,7 @@ def compact(src: str, dst: str, per_job: int = 1) -> None:
             jobs.setdefault((j, var, sw, major, seed), {})[field] = z[key]
         out, i = {}, 0
         fit = _fit_seeds(jobs)
-        for (j, var, sw, major, seed), rec in jobs.items():
+        for (_j, var, sw, major, seed), rec in jobs.items():
             n = len(rec["index"])
             big = rec["creg"].shape[-1] > 32            # N > 64: 64 KiB of C per case, one case per family
             take = range(n) if int(seed) in fit and not big else range(min(n, per_job if not big or not i else 0))
@@ -60,7 +60,7 @@ def load(path: str):
         i, var, sw, major, field = key.split("|")
         cases.setdefault((int(i), var, sw, major), {})[field] = z[key]
     out = []
-    for (i, var, sw, major), rec in sorted(cases.items()):
+    for (_i, var, sw, major), rec in sorted(cases.items()):
         d = rec.pop("d")
         inp = {k: v[None] for k, v in rec.items()}
         out.append((_variant(var), sw, major, inp, d[None]))

@@ -7,7 +7,6 @@ read from the wgmma table (fragsim/instructions/wgmma.py).
 
 from __future__ import annotations
 
-import numpy as np
 
 from fragsim.instructions.wgmma import lookup_wgmma
 from fragsim.warpgroup import owners

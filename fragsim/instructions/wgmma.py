@@ -237,7 +237,7 @@ def lookup_wgmma(form) -> WgmmaForm:
         raise TypeError(f"form must be a PTX wgmma spelling (str) such as 'm64n64k16.f32.bf16.bf16', "
                         f"got {type(form).__name__}")
     s = form.strip().lower()
-    for i, ch in enumerate(s):
+    for ch in s:
         if not (ch.isascii() and (ch.isalnum() or ch in "._")):
             raise ValueError(f"form {form!r}: character {ch!r} (U+{ord(ch):04X} {unicodedata.name(ch, '')}) "
                              f"cannot be part of a PTX spelling (letters, digits, '.', '_')")
