@@ -22,6 +22,8 @@ from .smem import ldmatrix, stmatrix, ld_shared, st_shared, cp_async  # noqa: E4
 # name -> (module, attribute), imported on first access
 _LAZY = {
     "mma": ("fragsim.mma_sync", "mma"),
+    "wgmma": ("fragsim.warpgroup", "wgmma"),
+    "movmatrix": ("fragsim.regmove", "movmatrix"),
     "gemm": ("fragsim.gemm_sync", "gemm"),
     "ARCHS": ("fragsim.arch", "ARCHS"),
     "bank_conflicts": ("fragsim.banks", "bank_conflicts"),
@@ -54,7 +56,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'fragsim' has no attribute {name!r}")
 
 
-__all__ = ["mma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
+__all__ = ["mma", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma"]

@@ -26,9 +26,11 @@ Stores never write the same byte from two lanes (PTX leaves the winner undefined
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from fragsim.formats import FloatFormat, from_float
+from fragsim.formats import FloatFormat, from_float, to_float
 from fragsim.instructions import lookup, parse_shared_op
 
 from . import generate_exact as X
@@ -120,7 +122,8 @@ def _special_fill(rng, count, fmt):
 
 def _window(fmt):
     """A moderate exponent window: products and sums of 16 stay finite."""
-    return {"f16": (-6, 6), "bf16": (-30, 30), "tf32": (-30, 30), "f32": (-30, 30)}[fmt.name]
+    return {"f16": (-6, 6), "bf16": (-30, 30), "tf32": (-30, 30), "f32": (-30, 30), "e4m3": (-4, 4),
+            "e5m2": (-6, 6)}[fmt.name]
 
 
 def _zero_words(fmt, sign):
@@ -145,8 +148,7 @@ def _mix(rng, shape, dtype, parts):
 # mma classes: each returns A (n,M,K), B (n,K,N), C (n,M,N) bit patterns
 
 def _operands(form, n):
-    m, nn, k = form.shape
-    return (("A", (n, m, k)), ("B", (n, k, nn)), ("C", (n, m, nn)))
+    return tuple((op, (n,) + form.matrix_shape(op)) for op in "ABC")
 
 
 def _cls_uniform(rng, n, form):
@@ -206,6 +208,8 @@ def _to_f64(bits, fmt):
         return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
     if fmt.name == "tf32":
         return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    if fmt.storage_bits == 8:
+        return to_float(bits, fmt)
     return bits.view(np.float32).astype(np.float64)
 
 
@@ -336,15 +340,15 @@ def mma_matrices(form, n, rng, classes=None, weights=None):
     else:
         w = np.asarray(weights, float)
     tags = rng.choice(len(classes), size=n, p=w / w.sum()).astype(np.uint8)
-    m, nn, k = form.shape
-    A = np.empty((n, m, k), form.fmt("A").dtype)
-    B = np.empty((n, k, nn), form.fmt("B").dtype)
-    C = np.empty((n, m, nn), form.fmt("C").dtype)
+    A, B, C = (np.empty((n,) + form.matrix_shape(op), form.fmt(op).dtype) for op in "ABC")
+    # a form of several products per warp (m8n8k4 .f16): each case is ``groups`` cases of one product
+    # of its class, stacked by rows
+    g, one = form.groups, replace(form, groups=1)
     for t, name in enumerate(classes):
         sel = np.flatnonzero(tags == t)
         if sel.size:
-            a, b, c = _CLASS_FN[name](rng, sel.size, form)
-            A[sel], B[sel], C[sel] = a, b, c
+            a, b, c = _CLASS_FN[name](rng, sel.size * g, one)
+            A[sel], B[sel], C[sel] = (x.reshape((sel.size,) + X.shape[1:]) for x, X in ((a, A), (b, B), (c, C)))
     fa = form.fmt("A")
     if fa.ignored_low_bits:
         A = _tf32_garbage(rng, A, fa)
@@ -421,6 +425,10 @@ def mma_probes(form) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     form = lookup(form)
     if _exact(form):
         return X.probes(form)
+    if form.fmt("A").storage_bits == 8:
+        return _fp8_probes(form)
+    if form.groups > 1:
+        return _m884_probes(form)
     m, nn, k = form.shape
     fa, fc = form.fmt("A"), form.fmt("C")
     P = []
@@ -515,6 +523,53 @@ def mma_probes(form) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
         else:
             add(f"F: c=+0, 1*1 - 2^-12*1 - 2^-12*2^-{j - 12} (=1 - 2^-12 - 2^-{j})",
                 [1.0, -(2.0 ** -12), -(2.0 ** -12)], [1.0, 1.0, 2.0 ** -(j - 12)], 0.0)
+    return P
+
+
+def _fp8_probes(form):
+    """Cases that separate the candidate models of fp8 mma (f16 halves k%4<2 / k%4>=2 and C added
+    last on sm_90; one block of all K; k < K/2 first; C inside the dot product; MMA-Sim's Ada model)."""
+    P = []
+    k = form.shape[2]
+
+    def add(name, a, b, c):
+        a = list(a) + [0.0] * (k - len(a))
+        b = list(b) + [0.0] * (k - len(b))
+        P.append((name,) + _probe_case(form, a, b, c))
+
+    add("fp8 split: c=0, 2^16 (k=0) - 2^16 (k=1) + 2^-17 (k=2): k%4<2 cancel alone, 2^-17 kept; "
+        "one block truncates it", [256.0, -256.0, 2.0 ** -8], [256.0, 256.0, 2.0 ** -9], 0.0)
+    h = k // 2
+    add(f"fp8 split: c=0, 2^16 (k=0) + 2^-17 (k=4) - 2^16 (k={h}): k < {h} first would truncate 2^-17",
+        [256.0, 0, 0, 0, 2.0 ** -8] + [0.0] * (h - 5) + [-256.0], [256.0, 0, 0, 0, 2.0 ** -9] + [0.0] * (h - 5) + [256.0],
+        0.0)
+    add("fp8 C last: c=2^11 (f16) / 2^24 (f32), 1+1+1 (k=0,1,4): one rounding of c+3 to nearest",
+        [1.0, 1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0, 1.0], 2.0 ** (11 if form.types["C"] == "f16" else 24))
+    add("fp8 F: c=0, 2^-6*2^-6 at k=0, -(2^-9*2^-9)... F bits below 2^-12 at k=1", [2.0 ** -6, -(2.0 ** -9)],
+        [2.0 ** -6, 2.0 ** -9], 0.0)
+    fa = form.fmt("A")
+    big = 448.0 if fa.name == "e4m3" else 57344.0
+    add(f"fp8 range: c=0, {big:g}*{big:g} (f16 D overflows in the first HMMA)", [big], [big if form.fmt("B").name ==
+                                                                                         fa.name else 1.0], 0.0)
+    return P
+
+
+def _m884_probes(form):
+    """Cases that separate the orders of the binary32 tree of m8n8k4 .f16 (repeated in each quad pair)."""
+    P = []
+    one = replace(form, groups=1)
+    g = form.groups
+
+    def add(name, a, b, c):
+        A, B, C = _probe_case(one, a, b, c)
+        P.append((name,) + tuple(np.concatenate([x] * g) for x in (A, B, C)))
+
+    e = 2.0 ** -24
+    add("m884 order: c=0, 1 + 2^-24*1 + 2^-24*1 + 2^-24*1 (ascending: 1; other trees more)",
+        [1.0, e, e, e], [1.0, 1.0, 1.0, 1.0], 0.0)
+    add("m884 order: c=0, 2^-24 x3 then 1 at k=3", [e, e, e, 1.0], [1.0, 1.0, 1.0, 1.0], 0.0)
+    add("m884 c last: c=1, products 2^-24 at k=0..3", [e] * 4, [1.0] * 4, 1.0)
+    add("m884 zero: c=-0, products -0", [-0.0] * 4, [0.0] * 4, -0.0)
     return P
 
 

@@ -207,6 +207,21 @@ def _shared_kernel(opname) -> Kernel:
     return Kernel(name, op.name, op.kind, op.ptx, op.sass, op.min_cc, src)
 
 
+def register_kernel(op) -> Kernel:
+    """The kernel of a register-to-register instruction (``fragsim.instructions.REGISTER_OPS``):
+    A (n,32,1) u32 -> D (n,32,1) u32, one source and one destination register per lane."""
+    name = "fs_" + _ident(op.name)
+    src = f"""\
+extern "C" __global__ void {name}(const unsigned* __restrict__ A, unsigned* __restrict__ D, long long n) {{
+  FS_CASE(n)
+  unsigned d;
+  asm volatile("{op.ptx} %0, %1;" : "=r"(d) : "r"(A[w * 32 + lane]));
+  D[w * 32 + lane] = d;
+}}
+"""
+    return Kernel(name, op.name, op.kind, op.ptx, op.sass, op.min_cc, src)
+
+
 def _nregs_out(k: Kernel) -> int:
     return FORMS[k.op].nregs("D") if k.kind == "mma" else parse_shared_op(k.op).nregs
 

@@ -127,7 +127,7 @@ def _sass_by_function(text):
 def _expected_sass(k):
     """Opcode (with modifiers) the kernel's instruction must compile to."""
     if k.kind == "mma":
-        return re.compile(rf"^{k.sass}\.")
+        return re.compile(rf"^{k.sass}(\.|$)")   # FFMA: m8n8k4 .f16, emulated on sm_80/sm_90
     if k.kind in ("ldsm", "stsm"):
         from fragsim.instructions import parse_shared_op
         op = parse_shared_op(k.op)

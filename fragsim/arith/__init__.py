@@ -129,6 +129,6 @@ def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
         return fp8.run(pl, a, b, c, parallel=parallel)
     if isinstance(pl, ChainPlan):
         from . import chain
-        return chain.run(pl, a, b, c)
+        return chain.run(pl, a, b, c, parallel=parallel)
     from . import kernel_exact
     return kernel_exact.run(pl, exact_maps(pl.form), a, b, c, parallel=parallel)

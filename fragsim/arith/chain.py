@@ -11,6 +11,8 @@ the canonical NaN (0x7FFFFFFF, 0x7FFF in f16 D).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,15 +52,28 @@ def _eval(t, a, b, c):
     if t == "c":
         return c
     if t == "+0":
-        return np.zeros_like(c)
+        return np.float32(0.0)
     if t[0] == "add":
         return _eval(t[1], a, b, c) + _eval(t[2], a, b, c)
     p = a[..., t[1], :, None] * b[..., t[1], None, :]        # exact: two f16 values
     return p if t[0] == "mul" else p + _eval(t[2], a, b, c)
 
 
-def run(pl: ChainPlan, a, b, c) -> np.ndarray:
-    """D registers (batch, 32, nregs_D) from register batches (batch, 32*nregs)."""
+def run(pl: ChainPlan, a, b, c, parallel: bool = True) -> np.ndarray:
+    """D registers (batch, 32, nregs_D) from register batches (batch, 32*nregs); ``parallel``: large
+    batches in slices on threads (NumPy releases the GIL in its loops)."""
+    n = a.shape[0]
+    workers = min(os.cpu_count() or 1, n // 4096)
+    if not parallel or workers < 2:
+        return _run(pl, a, b, c)
+    cuts = np.linspace(0, n, workers + 1).astype(int)
+    with ThreadPoolExecutor(workers) as ex:
+        parts = ex.map(lambda i: _run(pl, a[cuts[i]:cuts[i + 1]], b[cuts[i]:cuts[i + 1]], c[cuts[i]:cuts[i + 1]]),
+                       range(workers))
+        return np.concatenate(list(parts))
+
+
+def _run(pl: ChainPlan, a, b, c) -> np.ndarray:
     from ..registers import pack, unpack
     f = pl.form
     M, N, K = f.shape

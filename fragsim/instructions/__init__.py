@@ -17,6 +17,7 @@ from ..formats import FloatFormat, IntFormat, get_format
 from ..layout import LinearLayout
 from . import ptx_mma
 from .mma import ALIASES, MMA_FORMS
+from .movmatrix import REGISTER_OPS, RegisterOp  # noqa: F401  (re-exported)
 from .shared_op import SharedOp  # noqa: F401  (re-exported)
 from .shared_ops import SHARED_OPS, parse_shared_op  # noqa: F401  (re-exported)
 

@@ -155,7 +155,7 @@ def _m884_forms():
     """f16 m8n8k4 (sm_70+): .row/.col for A and B, (D, C) in (f16, f16), (f32, f16), (f32, f32)."""
     acc = {"f16": ACC_M884_F16, "f32": ACC_M884_F32}
     return [_form(f"m8n8k4.{la}.{lb}.{d}.f16.f16.{c}", (8, 8, 4), d, "f16", "f16", c, A_M884[la], B_M884[lb],
-                  acc[c], acc[d], min_cc=70, groups=4)
+                  acc[c], acc[d], min_cc=70, sass="FFMA", groups=4)
             for la in ("row", "col") for lb in ("row", "col") for d, c in (("f16", "f16"), ("f32", "f16"), ("f32", "f32"))]
 
 
