@@ -3,7 +3,7 @@
     python benchmarks/bench_mma.py [--batch 20000] [--repeat 5] [--json] [--mmasim] [--forms S ...]
 
 Every form of the table on every architecture that has it (``min_cc``): the float forms, the
-integer and single-bit forms, f64.  Operands are uniformly random 32-bit register words (every
+integer and single-bit forms, f64, fp8 and m8n8k4 .f16 (where the row models them).  Operands are uniformly random 32-bit register words (every
 bit pattern: NaN, Inf, subnormals and all), a batch of ``--batch`` warps per call; the figure
 is the best of ``--repeat`` calls divided by the batch.  ``--forms`` keeps the forms whose
 name contains any of the given strings (``s8``, ``f64``, ``m16n8k16.row.col.f16``).  "1 core"
@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import fragsim  # noqa: E402
 from fragsim.arch import get_arch  # noqa: E402
+from fragsim.arith import plan  # noqa: E402
 
 
 def best_us(fn, batch, repeat):
@@ -55,6 +56,15 @@ def mmasim_us(form, arch, n=50):
     return (time.perf_counter() - t) / n * 1e6
 
 
+def modelled(form, arch) -> bool:
+    """The architecture has the form (``min_cc``) and a model of it (sm_80 has none of m8n8k4 .f16)."""
+    try:
+        plan(form, arch)
+    except ValueError:
+        return False
+    return get_arch(arch).cc >= fragsim.lookup(form).min_cc
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=20000)
@@ -75,7 +85,7 @@ def main(argv=None):
         regs = [rng.integers(0, 2**32, (args.batch, 32, f.nregs(op)), dtype=np.uint64).astype(np.uint32)
                 for op in "ABC"]
         for arch in ("sm_90", "sm_80"):
-            if f.min_cc > get_arch(arch).cc:
+            if not modelled(form, arch):
                 continue
             row = {"form": form, "arch": arch, "batch": args.batch}
             def run(form=form, regs=regs, arch=arch):

@@ -21,6 +21,18 @@ from . import kernels as K
 from .runner import device_info, import_cupy
 
 
+def device_outputs(a: np.ndarray) -> np.ndarray:
+    """The GPU's destination registers for source registers ``a`` uint32 (n, 32, 1)."""
+    cp = import_cupy()
+    k = K.register_kernel(REGISTER_OPS["movmatrix.trans"])
+    fn = cp.RawModule(code=K.PRELUDE + "\n" + k.source, backend="nvrtc").get_function(k.name)
+    n = a.shape[0]
+    d = cp.empty((n, 32, 1), cp.uint32)
+    fn(((n + K.WARPS_PER_BLOCK - 1) // K.WARPS_PER_BLOCK,), (K.THREADS_PER_BLOCK,),
+       (cp.asarray(np.ascontiguousarray(a, np.uint32)), d, np.int64(n)))
+    return cp.asnumpy(d)
+
+
 def run(cases: int, seed: int, chunk: int = 1 << 18):
     """(inputs, hardware outputs, mismatching cases, device info) for ``cases`` random warps."""
     cp = import_cupy()

@@ -225,3 +225,25 @@ def test_recorded_movmatrix_cases_are_reproduced_bit_for_bit():
     meta = json.loads(str(z["meta"]))
     assert meta["device"] and meta["mismatches"] == 0 and len(z["a"]) == meta["cases"] > 0
     assert np.array_equal(fragsim.movmatrix(z["a"]), z["d"])
+
+
+@pytest.mark.gpu
+def test_movmatrix_matches_the_gpu_live():
+    """Live (``pytest -m gpu``): hypothesis-drawn source registers through the GPU and fragsim.movmatrix."""
+    from hypothesis import given, settings, strategies as st
+    from hypothesis.extra import numpy as hnp
+    from fragsim.gpu_check import movmatrix_check
+    from fragsim.gpu_check.runner import GpuUnavailable
+    try:
+        movmatrix_check.run(1, 0)
+    except (GpuUnavailable, ImportError) as e:
+        pytest.skip(f"no GPU to test on: {e}")
+
+    @settings(max_examples=60, deadline=None)
+    @given(hnp.arrays(np.uint32, (4, 32, 1), elements=st.one_of(st.integers(0, 2**32 - 1),
+                                                                st.sampled_from([0, 0xFFFFFFFF, 0x80008000, 1]))))
+    def agree(a):
+        hw = movmatrix_check.device_outputs(a)
+        assert np.array_equal(hw, fragsim.movmatrix(a))
+
+    agree()

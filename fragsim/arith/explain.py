@@ -149,8 +149,10 @@ def explain(form, A, B, C, row: int, col: int, arch="sm_90") -> dict:
     pl = plan(form, arch)
     f = pl.form
     if not isinstance(pl, Plan):
-        raise ValueError(f"form {f.name}: explain retraces the truncated fused dot product of the float forms; "
-                         f"integer and f64 forms are exact sums and fma chains (fragsim.arith.exact)")
+        raise ValueError(f"form {f.name}: explain retraces the truncated fused dot product of the f16/bf16/tf32 "
+                         f"forms; integer and f64 forms are exact sums and fma chains (fragsim.arith.exact), fp8 forms "
+                         f"two f16 mma plus an IEEE add of C (fragsim.arith.fp8), m8n8k4 .f16 a tree of binary32 "
+                         f"operations (fragsim.arith.chain)")
     M, N, K = f.shape
     for name, v in (("row", row), ("col", col)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
