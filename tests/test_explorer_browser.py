@@ -100,12 +100,12 @@ def test_clicking_a_cell_selects_the_lane_that_holds_it(page):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.support.ui import Select
     Select(page.find_element("id", "form-picker")).select_by_index(0)
-    cell = page.find_element("css selector", "#f0-A-9-3 path")
+    cell = page.find_element("css selector", "#f0-A-9-3 rect")
     ActionChains(page).move_to_element(cell).click().perform()
     info = page.find_element("id", "info").text
     assert info.startswith("lane 5 ") and "a3=(9,3)" in info and "B  : b0=(2,1)" in info
     assert "f0-A-9-3" in page.execute_script(HIGHLIGHTED)
-    other = page.find_element("css selector", "#f0-C-0-0 path")          # lane 0's c0
+    other = page.find_element("css selector", "#f0-C-0-0 rect")          # lane 0's c0
     ActionChains(page).move_to_element(other).perform()
     assert page.find_element("id", "info").text.startswith("lane 0 ")
     page.find_element("id", "lane-5").click()                            # un-pin lane 5

@@ -29,18 +29,53 @@ from .palette import LANE_RGB, text_color
 _FONT_STYLE = re.compile(r"; font-family: [^\"]*")
 _XML_HEAD = re.compile(r"^.*?(<svg\b)", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
-_DIGITS = re.compile(r"(\d\.\d\d)\d+")
+_DIGITS = re.compile(r"(\d\.\d)\d+")
+_NUM = r"(-?\d+(?:\.\d+)?)"
+# a cell as matplotlib writes it: a closed axis-aligned path -> one <rect>
+_RECT = re.compile(rf'<path d="M {_NUM} {_NUM}\s+L {_NUM} \2\s+L \3 {_NUM}\s+L \1 \4\s+z\s*"')
+_CLIP = re.compile(r' clip-path="url\(#[^)]*\)"')
+_TRANSLATE = re.compile(rf' transform="translate\({_NUM} {_NUM}\)"')
+_NO_ROTATION = re.compile(r' transform="rotate\(-0 [^)]*\)"')
+_ARTIST_ID = re.compile(r'<g id="(?:figure|axes|patch|text|line2d|LineCollection|PolyCollection|PathCollection)_\d+">')
+_BETWEEN_TAGS = re.compile(r">\s+<")
+_STYLE = re.compile(r' style="([^"]*)"')
+
+
+def _rect(m) -> str:
+    x0, y0, x1, y1 = (float(m.group(i)) for i in (1, 2, 3, 4))
+    return (f'<rect x="{min(x0, x1):g}" y="{min(y0, y1):g}" width="{abs(x1 - x0):.1f}" '
+            f'height="{abs(y1 - y0):.1f}"')
 
 
 def _inline(fig) -> str:
-    """A figure as inline SVG: no XML prologue, scales with the page, fonts from the page's CSS."""
+    """A figure as compact inline SVG: no XML prologue, scales with the page, fonts from the page's
+    CSS; cells as <rect>, no clipping (the axes fill the figure), positions to 1/10 of a point,
+    no whitespace between elements, no ids but the ones the page's script uses."""
     s = svg_text(fig)
     s = _XML_HEAD.sub(r"\1", s, count=1)
     s = _METADATA.sub("", s, count=1)       # matplotlib's RDF block: namespaces only, no use on a page
     s = _FONT_STYLE.sub("", s)
-    s = _DIGITS.sub(r"\1", s)              # 1/100 of a point is plenty on a page
+    s = _DIGITS.sub(r"\1", s)
+    s = _CLIP.sub("", s)
+    s = _RECT.sub(_rect, s)
+    s = _TRANSLATE.sub(r' x="\1" y="\2"', s)
+    s = _NO_ROTATION.sub("", s)
+    s = _ARTIST_ID.sub("<g>", s)
+    s = _BETWEEN_TAGS.sub("><", s)
     s = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1 class="map"', s, count=1)
     return s
+
+
+def _shared_styles(svgs) -> tuple[list, str]:
+    """The pictures with each inline style replaced by a class, and the CSS of those classes: a few
+    dozen styles (lane colours, fonts) repeat on thousands of elements."""
+    names: dict = {}
+
+    def cls(m):
+        return f' class="{names.setdefault(m.group(1), f"s{len(names)}")}"'
+    out = [_STYLE.sub(cls, svg) for svg in svgs]
+    css = "\n".join(f"svg.map .{n} {{ {style} }}" for style, n in names.items())
+    return out, css
 
 
 def _operand_table(form, op):
@@ -124,6 +159,7 @@ def write_explorer(out_dir, forms=None, *, name="index.html", svgs=None) -> str:
     svgs = [render(t) for t in tasks] if svgs is None else list(svgs)
     if len(svgs) != len(tasks):
         raise ValueError(f"svgs: expected {len(tasks)} pictures (one per figure task), got {len(svgs)}")
+    svgs, css = _shared_styles(svgs)
     sections = []
     for (kind, i, *_), svg in zip(tasks, svgs):
         if kind == "view":
@@ -135,7 +171,7 @@ def write_explorer(out_dir, forms=None, *, name="index.html", svgs=None) -> str:
     options = "".join(f'<option value="{i}">{html.escape(f.name)}</option>' for i, f in enumerate(forms))
     lanes = "".join(f'<button class="lane" id="lane-{l}" data-lane="{l}" style="background:{data["lane_rgb"][l]};'
                     f'color:{data["lane_fg"][l]}">T{l}</button>' for l in range(WARP_LANES))
-    page = (_PAGE.replace("%OPTIONS%", options).replace("%LANES%", lanes).replace("%SECTIONS%", "".join(sections))
+    page = (_PAGE.replace("%STYLES%", css).replace("%OPTIONS%", options).replace("%LANES%", lanes).replace("%SECTIONS%", "".join(sections))
             .replace("%DATA%", json.dumps(data, separators=(",", ":")).replace("</", "<\\/")))
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name)
@@ -163,9 +199,10 @@ div.fig { overflow-x: auto; }
 svg.map { width: 100%; height: auto; max-width: 1500px; }
 svg.map text { font-family: 'DejaVu Sans', Verdana, sans-serif; pointer-events: none; }
 svg.map g.cell { cursor: pointer; }
-svg.map.sel g.cell path { opacity: 0.25; }
-svg.map.sel g.cell.hl path { opacity: 1; stroke: #000 !important; stroke-width: 2.5px !important; }
+svg.map.sel g.cell :is(rect, path) { opacity: 0.25; }
+svg.map.sel g.cell.hl :is(rect, path) { opacity: 1; stroke: #000 !important; stroke-width: 2.5px !important; }
 svg.map.sel g.lbl.hl text { font-weight: bold; }
+%STYLES%
 </style></head>
 <body>
 <header>
