@@ -46,18 +46,25 @@ def _exp(hat):
 
 
 @njit(cache=True, parallel=True)
-def decode(words, prm, is_acc, vals, exps):
-    """vals, exps (float64, as long as words) of a flat int64 array of element words: the input
-    format (``is_acc`` False) or the accumulator format with C's exponent rule."""
+def decode(words, width, prm, is_acc, vals, exps):
+    """Values and exponents (float64, int64) of a row-major matrix of element words ``width``
+    columns wide, in 8-column panels: element (k, 8p + j) goes to [(p * rows + k) * 8 + j] (for
+    width 8 that is the matrix's own order).  The input format (``is_acc`` False) or the
+    accumulator's with C's exponent rule."""
     if is_acc:
         code, emin, nan_low, exact = prm[P_ACC_CODE], prm[P_ACC_EMIN], False, prm[P_C_EXACT] != 0
     else:
         code, emin, nan_low, exact = prm[P_IN_CODE], prm[P_IN_EMIN], prm[P_NAN_LOW] != 0, False
-    n = words.size // LANES
-    chunks = (n + 4095) // 4096
+    rows = words.size // width
+    groups = words.size // LANES
+    chunks = (groups + 1023) // 1024
     for t in prange(chunks):
-        for j in range(t * 4096, min(n, (t + 1) * 4096)):
-            v, h = _decode8(i8_load(words, j * LANES), code, emin, nan_low, exact)
+        buf = np.empty(LANES, np.int64)
+        for j in range(t * 1024, min(groups, (t + 1) * 1024)):
+            src = (j % rows) * width + (j // rows) * LANES
+            for i in range(LANES):
+                buf[i] = words[src + i]
+            v, h = _decode8(i8_load(buf, 0), code, emin, nan_low, exact)
             f8_store(vals, j * LANES, v)
             i8_store(exps, j * LANES, _exp(h))
 

@@ -152,15 +152,14 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
     N = B.shape[1]
     prm = GK.params(pl)
 
-    def decoded(words, is_acc):
-        w = np.ascontiguousarray(words, dtype=np.int64).reshape(-1)
-        v, h = np.empty(w.size), np.empty(w.size, np.int64)
-        GK.decode(w, prm, is_acc, v, h)
-        return v, h
+    def decoded(words, width, is_acc):
+        v, e = np.empty(words.size), np.empty(words.size, np.int64)
+        GK.decode(words.reshape(-1), width, prm, is_acc, v, e)
+        return v, e
 
-    av, ae = decoded(A, False)
-    bv, be = decoded(B.reshape(K, N // 8, 8).transpose(1, 0, 2), False)   # 8-column panels, k-major
-    cv, ce = decoded(C, True)
+    av, ae = decoded(A, 8, False)              # A as it is: rows of K
+    bv, be = decoded(B, N, False)              # B in 8-column panels, each k-major
+    cv, ce = decoded(C, 8, True)
     blocks = np.array(pl.blocks, np.int64)
     starts = (steps[:, None] * fk + blocks[None, :, 0]).reshape(-1)
     ends = (steps[:, None] * fk + blocks[None, :, 1]).reshape(-1)
