@@ -1,4 +1,5 @@
-"""Compact corpora of the wgmma cross-check for CI: ``python -m fragsim.gpu_check.wgmma_corpus SRC DST``.
+"""Compact corpora of the wgmma cross-check for CI:
+``python -m fragsim.gpu_check.wgmma_corpus SRC DST [PER_JOB]``.
 
 Reads the corpus_*.npz a run of gpu_check/wgmma_run.py wrote (recorded cases: the kernel's inputs and
 the hardware's D) and keeps, per family, every case of the fit jobs (the ones that separate the
@@ -68,4 +69,4 @@ def load(path: str):
 
 
 if __name__ == "__main__":
-    compact(sys.argv[1], sys.argv[2])
+    compact(sys.argv[1], sys.argv[2], *(int(x) for x in sys.argv[3:4]))
