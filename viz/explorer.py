@@ -21,12 +21,13 @@ from fragsim.hardware import MATRIX_ROW_BYTES, WAVEFRONT_BYTES, WARP_LANES
 from fragsim.instructions import FORMS, lookup
 
 from . import _blocks, _groups
-from ._figure import svg_text
+from ._figure import inject_cells, svg_cells, svg_text
 from .flow import draw_ldmatrix_flow, flow_data
 from .fragment_map import draw_mma
 from .palette import LANE_RGB, text_color
 
-_FONT_STYLE = re.compile(r"; font-family: [^\"]*")
+# the default family only (the page's CSS sets it); monospace stays, and so does what follows it
+_FONT_STYLE = re.compile(r"; font-family: 'DejaVu Sans',[^;\"]*")
 _XML_HEAD = re.compile(r"^.*?(<svg\b)", re.S)
 _METADATA = re.compile(r"<metadata>.*?</metadata>", re.S)
 _DIGITS = re.compile(r"(\d\.\d)\d+")
@@ -51,7 +52,7 @@ def _inline(fig) -> str:
     """A figure as compact inline SVG: no XML prologue, scales with the page, fonts from the page's
     CSS; cells as <rect>, no clipping (the axes fill the figure), positions to 1/10 of a point,
     no whitespace between elements, no ids but the ones the page's script uses."""
-    s = svg_text(fig)
+    s = inject_cells(fig, svg_text(fig))
     s = _XML_HEAD.sub(r"\1", s, count=1)
     s = _METADATA.sub("", s, count=1)       # matplotlib's RDF block: namespaces only, no use on a page
     s = _FONT_STYLE.sub("", s)
@@ -145,9 +146,10 @@ def figure_tasks(data) -> list:
 def render(task) -> str:
     """One picture of the page, as inline SVG with its cells named for the page's script."""
     kind, i, form, arg = task
-    if kind == "view":
-        return _inline(draw_mma(form, gid_prefix=f"f{i}-", also=arg))
-    return _inline(draw_ldmatrix_flow(form=form, operand=arg, arrows=(), gid_prefix=f"g{i}-"))
+    with svg_cells():
+        if kind == "view":
+            return _inline(draw_mma(form, gid_prefix=f"f{i}-", also=arg))
+        return _inline(draw_ldmatrix_flow(form=form, operand=arg, arrows=(), gid_prefix=f"g{i}-"))
 
 
 def write_explorer(out_dir, forms=None, *, name="index.html", svgs=None) -> str:
@@ -202,6 +204,7 @@ svg.map g.cell { cursor: pointer; }
 svg.map.sel g.cell :is(rect, path) { opacity: 0.25; }
 svg.map.sel g.cell.hl :is(rect, path) { opacity: 1; stroke: #000 !important; stroke-width: 2.5px !important; }
 svg.map.sel g.lbl.hl text { font-weight: bold; }
+svg.map.sel g.lbl:not(.hl) text { opacity: 0.4; }
 %STYLES%
 </style></head>
 <body>
