@@ -294,6 +294,16 @@ def classes(f, out):
         ("draw canonical mn 8-bit", ["draw", "canonical", "--major", "MN", "--bits", "8", "-o", out + "/c.png"], ERROR),
         ("draw canonical rows 12", ["draw", "canonical", "--rows", "12", "-o", out + "/c.png"], ERROR),
         ("draw canonical desc expression", ["draw", "canonical", "--desc", "k * 2", "-o", out + "/c.png"], ERROR),
+        ("draw wgmma D", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "D", "-o", out + "/w.png"], OK),
+        ("draw wgmma A svg", ["draw", "wgmma", "m64n8k32.s32.u8.s8", "a", "-o", out + "/w.svg"], OK),
+        ("draw wgmma B", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "B", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma bad N", ["draw", "wgmma", "m64n40k32.s32.s8.s8", "D", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma mma form", ["draw", "wgmma", F32, "D", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma junk form", ["draw", "wgmma", "\x00", "C", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma operand Q", ["draw", "wgmma", "m64n8k8.f32.tf32.tf32", "Q", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma b1 form", ["draw", "wgmma", "m64n8k256.s32.b1.b1.and.popc", "D", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma no operand", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "-o", out + "/w.png"], ERROR),
+        ("draw wgmma bad extension", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "D", "-o", out + "/w.jpg"], ERROR),
     ]
 
 

@@ -3,6 +3,7 @@ from the command line, in the format its extension names; bad input is one line 
 
 import json
 import os
+import re
 
 import pytest
 
@@ -26,6 +27,7 @@ KINDS = [
     ["swizzle", "--tile", "8x64 f16 pitch=144"],
     ["warp-tile", "--tiles", "2x4"],
     ["cta-tile", "--cta", "128x64", "--warps", "2x1"],
+    ["wgmma", "m64n8k16.f32.bf16.bf16", "D"],
 ]
 
 
@@ -46,6 +48,8 @@ def test_every_kind_writes_the_format_its_extension_names(tmp_path, capsys, i):
     (["bank-map", "16x64 f16", "--op", "ldmatrix.x4", "-o", "{tmp}/x.png"], "--op and --addrs go together"),
     (["swizzle", "--swizzle", "3,4", "-o", "{tmp}/x.png"], "expected B,M,S"),
     (["warp-tile", "--tiles", "4by8", "-o", "{tmp}/x.png"], "expected MxN"),
+    (["wgmma", "m64n8k16.f32.bf16.bf16", "B", "-o", "{tmp}/x.png"], "operand B of wgmma is always in shared memory"),
+    (["wgmma", F32, "D", "-o", "{tmp}/x.png"], "expected PTX's spelling after 'wgmma.mma_async.sync.aligned.'"),
     (["fragment", F32, "A", "-o", "/nonexistent-dir/x.png"], "-o /nonexistent-dir/x.png: cannot write there"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, args, message):
@@ -61,6 +65,21 @@ def test_draw_help_lists_every_kind(capsys):
         main(["draw", "--help"])
     out = capsys.readouterr().out
     assert e.value.code == 0 and all(k in out for k in ("fragment", "flow", "bank-map", "swizzle", "cta-tile"))
+
+
+def test_draw_wgmma_is_the_warpgroup_map(tmp_path, capsys):
+    """`fragsim draw wgmma FORM A|C|D`: every cell of the picture names the thread and element the wgmma
+    table gives it (rows top down), and the four warps' bands are tagged."""
+    from fragsim.instructions.wgmma import lookup_wgmma
+    from fragsim.warpgroup import owners
+    form, path = "m64n16k16.f16.f16.f16", tmp_path / "a.svg"
+    assert main(["draw", "wgmma", form, "A", "-o", str(path)]) == 0
+    said = re.findall(r"<!-- (.*?) -->", path.read_text())
+    thread, reg, half = owners(lookup_wgmma(form), "A")
+    cells = [x for t, g, h in zip(thread.ravel(), reg.ravel(), half.ravel()) for x in (f"T{t}", f"a{2 * g + h}")]
+    first = said.index("T0")                # tick labels come before the cells
+    assert said[first:first + len(cells)] == cells
+    assert all(f"warp {w}" in said for w in range(4))
 
 
 def test_layout_png_and_svg_shortcut(tmp_path, capsys):

@@ -3,8 +3,8 @@
 Kinds: ``fragment`` (one operand's map), ``mma`` (A, B and C/D together), ``flow`` (an
 ldmatrix/stmatrix), ``bank-map`` (a tile coloured by bank), ``bank-phases``, ``bank-histogram``,
 ``bank-report`` (one instruction's accesses and cost), ``swizzle`` (logical -> physical),
-``warp-tile``, ``cta-tile``, ``canonical`` (a wgmma operand's canonical layout: core matrices, swizzle
-atoms, LBO/SBO over the shared-memory bytes) and ``check`` (expected vs received fragment map of ``fragsim check``,
+``warp-tile``, ``cta-tile``, ``wgmma`` (a warpgroup fragment map), ``canonical`` (a wgmma operand's
+canonical layout: core matrices, swizzle atoms, LBO/SBO over the shared-memory bytes) and ``check`` (expected vs received fragment map of ``fragsim check``,
 with its arguments).  Address expressions are C, as in ``fragsim conflicts``.
 """
 
@@ -30,6 +30,7 @@ KINDS = {
     "swizzle": "logical tile -> physical placement of a swizzle or padding, with banks",
     "warp-tile": "a warp tile of mma tiles (e.g. 64x64 from 4x8 m16n8k16)",
     "cta-tile": "a CTA tile split among warps (warp ids)",
+    "wgmma": "a wgmma form's warpgroup fragment map (A in registers, C or D): thread and element per cell, warp bands",
     "canonical": "a wgmma shared-memory operand: core matrices, swizzle atoms, LBO/SBO arrows over the bytes a "
                  "descriptor reads",
     "check": "a check of address math (the arguments of `fragsim check`): expected vs received fragment map, "
@@ -87,6 +88,8 @@ def add_arguments(p):
     c.add_argument("--warps", default="2x2", metavar="MxN", help="warps in M and N (default 2x2)")
     c.add_argument("--warp-order", default="row", choices=("row", "col"),
                    help="warp id = warp_m * warps_n + warp_n (row, default) or warp_n * warps_m + warp_m (col)")
+    k["wgmma"].add_argument("form", help="wgmma form after wgmma.mma_async.sync.aligned., e.g. m64n64k16.f32.bf16.bf16")
+    k["wgmma"].add_argument("operand", help="A (in registers), C or D")
     g = k["canonical"]
     g.add_argument("--swizzle", default="128B", choices=("none", "128B", "64B", "32B"),
                    help="swizzle mode of CuTe's canonical layout (default 128B; ignored with --desc)")
@@ -180,6 +183,13 @@ def run(args) -> int:
             raise ValueError("--tile gives the whole layout; leave out --swizzle, --pitch and --rows")
         draw_swizzle(_swizzle(args.swizzle), tile=tile, rows=args.rows, row_bytes=args.row_bytes,
                      pitch=args.pitch, path=out)
+    elif kind == "wgmma":
+        from ..instructions import check_operand
+        from ..instructions.wgmma import lookup_wgmma
+        from ..viz.warpgroup_map import draw_warpgroup_map
+        form, op = lookup_wgmma(args.form), check_operand(args.operand)
+        form.coords(op)                   # B (shared memory only) refused in one line
+        draw_warpgroup_map(form, op, out)
     elif kind == "canonical":
         from ..descriptor import canonical_descriptor
         from ..viz.canonical import draw_canonical
