@@ -35,17 +35,18 @@ def _matrix(f, op: str, x, name: str) -> np.ndarray:
     m = array(x, name)
     if m.dtype.kind == "f":
         conv = "fragsim.formats.int_to_bits" if isinstance(fmt, IntFormat) else "fragsim.to_bits"
-        raise TypeError(f"{name}: expected {fmt.name} bit patterns ({np.dtype(fmt.dtype).name}), got float dtype "
-                        f"{m.dtype}; convert with {conv}(values, {fmt.name!r})")
+        raise TypeError(f"{name}: expected the form's .{fmt.name} bit patterns ({np.dtype(fmt.dtype).name}), got "
+                        f"float dtype {m.dtype}; convert with {conv}(values, {fmt.name!r})")
     if m.dtype.kind not in "ui":
-        raise TypeError(f"{name}: expected {fmt.name} bit patterns ({np.dtype(fmt.dtype).name}), got dtype {m.dtype}")
+        raise TypeError(f"{name}: expected the form's .{fmt.name} bit patterns ({np.dtype(fmt.dtype).name}), "
+                        f"got dtype {m.dtype}")
     if m.ndim != 2:
         raise ValueError(f"{name}: expected a matrix (2 dimensions), got shape {m.shape}")
     limit = 1 << fmt.storage_bits
     if m.size and (int(m.min()) < 0 or int(m.max()) >= limit):
         r, c = (int(i) for i in np.argwhere((m < 0) | (m > limit - 1))[0])
-        raise ValueError(f"{name}: {fmt.name} words must lie in [0, 2**{fmt.storage_bits}), got {int(m[r, c])} "
-                         f"at row {r}, col {c}")
+        raise ValueError(f"{name}: the form's .{fmt.name} words must lie in [0, 2**{fmt.storage_bits}), got "
+                         f"{int(m[r, c])} at row {r}, col {c}")
     return np.ascontiguousarray(m.astype(fmt.dtype, copy=False))
 
 

@@ -237,10 +237,10 @@ def test_a_bad_tile_is_named(tile, exc, message):
 
 def test_operands_must_be_bit_patterns_of_their_format():
     A, B, C = _ok()
-    with pytest.raises(TypeError, match=r"^A: expected f16 bit patterns \(uint16\), got float dtype float64; "
+    with pytest.raises(TypeError, match=r"^A: expected the form's .f16 bit patterns \(uint16\), got float dtype float64; "
                                         r"convert with fragsim.to_bits\(values, 'f16'\)"):
         fragsim.gemm(F32, A.astype(float), B, C)
-    with pytest.raises(ValueError, match=r"^B: f16 words must lie in \[0, 2\*\*16\), got 65536 at row 3, col 2"):
+    with pytest.raises(ValueError, match=r"^B: the form's .f16 words must lie in \[0, 2\*\*16\), got 65536 at row 3, col 2"):
         b = B.astype(np.int64)
         b[3, 2] = 1 << 16
         fragsim.gemm(F32, A, b, C)

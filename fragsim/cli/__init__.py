@@ -12,7 +12,7 @@ import importlib
 import sys
 
 # Subcommand modules, in the order --help lists them.
-COMMANDS = ["tour", "layout", "draw", "mma", "conflicts", "swizzle", "check", "gpu_check"]
+COMMANDS = ["tour", "layout", "draw", "mma", "gemm", "conflicts", "swizzle", "check", "gpu_check"]
 
 
 class _Parser(argparse.ArgumentParser):
