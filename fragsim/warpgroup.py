@@ -395,13 +395,12 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     if sm.ndim < 1 or sm.shape[-1] == 0:
         raise ValueError(f"smem must be shaped (..., nbytes) with nbytes > 0, got shape {sm.shape}")
     cr = check_wg_regs(f, "C", c)
-    ar = check_wg_regs(f, "A", a) if a_regs else None
-    adesc = None if a_regs else _descriptor_values(a, "a")
+    av = check_wg_regs(f, "A", a) if a_regs else _descriptor_values(a, "a")     # registers or descriptors
     bdesc = _descriptor_values(b, "b")
     sd = _check.array(scale_d, "scale_d")
     if sd.dtype != np.bool_:
         raise TypeError(f"scale_d must be True/False or a bool array (one per batch element), got {_check.show(scale_d)}")
-    shapes = [sm.shape[:-1], cr.shape[:-2], (ar.shape[:-2] if a_regs else adesc.shape), bdesc.shape, sd.shape]
+    shapes = [sm.shape[:-1], cr.shape[:-2], (av.shape[:-2] if a_regs else av.shape), bdesc.shape, sd.shape]
     names = ["smem", "c", "a", "b", "scale_d"]
     lead = _check.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
     if len(lead) > 61:                       # lead + (128, nregs) and the (batch, M, N, L) products
@@ -416,9 +415,9 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     ta_, tb_ = f.types["A"], f.types["B"]
     abits, bbits = f.fmt("A").storage_bits, f.fmt("B").storage_bits
     if a_regs:
-        A = unpack_wg(f, "A", flat(ar, ar.shape[-2:]))
+        A = unpack_wg(f, "A", flat(av, av.shape[-2:]))
     else:
-        A = gather_operand(smf, flat(adesc, ()), rows=M, k=K, elem_bits=abits, major="MN" if ta else "K", name="a")
+        A = gather_operand(smf, flat(av, ()), rows=M, k=K, elem_bits=abits, major="MN" if ta else "K", name="a")
     B = gather_operand(smf, flat(bdesc, ()), rows=N, k=K, elem_bits=bbits, major="MN" if tb else "K", name="b")
     C = unpack_wg(f, "C", flat(cr, cr.shape[-2:]))
     keep = flat(sd, ())

@@ -378,10 +378,10 @@ def _diagnose(descs, fix, fix_major, major, info, op, bits, k, t) -> list:
     f0 = fix[0]
     # fields other than the start: one finding each, when every k-step needs the same value
     for name in _FIELDS[1:]:
-        need = {getattr(f, name) for f in fix}
+        wanted = {getattr(f, name) for f in fix}
         have = [getattr(d, name) for d in descs]
-        if len(need) == 1 and any(h != next(iter(need)) for h in have):
-            v = next(iter(need))
+        if len(wanted) == 1 and any(h != next(iter(wanted)) for h in have):
+            v = next(iter(wanted))
             why = _why(name, v, f0, fix_major, bits, t)
             enc = f" ({v >> 4} encoded)" if name in ("leading_byte_offset", "stride_byte_offset") else ""
             out.append(Finding(_SHORT[name], f"{_SHORT[name]} is {_fmt(name, have[0])}; {why}: "
@@ -421,9 +421,9 @@ def _diagnose(descs, fix, fix_major, major, info, op, bits, k, t) -> list:
     if not out:        # the k-steps need different fields: name each step's fix
         out += [Finding("descriptor", f"k-step {s}: use {f!r}") for s, f in enumerate(fix) if f != descs[s]]
     first = fix[0]
-    adv = fix[1].start_address - fix[0].start_address if len(fix) > 1 else None
-    per = f"; k-step k: start + {adv} * k (value + {adv >> 4} * k)" if adv is not None and all(
-        f.replace(start_address=first.start_address) == first and f.start_address == first.start_address + s * adv
+    step = fix[1].start_address - fix[0].start_address if len(fix) > 1 else None
+    per = f"; k-step k: start + {step} * k (value + {step >> 4} * k)" if step is not None and all(
+        f.replace(start_address=first.start_address) == first and f.start_address == first.start_address + s * step
         for s, f in enumerate(fix)) else ""
     out.append(Finding("fix", f"fix: {first!r} = {first.encode():#018x}{per}"
                        + (f" with major={fix_major!r}" if fix_major != major else "")))

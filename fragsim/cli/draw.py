@@ -4,8 +4,9 @@ Kinds: ``fragment`` (one operand's map), ``mma`` (A, B and C/D together), ``flow
 ldmatrix/stmatrix), ``bank-map`` (a tile coloured by bank), ``bank-phases``, ``bank-histogram``,
 ``bank-report`` (one instruction's accesses and cost), ``swizzle`` (logical -> physical),
 ``warp-tile``, ``cta-tile``, ``wgmma`` (a warpgroup fragment map), ``canonical`` (a wgmma operand's
-canonical layout: core matrices, swizzle atoms, LBO/SBO over the shared-memory bytes) and ``check`` (expected vs received fragment map of ``fragsim check``,
-with its arguments).  Address expressions are C, as in ``fragsim conflicts``.
+canonical layout: core matrices, swizzle atoms, LBO/SBO over the shared-memory bytes) and ``check``
+(expected vs received fragment map of ``fragsim check``, with its arguments).  Address expressions
+are C, as in ``fragsim conflicts``.
 """
 
 from __future__ import annotations
