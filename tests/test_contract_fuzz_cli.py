@@ -128,6 +128,11 @@ def classes(f, out):
         if role == "c":
             argv = ["mma", F32, "--a", f("a.npy"), "--b", f("b.npy"), "--c", path]
         yield (f"mma operand file {name}", argv, OK if role in ("a", "b", "c") else ERROR)
+        gemm = ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy"]
+        gemm[{"b": 5, "c": 5}.get(role, 3)] = path
+        if role == "c":
+            gemm[4:6] = ["--b", f("b.npy"), "--c", path]
+        yield (f"gemm operand file {name}", gemm, OK if role in ("a", "b", "c") else ERROR)
         yield (f"conflicts file {name}", ["conflicts", "ld.shared.b32" if "int8" in name else "ldmatrix.x4",
                                            "--addrs-file", path],
                OK if role == "addrs" else EITHER if name == "a_wide.npy" else ERROR)   # 2**20: aligned addresses
@@ -143,6 +148,28 @@ def classes(f, out):
         ("mma bad arch", ["mma", F32, "--a", f("a.npy"), "--b", f("b.npy"), "--arch", "sm_70"], ERROR),
         ("mma form for other shapes", ["mma", TF32, "--a", f("a.npy"), "--b", f("b.npy")], ERROR),
         ("mma missing --b", ["mma", F32, "--a", f("a.npy")], ERROR),
+        ("gemm json", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--json"], OK),
+        ("gemm values descending", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy",
+                                    "--values", "--k-order", "descending"], OK),
+        ("gemm k-order list", ["gemm", TF32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy",
+                               "--k-order", "1,0"], OK),
+        ("gemm k-order repeated", ["gemm", TF32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy",
+                                   "--k-order", "1,1"], ERROR),
+        ("gemm k-order words", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy",
+                                "--k-order", "up"], ERROR),
+        ("gemm tile", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--tile", "16x8"], OK),
+        ("gemm tile too big", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--tile",
+                               "32x8"], ERROR),
+        ("gemm tile junk", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--tile", "x"],
+         ERROR),
+        ("gemm output a folder", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out], ERROR),
+        ("gemm output in no folder", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/no/d.npy"],
+         ERROR),
+        ("gemm missing -o", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy")], ERROR),
+        ("gemm integer form, float values", ["gemm", "m16n8k16.row.col.s32.s8.s8.s32", "--a", f("a.npy"), "--b",
+                                             f("b.npy"), "-o", out + "/d.npy"], ERROR),
+        ("gemm bad arch", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--arch", "sm_70"],
+         ERROR),
         ("conflicts expression", ["conflicts", "ldmatrix.x4", "--addrs", "(lane % 16) * 64 + (lane / 16) * 16"], OK),
         ("conflicts json", ["conflicts", "ld.shared.v4.b32", "--addrs", "lane * 16", "--json"], OK),
         ("conflicts mask condition", ["conflicts", "ld.shared.b32", "--addrs", "lane * 4", "--mask", "lane < 16"], OK),
@@ -372,6 +399,21 @@ def mma_argv(draw, files):
 
 
 @st.composite
+def gemm_argv(draw, files, out):
+    names = sorted(files)
+    argv = ["gemm", draw(FORMS_T)]
+    for op in ("a", "b", "c"):
+        if op != "c" or draw(st.booleans()):
+            argv += [f"--{op}", files[draw(st.sampled_from(names))][0]]
+    argv += ["-o", draw(st.sampled_from([out + "/d.npy", out, out + "/no/d.npy"]))]
+    for flag, values in (("--k-order", ["ascending", "descending", "0", "1,0", "0,0", "-1"]),
+                         ("--tile", ["16x8", "32x8", "8x8", "0x0"]), ("--arch", ["sm_80", "H100", "sm_70"])):
+        if draw(st.booleans()):
+            argv += [flag, draw(st.one_of(st.sampled_from(values), JUNK.filter(lambda t: not t.startswith("-"))))]
+    return argv + draw(st.lists(st.sampled_from(["--json", "--values", "--quiet"]), max_size=2, unique=True))
+
+
+@st.composite
 def conflicts_argv(draw, files):
     argv = ["conflicts", draw(OPS_T)]
     if draw(st.integers(0, 3)):
@@ -452,7 +494,7 @@ def any_argv(draw, files, out):
     # no arguments, or a first one starting with "-", runs the tour (the default command, slow with
     # its pictures): the fixed classes cover it
     junk = st.lists(JUNK, min_size=1, max_size=4).filter(lambda a: not a[0].startswith("-") or a[0] in ("-h", "--help"))
-    return draw(st.one_of(layout_argv(), mma_argv(files), conflicts_argv(files), gpu_check_argv(out), swizzle_argv(),
+    return draw(st.one_of(layout_argv(), mma_argv(files), gemm_argv(files, out), conflicts_argv(files), gpu_check_argv(out), swizzle_argv(),
                           check_argv(), any_command_junk(), junk))
 
 
