@@ -64,7 +64,7 @@ def test_draw_help_lists_every_kind(capsys):
     with pytest.raises(SystemExit) as e:
         main(["draw", "--help"])
     out = capsys.readouterr().out
-    assert e.value.code == 0 and all(k in out for k in ("fragment", "flow", "bank-map", "swizzle", "cta-tile"))
+    assert e.value.code == 0 and all(k in out for k in ("fragment", "flow", "bank-map", "swizzle", "cta-tile", "check"))
 
 
 def test_draw_wgmma_is_the_warpgroup_map(tmp_path, capsys):
@@ -149,6 +149,18 @@ def test_explorer_page_is_self_contained(tour):
     from fragsim.instructions import FORMS
     from fragsim.viz.explorer import explorer_data, figure_tasks
     assert page.count("<svg") == len(figure_tasks(explorer_data(list(FORMS.values()))))   # views and flows
+
+
+def test_explorer_page_writes_its_cells_compactly(tour):
+    """The page's size is its cells: each a <rect> in a named group, no clip paths, the repeated
+    inline styles shared as classes (a few hundred bytes a cell with its label)."""
+    import re
+    _, written = tour
+    page = open(written["explorer"][0], encoding="utf-8").read()
+    svgs = "".join(re.findall(r"<svg.*?</svg>", page, re.S))
+    cells = re.findall(r'<g id="[fg]\d+-[^"]*"><rect [^>]*/></g>', svgs)
+    assert cells and "clip-path" not in svgs and ' style="' not in svgs
+    assert len(page) / len(cells) < 300, len(page) / len(cells)
 
 
 def test_tour_prints_the_explorer_path(tmp_path, capsys, monkeypatch):
