@@ -173,7 +173,8 @@ def write_explorer(out_dir, forms=None, *, name="index.html", svgs=None) -> str:
     options = "".join(f'<option value="{i}">{html.escape(f.name)}</option>' for i, f in enumerate(forms))
     lanes = "".join(f'<button class="lane" id="lane-{l}" data-lane="{l}" style="background:{data["lane_rgb"][l]};'
                     f'color:{data["lane_fg"][l]}">T{l}</button>' for l in range(WARP_LANES))
-    page = (_PAGE.replace("%STYLES%", css).replace("%OPTIONS%", options).replace("%LANES%", lanes).replace("%SECTIONS%", "".join(sections))
+    page = (_PAGE.replace("%STYLES%", css).replace("%OPTIONS%", options).replace("%LANES%", lanes)
+            .replace("%SECTIONS%", "".join(sections))
             .replace("%DATA%", json.dumps(data, separators=(",", ":")).replace("</", "<\\/")))
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, name)

@@ -260,7 +260,7 @@ def draw_mma(form, path=None, *, gid_prefix: str = "", also=()) -> "Figure":  # 
     for q in range(G):
         ox, oy = step_x * (q % per_row), step_y * (q // per_row)
 
-        def rows(op):
+        def rows(op, q=q):
             g = _group_rows(form, op)
             return None if G == 1 else (q * g, (q + 1) * g)
         if G > 1:
