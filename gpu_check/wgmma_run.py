@@ -5,8 +5,9 @@ mnemonics, then runs the jobs in worker processes, each with its own CUDA contex
 generates its cases from the job's seed (gpu_check/wgmma_cases.py), runs them, computes fragsim's
 D (and, for the fit jobs, D under every alternative parameter row of ``ALTERNATIVES``) and
 returns counts.  Writes DIR/summary.json (cases and mismatches per family, swizzle, majorness;
-mismatches per alternative), DIR/sass.txt, DIR/fuzz.npz (what the descriptor-fuzz cases read) and
-DIR/corpus_*.npz (a few recorded cases per family and swizzle: inputs and the hardware's D).
+mismatches per alternative), DIR/sass.txt, DIR/fuzz.npz (what the descriptor-fuzz cases read; compacted
+for CI by gpu_check/wgmma_fuzz_corpus.py) and DIR/corpus_*.npz (a few recorded cases per family and
+swizzle: inputs and the hardware's D).
 """
 
 from __future__ import annotations
@@ -149,20 +150,24 @@ def run_gpu(path, v, inp):
     return d.get(), b
 
 
+def fuzz_ids(v, kind, d_regs):
+    """The slot ids a fuzz case's D registers name (the D values are the f16 bits of the slots read):
+    B ('fuzz_b'): (n, k, N); A ('fuzz_a'): (n, 64, k)."""
+    vals = unpack_wg(lookup_wgmma(v.form), "D", d_regs).view(np.float32)      # (n, 64, N) f32 ids
+    ids = vals.astype(np.float16).view(np.uint16)
+    return ids[:, :16, :] if kind == "fuzz_b" else ids[:, :, :16]
+
+
 def work(job, path):
     fam, sw, major, v, kind, n, seed, fit, corpus = job
     inp = W.batch(v, n, seed, swizzle=sw, kind=kind)
     hw, base = run_gpu(path, v, inp)
     res = {"family": fam, "swizzle": sw, "major": major, "variant": v.name, "form": v.form, "kind": kind, "n": n,
            "seed": seed, "base": base}
-    f = lookup_wgmma(v.form)
     if kind.startswith("fuzz"):
-        vals = unpack_wg(f, "D", hw).view(np.float32)                  # (n, 64, N) f32 ids
-        ids = vals.astype(np.float16).view(np.uint16)
-        ids = ids[:, :16, :] if kind == "fuzz_b" else ids[:, :, :16]   # B: (n, k, N); A: (n, 64, k)
         ref = W.model(v, inp)
         res["mismatch_cases"] = int((ref != hw).reshape(n, -1).any(axis=1).sum())
-        res["ids"] = ids
+        res["ids"] = fuzz_ids(v, kind, hw)
         res["desc"] = inp["desc"]
         return res
     ref = W.model(v, inp)
