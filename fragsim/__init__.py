@@ -1,6 +1,6 @@
 """fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
 
-Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``gemm``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
+Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``movmatrix``, ``gemm``, ``pack``, ``unpack``, ``ldmatrix``, ``stmatrix``,
 ``bank_conflicts``, ``Swizzle``, ``XorMap``, ``Tile``, ``swizzle_search`` (access sets: ``fragsim.access``),
 plus ``to_bits``/``from_bits`` and the instruction table
 (``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so
@@ -56,7 +56,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'fragsim' has no attribute {name!r}")
 
 
-__all__ = ["mma", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
+__all__ = ["mma", "movmatrix", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma"]

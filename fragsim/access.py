@@ -344,6 +344,9 @@ def mma_operand(tile, form, operand="A", *, warps=(2, 2), warp_tile=None, k_step
     """
     tile = _tile(tile)
     f = lookup(form)
+    if f.groups > 1:   # the presets tile one product per warp
+        raise ValueError(f"{f.name} runs {f.groups} independent products per warp (one per quad pair); the presets "
+                         f"load the fragments of one-product forms")
     operand = str(operand).upper()
     if operand not in ("A", "B"):
         raise ValueError(f"operand must be 'A' or 'B' (C is written by the epilogue preset), got {operand!r}")

@@ -41,7 +41,12 @@ def test_b_from_an_n_by_k_tile_is_plain_ldmatrix():
     assert g.op.name == "ldmatrix.x4"
 
 
-WHOLE_BYTE_FORMS = sorted(n for n, f in FORMS.items() if f.fmt("A").storage_bits in (8, 16, 32))
+WHOLE_BYTE_FORMS = sorted(n for n, f in FORMS.items() if f.fmt("A").storage_bits in (8, 16, 32) and f.groups == 1)
+
+
+def test_m8n8k4_f16_quad_pair_forms_are_refused_by_the_presets():
+    with pytest.raises(ValueError, match="4 independent products per warp"):
+        A.mma_operand(Tile(32, 32, "f16"), lookup("m8n8k4.row.col.f32.f16.f16.f32"), "A", dims="mk", warps=(1, 1))
 
 
 @pytest.mark.parametrize("form", WHOLE_BYTE_FORMS)

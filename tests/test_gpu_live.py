@@ -67,9 +67,10 @@ def _element(fmt):
 @st.composite
 def mma_case(draw, form):
     f = lookup(form)
-    m, n, k = f.shape
+    k = f.shape[2]
     mats = []
-    for op, shape in (("A", (m, k)), ("B", (k, n)), ("C", (m, n))):
+    for op in "ABC":
+        shape = f.matrix_shape(op)           # m8n8k4 .f16: four quad pairs' matrices stacked by rows
         fmt = f.fmt(op)
         # A few distinct words per matrix, so structure (repeats, specials meeting) appears.
         pool = draw(st.lists(_element(fmt), min_size=1, max_size=6))

@@ -79,9 +79,9 @@ def _run(pl: ChainPlan, a, b, c) -> np.ndarray:
     M, N, K = f.shape
     g = f.groups
     n = a.shape[0]
-    A = _f32(unpack(f, "A", a.reshape(n, 32, -1)), "f16").reshape(n, g, M, K).transpose(0, 1, 3, 2)
-    B = _f32(unpack(f, "B", b.reshape(n, 32, -1)), "f16").reshape(n, g, K, N)
-    C = _f32(unpack(f, "C", c.reshape(n, 32, -1)), f.types["C"]).reshape(n, g, M, N)
+    A = _f32(unpack(f, "A", a.reshape(n, 32, f.nregs("A"))), "f16").reshape(n, g, M, K).transpose(0, 1, 3, 2)
+    B = _f32(unpack(f, "B", b.reshape(n, 32, f.nregs("B"))), "f16").reshape(n, g, K, N)
+    C = _f32(unpack(f, "C", c.reshape(n, 32, f.nregs("C"))), f.types["C"]).reshape(n, g, M, N)
     with np.errstate(all="ignore"):
         D = _eval(pl.tree, A, B, C)
         if f.types["D"] == "f16":   # float32 -> float16 rounds once, to nearest even

@@ -93,7 +93,7 @@ def _pair_table(fmt: str) -> np.ndarray:
 def _halves(regs: np.ndarray, fmt: str) -> np.ndarray:
     """(batch, 32*n) fp8 registers -> (batch, 32, 2n) f16 registers: low halves, then high halves."""
     t = _pair_table(fmt)
-    r = regs.reshape(regs.shape[0], 32, -1)
+    r = regs.reshape(regs.shape[0], 32, regs.shape[1] // 32)
     return np.concatenate([t[r & np.uint32(0xFFFF)], t[r >> np.uint32(16)]], axis=2)
 
 
