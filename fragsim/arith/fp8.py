@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ FP8 = ("e4m3", "e5m2")
 class Fp8Plan:
     form: MmaForm
     arch: ArchParams
-    inner: object              # the float model's Plan over the virtual f16 form
+    inner: Any                 # the float model's Plan over the virtual f16 form (fragsim.arith.Plan)
     c_last: bool               # C added by one IEEE addition after the blocks (else it enters the first)
 
 
