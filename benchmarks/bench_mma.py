@@ -4,8 +4,8 @@
 
 Every form of the table on every architecture that has it (``min_cc``): the float forms, the
 integer and single-bit forms, f64, fp8 and m8n8k4 .f16 (where the row models them).  Operands are
-uniformly random 32-bit register words (every bit pattern: NaN, Inf, subnormals and all), a batch of ``--batch`` warps per call; the figure
-is the best of ``--repeat`` calls divided by the batch.  ``--forms`` keeps the forms whose
+uniformly random 32-bit register words (every bit pattern: NaN, Inf, subnormals and all), a batch of
+``--batch`` warps per call; the figure is the best of ``--repeat`` calls divided by the batch.  ``--forms`` keeps the forms whose
 name contains any of the given strings (``s8``, ``f64``, ``m16n8k16.row.col.f16``).  "1 core"
 pins numba to one thread; "all cores" uses every thread numba has (prange over the batch).
 ``--mmasim`` also times MMA-Sim (if installed) on single mmas, for scale (the forms it models:
