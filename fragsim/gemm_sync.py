@@ -27,6 +27,7 @@ __all__ = ["gemm", "k_steps"]
 K_ORDERS = ("ascending", "descending")
 # The reference path packs this many warps' registers per call (a few MB of registers).
 _WARPS_PER_CALL = 4096
+_WARPS_PARALLEL = 512
 
 
 def _matrix(f, op: str, x, name: str) -> np.ndarray:
@@ -226,6 +227,7 @@ def _chained(pl, A, B, C, steps, tm, tn, progress):
         w1 = min(nw, w0 + _WARPS_PER_CALL)
         smt, snt = slot_mt[w0:w1], slot_nt[w0:w1]
         c = pack(f, "C", c_tiles[smt, snt].reshape(w1 - w0, g * fm, fn)).reshape(w1 - w0, -1)
+        parallel = w1 - w0 >= _WARPS_PARALLEL      # waking the threads costs more than a few warps' mma
         d = c
         for j, s in enumerate(steps):
             a = a_pk[0][smt[:, 0] * KS + s]
@@ -233,7 +235,7 @@ def _chained(pl, A, B, C, steps, tm, tn, progress):
             for q in range(1, g):
                 a = a | a_pk[q][smt[:, q] * KS + s]
                 b = b | b_pk[q][s * NT + snt[:, q]]
-            d = run(pl, a.reshape(w1 - w0, -1), b.reshape(w1 - w0, -1), c).reshape(w1 - w0, -1)
+            d = run(pl, a.reshape(w1 - w0, -1), b.reshape(w1 - w0, -1), c, parallel=parallel).reshape(w1 - w0, -1)
             if j + 1 < steps.size:
                 c = d if same_cd else pack(f, "C", unpack(f, "D", d.reshape(w1 - w0, 32, -1))).reshape(w1 - w0, -1)
             if progress is not None:
