@@ -3,7 +3,6 @@ from the command line, in the format its extension names; bad input is one line 
 
 import json
 import os
-import re
 
 import pytest
 
@@ -72,13 +71,14 @@ def test_draw_wgmma_is_the_warpgroup_map(tmp_path, capsys):
     table gives it (rows top down), and the four warps' bands are tagged."""
     from fragsim.instructions.wgmma import lookup_wgmma
     from fragsim.warpgroup import owners
+    import svg_labels
     form, path = "m64n16k16.f16.f16.f16", tmp_path / "a.svg"
     assert main(["draw", "wgmma", form, "A", "-o", str(path)]) == 0
-    said = re.findall(r"<!-- (.*?) -->", path.read_text())
+    root = svg_labels.parse(path.read_text())
     thread, reg, half = owners(lookup_wgmma(form), "A")
-    cells = [x for t, g, h in zip(thread.ravel(), reg.ravel(), half.ravel()) for x in (f"T{t}", f"a{2 * g + h}")]
-    first = said.index("T0")                # tick labels come before the cells
-    assert said[first:first + len(cells)] == cells
+    want = {f"A-{r}-{c}": f"T{thread[r, c]} a{2 * reg[r, c] + half[r, c]}" for r in range(64) for c in range(16)}
+    assert svg_labels.labels(root) == want
+    said = {t.text for t in root.iter(svg_labels.NS + "text")}
     assert all(f"warp {w}" in said for w in range(4))
 
 

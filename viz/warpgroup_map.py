@@ -3,60 +3,79 @@ maps: each cell reads ``T37`` / ``d5`` (thread 37 of the warpgroup holds element
 its lane (thread % 32, the mma.sync palette); the four warps' row bands are outlined and tagged
 ``warp 0``..``warp 3``; the two halves of an .f16x2 register are joined into one box.  Everything is
 read from the wgmma table (fragsim/instructions/wgmma.py).
+
+Large maps (m64n256: 16,384 cells) stay quick and legible as the other renderers do (viz/_figure.py):
+the canvas caps the picture's size, so cells shrink; labels shrink to ``T37`` and then drop while the
+colours, warp bands and numbers stay; cells are one collection and labels glyph outlines in PNG/PDF.
 """
 
 from __future__ import annotations
 
+import numpy as np
 
 from fragsim.instructions.wgmma import lookup_wgmma
 from fragsim.warpgroup import owners
 
-from .palette import LANE_RGB, text_color
+from ._figure import TEXT_FONT, TINY_CELL, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline
+from .palette import LANE_RGB, OUTLINE
+
+GAP = 0.06          # white space around each register box, in cells
+MAX_IN = 18.0       # inches: the widest or tallest a map gets (cells shrink to fit)
+MIN_WIDTH_IN = 5.6  # inches: room for the title and the key beside a narrow map
+WHAT = {"A": "A in registers", "C": "accumulator C", "D": "accumulator D"}
 
 
-def draw_warpgroup_map(form, operand, path=None):
-    """The picture of one operand's warpgroup fragment map; written to ``path`` if given."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
+def _insets(thread, reg):
+    """Per cell (left, right, top, bottom) gaps: none between the two elements of one register."""
+    ins = np.full(thread.shape + (4,), GAP)
+    same = (thread[:, 1:] == thread[:, :-1]) & (reg[:, 1:] == reg[:, :-1])     # side by side
+    ins[:, :-1, 1][same] = 0.0
+    ins[:, 1:, 0][same] = 0.0
+    return ins
 
+
+def cell_labels(form, operand):
+    """The cells' texts: ("T37\\nd5" grid, "T37" grid)."""
     f = lookup_wgmma(form)
     op = operand.upper()
     thread, reg, half = owners(f, op)
-    R, C = thread.shape
     epr = f.elems_per_reg(op)
-    cell = 0.42 if C <= 32 else 0.3
-    fig, ax = plt.subplots(figsize=(1.2 + C * cell, 1.4 + R * cell * 0.62))
-    small = 5.0 if C <= 32 else 4.0
-    for r in range(R):
-        for c in range(C):
-            t = int(thread[r, c])
-            rgb = LANE_RGB[t % 32]
-            ax.add_patch(Rectangle((c + 0.04, r + 0.04), 0.92, 0.92, facecolor=rgb, edgecolor="none"))
-            name = f"{op.lower()}{int(reg[r, c]) * epr + int(half[r, c])}"
-            ax.text(c + 0.5, r + 0.5, f"T{t}\n{name}", ha="center", va="center", fontsize=small,
-                    color=text_color(rgb), linespacing=0.9)
+    t = np.char.add("T", thread.astype(str))
+    full = np.char.add(np.char.add(t, f"\n{op.lower()}"), (reg * epr + half).astype(str))
+    return full.astype(object), t.astype(object)
+
+
+def draw_warpgroup_map(form, operand, path=None):
+    """The picture of one operand's warpgroup fragment map; saved to ``path`` (.png/.svg/.pdf) if given."""
+    f = lookup_wgmma(form)
+    op = operand.upper()
+    thread, reg, _ = owners(f, op)
+    R, C = thread.shape
+    unit = min(0.42, MAX_IN / C, MAX_IN / R)      # inches per cell, as the canvas will pick it
+    cv = Canvas(max(C, MIN_WIDTH_IN / unit), R, cell_in=unit, max_in=MAX_IN * 2, pad=(0.55, 0.2, 1.05, 0.5),
+                target=path)
+    colors = LANE_RGB[thread % 32]
+    full, short = cell_labels(f, op)
+    labels, fs = fit_labels(cv.cell_pt * (1 - 2 * GAP), full, short)
+    if labels is None and cv.cell_pt < TINY_CELL:
+        # colour only, no gaps: one image (a 64 x 256 map is 16,384 cells: as polygons, MBs of SVG)
+        cv.ax.imshow(colors, extent=(0, C, R, 0), interpolation="nearest", aspect="auto")
+    else:
+        gids = [[f"{op}-{r}-{c}" for c in range(C)] for r in range(R)]
+        draw_cells(cv, 0, 0, colors, labels, fontsize=fs, gids=gids, insets=_insets(thread, reg))
+    lw = max(1.0, min(2.0, cv.cell_pt * 0.08))
+    outline(cv, [(0, 16 * w, C, 16) for w in range(4)], color=OUTLINE, lw=lw)
     for w in range(4):
-        ax.add_patch(Rectangle((0, 16 * w), C, 16, fill=False, edgecolor="black", linewidth=1.6))
-        ax.text(-0.4, 16 * w + 8, f"warp {w}", rotation=90, ha="right", va="center", fontsize=8)
-    if epr == 2:                            # one box per .f16x2 register: a dark bar between register pairs
-        for c in range(0, C, 2):
-            ax.plot([c + 2, c + 2], [0, R], color="white", linewidth=1.2)
-    ax.set_xlim(-1.2, C)
-    ax.set_ylim(R, -1.5)
-    ax.set_xticks(range(0, C, 8 if C > 16 else 1))
-    ax.set_yticks(range(0, R, 8))
-    ax.tick_params(labelsize=6, length=0)
-    ax.xaxis.tick_top()
-    for s in ax.spines.values():
-        s.set_visible(False)
-    what = {"A": "A in registers", "C": "accumulator C", "D": "accumulator D"}[op]
-    regs = f.nregs(op)
-    ax.set_title(f"wgmma.mma_async {f.name}: {what} ({R} x {C}), 128 threads x {regs} registers; "
-                 f"cell = thread and PTX element", fontsize=8, pad=14)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-    return fig
+        cv.text(-cv.units(0.25), 16 * w + 8, f"warp {w}", size=TEXT_FONT - 1, rotation=90, ha="right", va="center",
+                gid=f"warp-{w}")
+    axis_numbers(cv, 0, 0, R, C, left=False)
+    axis_numbers(cv, 0, 0, R, C, top=False, step=8)
+    cv.title(f"wgmma.mma_async {f.name}\n{WHAT[op]}: {R} x {C}, 128 threads x {f.nregs(op)} registers")
+    if labels is None:
+        key = "colour: lane = thread % 32\n(cells too small for labels: draw a smaller N to read them)"
+    else:
+        key = ("cell: the thread (T#) holding the element" + (" and its PTX name" if labels is full else "")
+               + "\ncolour: lane = thread % 32" + ("; joined cells: one 32-bit register" if f.elems_per_reg(op) > 1
+                                                    else ""))
+    cv.text(0, R + cv.units(0.1), key, size=TEXT_FONT - 1, va="top", color="#333333")
+    return finish(cv, path)
