@@ -11,7 +11,8 @@ halves (k % 4 in {0, 1}) first.  The row's
 
 The f16 registers are laid out as an f16 form of the same K (``_virtual``): register j < nA holds
 the low halves of fp8 register j, register nA + j its high halves, and the virtual k numbers the
-products block by block, so the float kernel's chained blocks are the HMMAs.
+products block by block, so the float kernel's chained blocks are the HMMAs.  The decode, the
+HMMAs and the add of C run per warp in one numba loop (``fragsim.arith.kernel_fp8``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..formats import FloatFormat, get_format, to_float
 from ..instructions import MmaForm
 from ..instructions import mma as T
 
-__all__ = ["Fp8Plan", "fp8_plan", "run"]
+__all__ = ["Fp8Plan", "fp8_plan", "byte_table", "run"]
 
 FP8 = ("e4m3", "e5m2")
 
@@ -80,54 +81,18 @@ def fp8_plan(form: MmaForm, arch: ArchParams, float_plan) -> Fp8Plan | None:
 
 
 @lru_cache(maxsize=None)
-def _pair_table(fmt: str) -> np.ndarray:
-    """uint32 (65536,): two fp8 bytes (low byte first) -> the f16x2 word of their exact values."""
+def byte_table(fmt: str) -> np.ndarray:
+    """uint32 (256,): each fp8 byte -> the f16 bits of its exact value (F2FP.F16.E4M3/E5M2.UNPACK_B)."""
     f = get_format(fmt)
     assert isinstance(f, FloatFormat)
-    h = to_float(np.arange(256, dtype=np.uint8), f).astype(np.float16).view(np.uint16).astype(np.uint32)
-    w = np.arange(1 << 16, dtype=np.uint32)
-    out = h[w & 0xFF] | (h[w >> 8] << np.uint32(16))
+    out = to_float(np.arange(256, dtype=np.uint8), f).astype(np.float16).view(np.uint16).astype(np.uint32)
     out.setflags(write=False)
     return out
 
 
-def _halves(regs: np.ndarray, fmt: str) -> np.ndarray:
-    """(batch, 32*n) fp8 registers -> (batch, 32, 2n) f16 registers: low halves, then high halves."""
-    t = _pair_table(fmt)
-    r = regs.reshape(regs.shape[0], 32, regs.shape[1] // 32)
-    return np.concatenate([t[r & np.uint32(0xFFFF)], t[r >> np.uint32(16)]], axis=2)
-
-
-def _add_c(x: np.ndarray, c: np.ndarray, acc: str) -> np.ndarray:
-    """C + x by one IEEE addition, round to nearest even, subnormals kept, NaN canonical (FADD / HADD2)."""
-    with np.errstate(all="ignore"):
-        return _ieee_add(x, c, acc)
-
-
-def _ieee_add(x, c, acc):
-    if acc == "f32":
-        s = c.view(np.float32) + x.view(np.float32)
-        out = s.view(np.uint32).copy()
-        out[np.isnan(s)] = 0x7FFFFFFF
-        return out
-    words = []
-    for sh in (0, 16):       # f16 + f16 is exact in float64; float64 -> f16 rounds once
-        xs = ((x >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
-        cs = ((c >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
-        s = (xs.astype(np.float64) + cs.astype(np.float64)).astype(np.float16)
-        w = s.view(np.uint16).astype(np.uint32)
-        w[np.isnan(s)] = 0x7FFF
-        words.append(w << np.uint32(sh))
-    return words[0] | words[1]
-
-
 def run(pl: Fp8Plan, a, b, c, parallel: bool = True) -> np.ndarray:
     """D registers (batch, 32, nregs_D) of an fp8 plan from register batches (batch, 32*nregs)."""
-    from . import index_maps, kernel
+    from . import index_maps, kernel_fp8
     f = pl.form
-    a16, b16 = _halves(a, f.types["A"]), _halves(b, f.types["B"])
-    c_in = np.zeros_like(c) if pl.c_last else c
-    d = kernel.run(pl.inner, index_maps(pl.inner.form), a16, b16, c_in, parallel=parallel)
-    if pl.c_last:
-        d = _add_c(d.reshape(c.shape), np.ascontiguousarray(c), f.types["D"]).reshape(d.shape)
-    return d
+    return kernel_fp8.run(pl, index_maps(pl.inner.form), byte_table(f.types["A"]), byte_table(f.types["B"]),
+                          a, b, c, parallel=parallel)

@@ -1,0 +1,152 @@
+"""The compiled fp8 driver (``fragsim.arith.kernel_fp8``) and the compiled m8n8k4 .f16 trees
+(``fragsim.arith.chain``) compute bit for bit what their NumPy reference models computed: the
+reference implementations are kept here as the oracles, run on random register words and on words
+built from special values (NaN, Inf, max, subnormals, signed zeros, sums that overflow or tie)."""
+
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fragsim
+from fragsim import FORMS, lookup
+from fragsim import _cachekey
+from fragsim.arith import index_maps, kernel, plan
+from fragsim.arith.fp8 import byte_table
+
+FP8 = [n for n, f in FORMS.items() if f.types["A"] in ("e4m3", "e5m2")]
+M884 = [n for n, f in FORMS.items() if f.groups > 1]
+BATCH = 3000
+
+# -- reference models (the NumPy implementations the compiled ones replaced) ---------------------
+
+
+def fp8_reference(pl, a, b, c):
+    """fp8: bytes -> f16x2 registers by table in NumPy, the float kernel over the virtual f16 form,
+    then C + x by one NumPy IEEE addition (f32: float32 add; f16: exact float64 sum -> float16)."""
+    f = pl.form
+
+    def halves(regs, fmt):
+        t = byte_table(fmt)
+        r = regs.reshape(regs.shape[0], 32, regs.shape[1] // 32)
+        pair = lambda w: t[w & 0xFF] | (t[(w >> 8) & 0xFF] << np.uint32(16))  # noqa: E731
+        return np.concatenate([pair(r & np.uint32(0xFFFF)), pair(r >> np.uint32(16))], axis=2)
+
+    c_in = np.zeros_like(c) if pl.c_last else c
+    d = kernel.run(pl.inner, index_maps(pl.inner.form), halves(a, f.types["A"]), halves(b, f.types["B"]), c_in,
+                   parallel=False).reshape(c.shape)
+    if not pl.c_last:
+        return d
+    with np.errstate(all="ignore"):
+        if f.types["D"] == "f32":
+            s = c.view(np.float32) + d.view(np.float32)
+            out = s.view(np.uint32).copy()
+            out[np.isnan(s)] = 0x7FFFFFFF
+            return out
+        out = np.zeros_like(d)
+        for sh in (0, 16):
+            xs = ((d >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+            cs = ((c >> np.uint32(sh)) & np.uint32(0xFFFF)).astype(np.uint16).view(np.float16)
+            s = (xs.astype(np.float64) + cs.astype(np.float64)).astype(np.float16)
+            w = s.view(np.uint16).astype(np.uint32)
+            w[np.isnan(s)] = 0x7FFF
+            out |= w << np.uint32(sh)
+        return out
+
+
+def m884_reference(pl, a, b, c):
+    """m8n8k4 .f16: the binary32 tree in NumPy float32 (a product of two f16 is exact, so
+    fma(a, b, x) is one float32 addition), NaN canonical, f16 D by float32 -> float16."""
+    from fragsim.registers import pack, unpack
+    f = pl.form
+    M, N, K = f.shape
+    g, n = f.groups, a.shape[0]
+
+    def f32(bits, fmt):
+        return bits.astype(np.uint16).view(np.float16).astype(np.float32) if fmt == "f16" else \
+            bits.astype(np.uint32).view(np.float32)
+
+    def ev(t, A, B, C):
+        if t == "c":
+            return C
+        if t == "+0":
+            return np.float32(0.0)
+        if t[0] == "add":
+            return ev(t[1], A, B, C) + ev(t[2], A, B, C)
+        p = A[..., t[1], :, None] * B[..., t[1], None, :]
+        return p if t[0] == "mul" else p + ev(t[2], A, B, C)
+
+    A = f32(unpack(f, "A", a.reshape(n, 32, f.nregs("A"))), "f16").reshape(n, g, M, K).transpose(0, 1, 3, 2)
+    B = f32(unpack(f, "B", b.reshape(n, 32, f.nregs("B"))), "f16").reshape(n, g, K, N)
+    C = f32(unpack(f, "C", c.reshape(n, 32, f.nregs("C"))), f.types["C"]).reshape(n, g, M, N)
+    with np.errstate(all="ignore"):
+        D = ev(pl.tree, A, B, C)
+        if f.types["D"] == "f16":
+            bits = D.astype(np.float16).view(np.uint16).copy()
+            bits[np.isnan(D)] = 0x7FFF
+        else:
+            bits = D.view(np.uint32).copy()
+            bits[np.isnan(D)] = 0x7FFFFFFF
+    return pack(f, "D", bits.reshape(n, g * M, N))
+
+
+# -- operands ----------------------------------------------------------------------------------
+
+F16_SPECIAL = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3C01, 0x7BFF, 0xFBFF, 0x7C00,
+               0xFC00, 0x7E00, 0x7C01, 0xFE00, 0x5BFF, 0x6800, 0x1400, 0x0200]
+F32_SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0xBF800000,
+               0x3F800001, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0x4B800001,
+               0xCB800001, 0x33800000, 0x477FE000, 0x477FF000, 0x38800000, 0xB8800000]
+FP8_SPECIAL = [0x00, 0x80, 0x01, 0x81, 0x07, 0x08, 0x7E, 0xFE, 0x7F, 0xFF, 0x7B, 0x7C, 0x7D, 0xFC, 0x38, 0xB8,
+               0x3C, 0x40]
+
+
+def _words(rng, n, width, special, kind):
+    """n words: uniform, or ``width``-bit fields drawn from ``special`` (with small perturbations)."""
+    if kind == "uniform":
+        return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    per = 32 // width
+    f = np.array(special, np.uint64)[rng.integers(0, len(special), (n, per))]
+    f ^= (rng.random((n, per)) < 0.2) * rng.integers(0, 4, (n, per), dtype=np.uint64)
+    return (f << (np.arange(per, dtype=np.uint64) * width)).sum(axis=1).astype(np.uint32)
+
+
+def _operands(form, kind, seed):
+    f = lookup(form)
+    rng = np.random.default_rng(seed)
+    ab = (FP8_SPECIAL, 8) if f.types["A"] in ("e4m3", "e5m2") else (F16_SPECIAL, 16)
+    cs = (F32_SPECIAL, 32) if f.types["C"] == "f32" else (F16_SPECIAL, 16)
+    out = []
+    for op, (sp, w) in zip("ABC", (ab, ab, cs)):
+        out.append(_words(rng, BATCH * 32 * f.nregs(op), w, sp, kind).reshape(BATCH, 32 * f.nregs(op)))
+    return out
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["uniform", "special"])
+@pytest.mark.parametrize("form", FP8)
+def test_fp8_driver_is_the_numpy_decode_kernel_and_ieee_add(form, kind):
+    pl = plan(form, "sm_90")
+    a, b, c = _operands(form, kind, zlib.crc32(f"{form} {kind}".encode()))
+    want = fp8_reference(pl, a, b, c).reshape(BATCH, 32, -1)
+    got = fragsim.arith.run(pl, a, b, c)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "special"])
+@pytest.mark.parametrize("form", M884)
+def test_m8n8k4_compiled_tree_is_the_numpy_float32_tree(form, kind):
+    pl = plan(form, "sm_90")
+    a, b, c = _operands(form, kind, zlib.crc32(f"{form} {kind}".encode()))
+    want = m884_reference(pl, a, b, c)
+    got = fragsim.arith.run(pl, a, b, c)
+    assert np.array_equal(got, want)
+
+
+def test_fp8_driver_cache_stamp_is_current():
+    """numba keys kernel_fp8.py's cache on its own content: its stamp hashes what it inlines."""
+    here = Path(fragsim.__file__).parent / "arith"
+    why = _cachekey.check(here / "kernel_fp8.py", "KERNEL_SOURCE_HASH", here / "kernel.py", here / "simd.py")
+    assert why is None, f"{why}. Regenerate with: python -m fragsim.arith.kernel_fp8"
