@@ -5,22 +5,22 @@ operands with SHFL, widens each f16 to f32 (HADD2.F32) and computes every output
 and FADD, then packs f16 D with F2FP.F16.F32.PACK_AB (round to nearest even).  The tree of those
 operations is data, one per D type, in the architecture row (``m884_f32``, ``m884_f16``; see
 ``fragsim.arch``).  Products of two f16 values are exact in binary32, so fma(a, b, x) is the
-binary32 sum a*b + x rounded once, which NumPy's float32 addition computes; every NaN result is
-the canonical NaN (0x7FFFFFFF, 0x7FFF in f16 D).
+binary32 sum a*b + x rounded once, which one float32 addition computes; every NaN result is
+the canonical NaN (0x7FFFFFFF, 0x7FFF in f16 D).  The tree runs compiled, as a postfix program
+(``program``), in ``fragsim.arith.kernel_chain``.
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..arch import ArchParams
 from ..instructions import MmaForm
 
-__all__ = ["ChainPlan", "chain_plan", "run"]
+__all__ = ["ChainPlan", "chain_plan", "program", "run"]
 
 
 @dataclass(frozen=True)
@@ -41,53 +41,73 @@ def chain_plan(form: MmaForm, arch: ArchParams) -> ChainPlan | None:
     return ChainPlan(form, arch, tree)
 
 
-def _f32(bits: np.ndarray, fmt: str) -> np.ndarray:
-    if fmt == "f16":
-        return bits.astype(np.uint16).view(np.float16).astype(np.float32)
-    return bits.astype(np.uint32).view(np.float32)
+def program(tree) -> np.ndarray:
+    """The tree as a postfix program of (opcode, k) pairs (``fragsim.arith.kernel_chain``)."""
+    from .kernel_chain import ADD, FMA, MUL, PUSH_C, PUSH_ZERO
+    from_tree: list[int] = []
+
+    def emit(t):
+        if t == "c":
+            from_tree.extend((PUSH_C, 0))
+        elif t == "+0":
+            from_tree.extend((PUSH_ZERO, 0))
+        elif t[0] == "add":
+            emit(t[1])
+            emit(t[2])
+            from_tree.extend((ADD, 0))
+        elif t[0] == "mul":
+            from_tree.extend((MUL, t[1]))
+        else:                                   # fma(a_k, b_k, x): x, then the product added onto it
+            emit(t[2])
+            from_tree.extend((FMA, t[1]))
+
+    emit(tree)
+    return np.array(from_tree, np.int64)
 
 
-def _eval(t, a, b, c):
-    """The tree over a (..., K, M) k-major A, b (..., K, N) and c (..., M, N), as float32."""
-    if t == "c":
-        return c
-    if t == "+0":
-        return np.float32(0.0)
-    if t[0] == "add":
-        return _eval(t[1], a, b, c) + _eval(t[2], a, b, c)
-    p = a[..., t[1], :, None] * b[..., t[1], None, :]        # exact: two f16 values
-    return p if t[0] == "mul" else p + _eval(t[2], a, b, c)
+@lru_cache(maxsize=None)
+def _maps(form: MmaForm) -> tuple:
+    """Per element of the stacked A (g*M, K), B (g*K, N), C (g*M, N), row-major: its register word
+    (lane * nregs + reg) and bit shift; per D register word, its low and high element."""
+    out = []
+    for op, width in zip("ABC", (form.shape[2], form.shape[1], form.shape[1])):
+        rows, cols = form.coords(op)
+        nregs, epr = rows.shape[1], rows.shape[2]
+        lane, reg, half = np.meshgrid(np.arange(32), np.arange(nregs), np.arange(epr), indexing="ij")
+        src, sh = np.empty(rows.size, np.int64), np.empty(rows.size, np.int64)
+        flat = (rows * width + cols).ravel()
+        src[flat], sh[flat] = (lane * nregs + reg).ravel(), (half * form.fmt(op).storage_bits).ravel()
+        out += [src, sh]
+    rows, cols = form.coords("D")
+    dst = (rows * form.shape[1] + cols).reshape(32 * rows.shape[1], rows.shape[2]).astype(np.int64)
+    out += [np.ascontiguousarray(dst[:, 0]), np.ascontiguousarray(dst[:, -1])]
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _f32_of_f16() -> np.ndarray:
+    return np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
 
 
 def run(pl: ChainPlan, a, b, c, parallel: bool = True) -> np.ndarray:
-    """D registers (batch, 32, nregs_D) from register batches (batch, 32*nregs); ``parallel``: large
-    batches in slices on threads (NumPy releases the GIL in its loops)."""
-    n = a.shape[0]
-    workers = min(os.cpu_count() or 1, n // 4096)
-    if not parallel or workers < 2:
-        return _run(pl, a, b, c)
-    cuts = np.linspace(0, n, workers + 1).astype(int)
-    with ThreadPoolExecutor(workers) as ex:
-        parts = ex.map(lambda i: _run(pl, a[cuts[i]:cuts[i + 1]], b[cuts[i]:cuts[i + 1]], c[cuts[i]:cuts[i + 1]]),
-                       range(workers))
-        return np.concatenate(list(parts))
+    """D registers (batch, 32, nregs_D) from register batches (batch, 32*nregs)."""
+    import numba
 
-
-def _run(pl: ChainPlan, a, b, c) -> np.ndarray:
-    from ..registers import pack, unpack
+    from . import kernel_chain as kc
     f = pl.form
     M, N, K = f.shape
-    g = f.groups
-    n = a.shape[0]
-    A = _f32(unpack(f, "A", a.reshape(n, 32, f.nregs("A"))), "f16").reshape(n, g, M, K).transpose(0, 1, 3, 2)
-    B = _f32(unpack(f, "B", b.reshape(n, 32, f.nregs("B"))), "f16").reshape(n, g, K, N)
-    C = _f32(unpack(f, "C", c.reshape(n, 32, f.nregs("C"))), f.types["C"]).reshape(n, g, M, N)
-    with np.errstate(all="ignore"):
-        D = _eval(pl.tree, A, B, C)
-        if f.types["D"] == "f16":   # float32 -> float16 rounds once, to nearest even
-            bits = D.astype(np.float16).view(np.uint16).copy()
-            bits[np.isnan(D)] = 0x7FFF
-        else:
-            bits = D.view(np.uint32).copy()
-            bits[np.isnan(D)] = 0x7FFFFFFF
-    return pack(f, "D", bits.reshape(n, g * M, N))
+    batch = a.shape[0]
+    nd = f.nregs("D")
+    d = np.empty(batch * 32 * nd, np.uint32)
+    dims = np.zeros(10, np.int64)
+    dims[[kc.D_GM, kc.D_M, kc.D_K, kc.D_N, kc.D_C16, kc.D_D16]] = (f.groups * M, M, K, N, f.types["C"] == "f16",
+                                                                   f.types["D"] == "f16")
+    dims[[kc.D_AWORDS, kc.D_BWORDS, kc.D_CWORDS, kc.D_DWORDS]] = [32 * f.nregs(op) for op in "ABCD"]
+    a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
+    args = (a, b, c, d, program(pl.tree), dims, *_maps(f), _f32_of_f16())
+    threads = numba.get_num_threads()
+    if parallel and threads > 1 and batch >= 2 * threads:
+        kc._run_parallel(min(batch, 8 * threads), *args)
+    else:
+        kc._run_range(0, batch, *args)
+    return d.reshape(batch, 32, nd)
