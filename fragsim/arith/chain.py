@@ -67,20 +67,15 @@ def program(tree) -> np.ndarray:
 
 @lru_cache(maxsize=None)
 def _maps(form: MmaForm) -> tuple:
-    """Per element of the stacked A (g*M, K), B (g*K, N), C (g*M, N), row-major: its register word
-    (lane * nregs + reg) and bit shift; per D register word, its low and high element."""
+    """Per register word of A, B, C and D: the flat index of the element in its low and its high half
+    (the same one for a 32-bit word) in the stacked matrices A (g*M, K), B (g*K, N), C, D (g*M, N),
+    row-major."""
     out = []
-    for op, width in zip("ABC", (form.shape[2], form.shape[1], form.shape[1])):
+    for op in "ABCD":
         rows, cols = form.coords(op)
-        nregs, epr = rows.shape[1], rows.shape[2]
-        lane, reg, half = np.meshgrid(np.arange(32), np.arange(nregs), np.arange(epr), indexing="ij")
-        src, sh = np.empty(rows.size, np.int64), np.empty(rows.size, np.int64)
-        flat = (rows * width + cols).ravel()
-        src[flat], sh[flat] = (lane * nregs + reg).ravel(), (half * form.fmt(op).storage_bits).ravel()
-        out += [src, sh]
-    rows, cols = form.coords("D")
-    dst = (rows * form.shape[1] + cols).reshape(32 * rows.shape[1], rows.shape[2]).astype(np.int64)
-    out += [np.ascontiguousarray(dst[:, 0]), np.ascontiguousarray(dst[:, -1])]
+        width = form.shape[2] if op == "A" else form.shape[1]
+        e = (rows * width + cols).reshape(32 * rows.shape[1], rows.shape[2]).astype(np.int64)
+        out += [np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, -1])]
     return tuple(out)
 
 
@@ -107,7 +102,7 @@ def run(pl: ChainPlan, a, b, c, parallel: bool = True) -> np.ndarray:
     args = (a, b, c, d, program(pl.tree), dims, *_maps(f), _f32_of_f16())
     threads = numba.get_num_threads()
     if parallel and threads > 1 and batch >= 2 * threads:
-        kc._run_parallel(min(batch, 8 * threads), *args)
+        kc.run_parallel(min(batch, 8 * threads), *args)
     else:
-        kc._run_range(0, batch, *args)
+        kc.run_serial(*args)
     return d.reshape(batch, 32, nd)

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 PUSH_C, PUSH_ZERO, MUL, FMA, ADD = range(5)     # opcodes of chain.program
+N8 = 8                                          # columns of every form (n8), a constant: unrolled loops
 # the int64 vector ``dims``: stacked rows of D (groups * M), M, K, N, register words per warp of
 # A, B, C, D, and whether C / D are f16
 D_GM, D_M, D_K, D_N, D_AWORDS, D_BWORDS, D_CWORDS, D_DWORDS, D_C16, D_D16 = range(10)
@@ -39,84 +40,99 @@ def _f16_bits(x, xb):
 
 
 @njit(inline="always")
-def _decode(w, base, src, sh, f16, f32_of_f16, words, out):
-    """out[e] = element e of an operand: f16 through the table, f32 words as their bits (``words``
-    is a uint32 view of ``out``)."""
-    for e in range(src.size):
-        x = w[base + src[e]]
+def _decode(w, base, lo, hi, f16, f32_of_f16, words, out):
+    """Elements lo[r] (low half) and hi[r] (high half) of register word r of an operand into out:
+    f16 through the table; an f32 word (lo[r] == hi[r]) as its bits (``words`` is a uint32 view
+    of ``out``)."""
+    for r in range(lo.size):
+        x = w[base + r]
         if f16:
-            out[e] = f32_of_f16[(x >> sh[e]) & 0xFFFF]
+            out[lo[r]] = f32_of_f16[x & 0xFFFF]
+            out[hi[r]] = f32_of_f16[x >> 16]
         else:
-            words[e] = x
+            words[lo[r]] = x
 
 
 @njit(inline="always")
-def _warp(i, aw, bw, cw, dw, prog, dims, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, f32_of_f16,
-          av, bv, cv, cwords, st, stwords):
+def _warp(i, aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo, d_hi, f32_of_f16,
+          av, bv, cv, cwords, st, res, rwords):
     GM, M, K, N, na, nb, nc, nd, c16, d16 = (dims[D_GM], dims[D_M], dims[D_K], dims[D_N], dims[D_AWORDS],
                                              dims[D_BWORDS], dims[D_CWORDS], dims[D_DWORDS], dims[D_C16], dims[D_D16])
-    _decode(aw, i * na, a_src, a_sh, True, f32_of_f16, cwords, av)
-    _decode(bw, i * nb, b_src, b_sh, True, f32_of_f16, cwords, bv)
-    _decode(cw, i * nc, c_src, c_sh, c16, f32_of_f16, cwords, cv)
-    E = GM * N
-    sp = 0
-    for j in range(0, prog.size, 2):
-        op, k = prog[j], prog[j + 1]
-        if op == PUSH_C:
-            for e in range(E):
-                st[sp * E + e] = cv[e]
-            sp += 1
-        elif op == PUSH_ZERO:
-            for e in range(E):
-                st[sp * E + e] = np.float32(0.0)
-            sp += 1
-        elif op == ADD:
-            sp -= 1
-            for e in range(E):
-                st[(sp - 1) * E + e] = st[(sp - 1) * E + e] + st[sp * E + e]
-        else:
-            if op == MUL:
+    _decode(aw, i * na, a_lo, a_hi, True, f32_of_f16, cwords, av)
+    _decode(bw, i * nb, b_lo, b_hi, True, f32_of_f16, cwords, bv)
+    _decode(cw, i * nc, c_lo, c_hi, c16, f32_of_f16, cwords, cv)
+    # row by row of the stacked D (8 columns: every form is n8), the program over 8-wide slots
+    for gm in range(GM):
+        b_row = (gm // M) * K * N
+        sp = 0
+        for j in range(0, prog.size, 2):
+            op, k = prog[j], prog[j + 1]
+            t = sp * N8
+            if op == PUSH_C:
+                for n in range(N8):
+                    st[t + n] = cv[gm * N8 + n]
                 sp += 1
-            t = (sp - 1) * E
-            for gm in range(GM):
+            elif op == PUSH_ZERO:
+                for n in range(N8):
+                    st[t + n] = np.float32(0.0)
+                sp += 1
+            elif op == ADD:
+                sp -= 1
+                for n in range(N8):
+                    st[t - 2 * N8 + n] = st[t - 2 * N8 + n] + st[t - N8 + n]
+            elif op == MUL:
                 a = av[gm * K + k]
-                b0 = ((gm // M) * K + k) * N
-                for n in range(N):
-                    p = a * bv[b0 + n]
-                    st[t + gm * N + n] = p if op == MUL else p + st[t + gm * N + n]
-    # D: stack slot 0 holds the result; NaN canonical
+                for n in range(N8):
+                    st[t + n] = a * bv[b_row + k * N8 + n]
+                sp += 1
+            else:
+                a = av[gm * K + k]
+                for n in range(N8):
+                    st[t - N8 + n] = a * bv[b_row + k * N8 + n] + st[t - N8 + n]
+        for n in range(N8):
+            res[gm * N8 + n] = st[n]
+    # D; NaN canonical
     for r in range(nd):
         e = d_lo[r]
-        x, xb = st[e], stwords[e]
+        x, xb = res[e], rwords[e]
         if d16:
-            w = _f16_bits(x, xb) | (_f16_bits(st[d_hi[r]], stwords[d_hi[r]]) << 16)
+            w = _f16_bits(x, xb) | (_f16_bits(res[d_hi[r]], rwords[d_hi[r]]) << 16)
         else:
             w = 0x7FFFFFFF if (xb & 0x7FFFFFFF) > 0x7F800000 else xb
         dw[i * nd + r] = w
 
 
-@njit(inline="always")
-def _scratch(prog, dims, bsize):
-    GM, K, N = dims[D_GM], dims[D_K], dims[D_N]
-    depth = prog.size // 2                 # at most one slot per instruction
+@njit(cache=True)
+def _scratch(prog, dims):
+    """One warp's float32 A (g*M, K), B (g*K, N), C, the operand stack of one row (one slot per
+    instruction at most) and D, with uint32 views of C and D."""
+    GM, K, N, g = dims[D_GM], dims[D_K], dims[D_N], dims[D_GM] // dims[D_M]
     cv = np.empty(GM * N, np.float32)
-    st = np.empty(depth * GM * N, np.float32)
-    return np.empty(GM * K, np.float32), np.empty(bsize, np.float32), cv, cv.view(np.uint32), st, st.view(np.uint32)
+    res = np.empty(GM * N, np.float32)
+    return (np.empty(GM * K, np.float32), np.empty(g * K * N, np.float32), cv, cv.view(np.uint32),
+            np.empty(prog.size // 2 * N, np.float32), res, res.view(np.uint32))
 
 
 @njit(cache=True)
-def _run_range(lo, hi, aw, bw, cw, dw, prog, dims, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi,
-               f32_of_f16):
-    av, bv, cv, cwords, st, stwords = _scratch(prog, dims, b_src.size)
+def _run_range(lo, hi, aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo, d_hi, f32_of_f16,
+               av, bv, cv, cwords, st, res, rwords):
+    # No reference counting in here (_nrt=False), as in kernel.py: it would run once per warp.
     for i in range(lo, hi):
-        _warp(i, aw, bw, cw, dw, prog, dims, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, f32_of_f16,
-              av, bv, cv, cwords, st, stwords)
+        _warp(i, aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo, d_hi, f32_of_f16,
+              av, bv, cv, cwords, st, res, rwords)
+
+
+@njit(cache=True)
+def run_serial(aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo, d_hi, f32_of_f16):
+    av, bv, cv, cwords, st, res, rwords = _scratch(prog, dims)
+    _run_range(0, dw.size // dims[D_DWORDS], aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo,
+               d_hi, f32_of_f16, av, bv, cv, cwords, st, res, rwords)
 
 
 @njit(cache=True, parallel=True)
-def _run_parallel(nchunks, aw, bw, cw, dw, prog, dims, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi,
-                  f32_of_f16):
+def run_parallel(nchunks, aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi, c_lo, c_hi, d_lo, d_hi, f32_of_f16):
     n = dw.size // dims[D_DWORDS]
     for t in prange(nchunks):
-        _run_range(t * n // nchunks, (t + 1) * n // nchunks, aw, bw, cw, dw, prog, dims, a_src, a_sh, b_src, b_sh,
-                   c_src, c_sh, d_lo, d_hi, f32_of_f16)
+        av, bv, cv, cwords, st, res, rwords = _scratch(prog, dims)
+        _run_range(t * n // nchunks, (t + 1) * n // nchunks, aw, bw, cw, dw, prog, dims, a_lo, a_hi, b_lo, b_hi,
+                   c_lo, c_hi, d_lo, d_hi, f32_of_f16, av, bv, cv, cwords, st, res, rwords)
