@@ -15,6 +15,8 @@ Work items (prange): one warp tile of rows x one 8-column tile each.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit, prange
 
@@ -22,12 +24,17 @@ from .arith.kernel import (LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN
                            P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
 from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
                          f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr, i8_splat,
-                         i8_store, i8_sub, i8_where)
+                         i8_store, i8_sub, i8_to_f8, i8_where)
+from .gemm_simd import (i8_to_w8, s8_bcast, s8_from_f8, s8_load, s8_mul, s8_trunc, w8_add, w8_bcast, w8_load, w8_max,
+                        w8_to_i8, w8_zeros)
 
-# Hash of what this file inlines: fragsim/arith/simd.py and fragsim/arith/kernel.py
-# (fragsim._cachekey).  numba keys its disk cache on this file's content only; after either
-# changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "f3c9565a1323f96288ec5c212cd5c8ab081ef90af9273872883ff2294299a027"
+# Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
+# fragsim/gemm_simd.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
+# after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
+GEMM_SOURCE_HASH = "b07be10697c2965b4c4dd791bddf6429e5732826feaf6fe7aecf831c66ebe949"
+
+_HERE = Path(__file__).resolve().parent
+SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "gemm_simd.py")
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
@@ -105,10 +112,17 @@ def _finish(s, e, F, prm):
 
 
 @njit(inline="always")
-def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout):
+def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L):
     """Rows m0..m0+3 of the 8-column tile nt: blocks j0..j1-1 of the chain, the accumulators in
-    registers; their value and exponent come from and go back to cv, ce, their word to dout."""
+    registers; their value and exponent come from and go back to cv, ce, their word to dout.
+    ``s32``: f16 inputs as float32 values and int32 exponents (A, then B's panels, as av..be), which
+    run the blocks whose inputs are all finite (``bad``: per row of A, then per panel of B, one flag per
+    block of length L in k order) in 32-bit lanes."""
     F = prm[P_F]
+    use32 = s32[0].size > 0
+    av32, ae32, bv32, be32 = s32
+    nb = K // L
+    boff = K // L * (dout.size // N)          # B's flags follow A's (M rows)
     bcol = nt * K * LANES
     r0, r1, r2, r3 = m0 * K, (m0 + 1) * K, (m0 + 2) * K, (m0 + 3) * K
     o = m0 * N + nt * LANES
@@ -118,13 +132,23 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
     for j in range(j0, j1):
         k0, k1 = bstart[j], bend[j]
         # E_max of the four rows, interleaved: four independent chains of maxima
-        e0, e1, e2, e3 = h0, h1, h2, h3
-        for k in range(k0, k1):
-            eb = i8_load(be, bcol + k * LANES)
-            e0 = i8_max(e0, i8_add(_k(at(ae, r0 + k)), eb))
-            e1 = i8_max(e1, i8_add(_k(at(ae, r1 + k)), eb))
-            e2 = i8_max(e2, i8_add(_k(at(ae, r2 + k)), eb))
-            e3 = i8_max(e3, i8_add(_k(at(ae, r3 + k)), eb))
+        if use32:
+            x0, x1, x2, x3 = i8_to_w8(h0), i8_to_w8(h1), i8_to_w8(h2), i8_to_w8(h3)
+            for k in range(k0, k1):
+                eb = w8_load(be32, bcol + k * LANES)
+                x0 = w8_max(x0, w8_add(w8_bcast(ae32, r0 + k), eb))
+                x1 = w8_max(x1, w8_add(w8_bcast(ae32, r1 + k), eb))
+                x2 = w8_max(x2, w8_add(w8_bcast(ae32, r2 + k), eb))
+                x3 = w8_max(x3, w8_add(w8_bcast(ae32, r3 + k), eb))
+            e0, e1, e2, e3 = w8_to_i8(x0), w8_to_i8(x1), w8_to_i8(x2), w8_to_i8(x3)
+        else:
+            e0, e1, e2, e3 = h0, h1, h2, h3
+            for k in range(k0, k1):
+                eb = i8_load(be, bcol + k * LANES)
+                e0 = i8_max(e0, i8_add(_k(at(ae, r0 + k)), eb))
+                e1 = i8_max(e1, i8_add(_k(at(ae, r1 + k)), eb))
+                e2 = i8_max(e2, i8_add(_k(at(ae, r2 + k)), eb))
+                e3 = i8_max(e3, i8_add(_k(at(ae, r3 + k)), eb))
         e0 = _zero_rule(e0, ae, be, r0, bcol, k0, k1, v0, ezero)
         e1 = _zero_rule(e1, ae, be, r1, bcol, k0, k1, v1, ezero)
         e2 = _zero_rule(e2, ae, be, r2, bcol, k0, k1, v2, ezero)
@@ -133,12 +157,30 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
         # the exact sum of c and the products, each scaled by 2**(F - E) and truncated
         s0, s1 = f8_trunc(f8_mul(v0, sc0)), f8_trunc(f8_mul(v1, sc1))
         s2, s3 = f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3))
-        for k in range(k0, k1):
-            b = f8_load(bv, bcol + k * LANES)
-            s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r0 + k), b), sc0)))
-            s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r1 + k), b), sc1)))
-            s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r2 + k), b), sc2)))
-            s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r3 + k), b), sc3)))
+        jn = k0 // L
+        if use32 and not (bad[m0 * nb + jn] | bad[(m0 + 1) * nb + jn] | bad[(m0 + 2) * nb + jn]
+                          | bad[(m0 + 3) * nb + jn] | bad[boff + nt * nb + jn]):
+            # finite f16 inputs: products and their scaled truncations exact in float32 (the scale
+            # clamped to float32's range: a block whose E lies below F - 127 has only zero products)
+            low = _k(F - 127)
+            t0, t1 = s8_from_f8(_scale(i8_max(e0, low), F)), s8_from_f8(_scale(i8_max(e1, low), F))
+            t2, t3 = s8_from_f8(_scale(i8_max(e2, low), F)), s8_from_f8(_scale(i8_max(e3, low), F))
+            y0 = y1 = y2 = y3 = w8_zeros()
+            for k in range(k0, k1):
+                b = s8_load(bv32, bcol + k * LANES)
+                y0 = w8_add(y0, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r0 + k), b), t0)))
+                y1 = w8_add(y1, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r1 + k), b), t1)))
+                y2 = w8_add(y2, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r2 + k), b), t2)))
+                y3 = w8_add(y3, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r3 + k), b), t3)))
+            s0, s1 = f8_add(s0, i8_to_f8(w8_to_i8(y0))), f8_add(s1, i8_to_f8(w8_to_i8(y1)))
+            s2, s3 = f8_add(s2, i8_to_f8(w8_to_i8(y2))), f8_add(s3, i8_to_f8(w8_to_i8(y3)))
+        else:
+            for k in range(k0, k1):
+                b = f8_load(bv, bcol + k * LANES)
+                s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r0 + k), b), sc0)))
+                s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r1 + k), b), sc1)))
+                s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r2 + k), b), sc2)))
+                s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r3 + k), b), sc3)))
         w0, v0, h0 = _finish(s0, e0, F, prm)
         w1, v1, h1 = _finish(s1, e1, F, prm)
         w2, v2, h2 = _finish(s2, e2, F, prm)
@@ -158,12 +200,12 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
 
 
 @njit(cache=True, parallel=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
-def chain(row0, row1, tm, tn, K, N, av, ae, bv, be, cv, ce, bstart, bend, per_pass, prm, dout):
+def chain(row0, row1, tm, tn, K, N, av, ae, bv, be, cv, ce, bstart, bend, per_pass, prm, dout, s32, bad, L):
     """D words (int64, row-major M x N: dout) of rows row0..row1-1: for every output element the
     chain of blocks [bstart[j], bend[j]) in order, from C (cv, ce: values and exponents, which
     end as D's).  Work items: tm rows x tn columns, each run ``per_pass`` blocks at a time (so
     that those columns of A's rows and rows of B's panels stay in cache) as 8-column tiles of
-    four rows."""
+    four rows.  ``s32``, ``bad``, ``L``: the 32-bit path of f16 inputs (``_rows4``; empty arrays: none)."""
     ezero = _k(prm[P_EZERO])
     nrow = (row1 - row0) // tm
     ncol = N // tn
@@ -174,7 +216,7 @@ def chain(row0, row1, tm, tn, K, N, av, ae, bv, be, cv, ce, bstart, bend, per_pa
             j1 = min(bstart.size, j0 + per_pass)
             for nt in range(n_lo // LANES, (n_lo + tn) // LANES):
                 for m0 in range(m_lo, m_lo + tm, ROWS):
-                    _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout)
+                    _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L)
 
 
 def supports(pl) -> bool:
@@ -206,11 +248,7 @@ __all__ = ["chain", "decode", "supports", "params", "ROWS"]
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from ._cachekey import restamp
 
-    here = Path(__file__).resolve().parent
-    changed = restamp(Path(__file__).resolve(), "GEMM_SOURCE_HASH", here / "arith" / "simd.py",
-                      here / "arith" / "kernel.py")
+    changed = restamp(Path(__file__).resolve(), "GEMM_SOURCE_HASH", *SOURCES)
     print(f"gemm_kernel.py: GEMM_SOURCE_HASH {'updated' if changed else 'already current'}")

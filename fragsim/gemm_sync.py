@@ -162,6 +162,16 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
     av, ae = decoded(A, 8, False)              # A as it is: rows of K
     bv, be = decoded(B, N, False)              # B in 8-column panels, each k-major
     cv, ce = decoded(C, 8, True)
+    # f16 inputs: products exact in float32, the blocks of finite inputs summed in 32-bit lanes
+    # (int32 holds a block of at most 16 truncated terms; signed zeros of the sum need the float path)
+    L = pl.blocks[0][1] - pl.blocks[0][0]
+    if pl.in_fmt.name == "f16" and L <= 16 and pl.arch.zero_sign == "positive":
+        s32 = (av.astype(np.float32), ae.astype(np.int32), bv.astype(np.float32), be.astype(np.int32))
+        bad = np.concatenate([~np.isfinite(av.reshape(M, K // L, L)).all(axis=2).ravel(),
+                              ~np.isfinite(bv.reshape(N // 8, K // L, L * 8)).all(axis=2).ravel()])
+    else:
+        s32 = (np.zeros(0, np.float32), np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.int32))
+        bad = np.zeros(0, np.bool_)
     blocks = np.array(pl.blocks, np.int64)
     starts = (steps[:, None] * fk + blocks[None, :, 0]).reshape(-1)
     ends = (steps[:, None] * fk + blocks[None, :, 1]).reshape(-1)
@@ -177,7 +187,7 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
     rows = M if progress is None else max(wm, int(2 ** 22 / max(per_row, 1e-9)) // wm * wm)
     for r0 in range(0, M, rows):
         r1 = min(M, r0 + rows)
-        GK.chain(r0, r1, wm, wn, K, N, av, ae, bv, be, cv, ce, starts, ends, per_pass, prm, dout)
+        GK.chain(r0, r1, wm, wn, K, N, av, ae, bv, be, cv, ce, starts, ends, per_pass, prm, dout, s32, bad, L)
         if progress is not None:
             progress(round(total * r1 / M), total)
     return dout.reshape(M, N).astype(f.fmt("D").dtype)

@@ -173,13 +173,9 @@ def test_progress_reports_mma_counts_up_to_the_total():
 
 
 def test_gemm_kernel_cache_stamp_is_current():
-    from pathlib import Path
+    from fragsim import _cachekey, gemm_kernel
 
-    from fragsim import _cachekey
-
-    here = Path(fragsim.__file__).parent
-    why = _cachekey.check(here / "gemm_kernel.py", "GEMM_SOURCE_HASH", here / "arith" / "simd.py",
-                          here / "arith" / "kernel.py")
+    why = _cachekey.check(gemm_kernel.__file__, "GEMM_SOURCE_HASH", *gemm_kernel.SOURCES)
     assert why is None, f"{why}. Regenerate with: python -m fragsim.gemm_kernel"
 
 
