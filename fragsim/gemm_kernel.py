@@ -25,13 +25,13 @@ from .arith.kernel import (LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN
 from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
                          f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr, i8_splat,
                          i8_store, i8_sub, i8_to_f8, i8_where)
-from .gemm_simd import (i8_to_w8, s8_bcast, s8_from_f8, s8_load, s8_mul, s8_trunc, w8_add, w8_bcast, w8_load, w8_max,
-                        w8_to_i8, w8_zeros)
+from .gemm_simd import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
+                        w16_lo, w16_load, w16_max, w16_zeros)
 
 # Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
 # fragsim/gemm_simd.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
 # after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "b07be10697c2965b4c4dd791bddf6429e5732826feaf6fe7aecf831c66ebe949"
+GEMM_SOURCE_HASH = "464d701e3b79ec9bbabcb091841a82c41c4cc4679823869da73db960cd3d03ef"
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "gemm_simd.py")
@@ -112,17 +112,34 @@ def _finish(s, e, F, prm):
 
 
 @njit(inline="always")
-def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L):
+def _emax4(ae, be, r0, r1, r2, r3, bcol, k0, k1, e0, e1, e2, e3):
+    """E_max of four rows of one 8-column tile, from c's exponents e0..e3: four independent chains."""
+    for k in range(k0, k1):
+        eb = i8_load(be, bcol + k * LANES)
+        e0 = i8_max(e0, i8_add(_k(at(ae, r0 + k)), eb))
+        e1 = i8_max(e1, i8_add(_k(at(ae, r1 + k)), eb))
+        e2 = i8_max(e2, i8_add(_k(at(ae, r2 + k)), eb))
+        e3 = i8_max(e3, i8_add(_k(at(ae, r3 + k)), eb))
+    return e0, e1, e2, e3
+
+
+@njit(inline="always")
+def _sum4(av, bv, r0, r1, r2, r3, bcol, k0, k1, s0, s1, s2, s3, sc0, sc1, sc2, sc3):
+    """The products of four rows of one 8-column tile added to s0..s3, each scaled and truncated."""
+    for k in range(k0, k1):
+        b = f8_load(bv, bcol + k * LANES)
+        s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r0 + k), b), sc0)))
+        s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r1 + k), b), sc1)))
+        s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r2 + k), b), sc2)))
+        s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r3 + k), b), sc3)))
+    return s0, s1, s2, s3
+
+
+@njit(inline="always")
+def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout):
     """Rows m0..m0+3 of the 8-column tile nt: blocks j0..j1-1 of the chain, the accumulators in
-    registers; their value and exponent come from and go back to cv, ce, their word to dout.
-    ``s32``: f16 inputs as float32 values and int32 exponents (A, then B's panels, as av..be), which
-    run the blocks whose inputs are all finite (``bad``: per row of A, then per panel of B, one flag per
-    block of length L in k order) in 32-bit lanes."""
+    registers; their value and exponent come from and go back to cv, ce, their word to dout."""
     F = prm[P_F]
-    use32 = s32[0].size > 0
-    av32, ae32, bv32, be32 = s32
-    nb = K // L
-    boff = K // L * (dout.size // N)          # B's flags follow A's (M rows)
     bcol = nt * K * LANES
     r0, r1, r2, r3 = m0 * K, (m0 + 1) * K, (m0 + 2) * K, (m0 + 3) * K
     o = m0 * N + nt * LANES
@@ -131,60 +148,25 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
     w0 = w1 = w2 = w3 = _k(0)
     for j in range(j0, j1):
         k0, k1 = bstart[j], bend[j]
-        # E_max of the four rows, interleaved: four independent chains of maxima
-        if use32:
-            x0, x1, x2, x3 = i8_to_w8(h0), i8_to_w8(h1), i8_to_w8(h2), i8_to_w8(h3)
-            for k in range(k0, k1):
-                eb = w8_load(be32, bcol + k * LANES)
-                x0 = w8_max(x0, w8_add(w8_bcast(ae32, r0 + k), eb))
-                x1 = w8_max(x1, w8_add(w8_bcast(ae32, r1 + k), eb))
-                x2 = w8_max(x2, w8_add(w8_bcast(ae32, r2 + k), eb))
-                x3 = w8_max(x3, w8_add(w8_bcast(ae32, r3 + k), eb))
-            e0, e1, e2, e3 = w8_to_i8(x0), w8_to_i8(x1), w8_to_i8(x2), w8_to_i8(x3)
-        else:
-            e0, e1, e2, e3 = h0, h1, h2, h3
-            for k in range(k0, k1):
-                eb = i8_load(be, bcol + k * LANES)
-                e0 = i8_max(e0, i8_add(_k(at(ae, r0 + k)), eb))
-                e1 = i8_max(e1, i8_add(_k(at(ae, r1 + k)), eb))
-                e2 = i8_max(e2, i8_add(_k(at(ae, r2 + k)), eb))
-                e3 = i8_max(e3, i8_add(_k(at(ae, r3 + k)), eb))
+        e0, e1, e2, e3 = _emax4(ae, be, r0, r1, r2, r3, bcol, k0, k1, h0, h1, h2, h3)
         e0 = _zero_rule(e0, ae, be, r0, bcol, k0, k1, v0, ezero)
         e1 = _zero_rule(e1, ae, be, r1, bcol, k0, k1, v1, ezero)
         e2 = _zero_rule(e2, ae, be, r2, bcol, k0, k1, v2, ezero)
         e3 = _zero_rule(e3, ae, be, r3, bcol, k0, k1, v3, ezero)
         sc0, sc1, sc2, sc3 = _scale(e0, F), _scale(e1, F), _scale(e2, F), _scale(e3, F)
         # the exact sum of c and the products, each scaled by 2**(F - E) and truncated
-        s0, s1 = f8_trunc(f8_mul(v0, sc0)), f8_trunc(f8_mul(v1, sc1))
-        s2, s3 = f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3))
-        jn = k0 // L
-        if use32 and not (bad[m0 * nb + jn] | bad[(m0 + 1) * nb + jn] | bad[(m0 + 2) * nb + jn]
-                          | bad[(m0 + 3) * nb + jn] | bad[boff + nt * nb + jn]):
-            # finite f16 inputs: products and their scaled truncations exact in float32 (the scale
-            # clamped to float32's range: a block whose E lies below F - 127 has only zero products)
-            low = _k(F - 127)
-            t0, t1 = s8_from_f8(_scale(i8_max(e0, low), F)), s8_from_f8(_scale(i8_max(e1, low), F))
-            t2, t3 = s8_from_f8(_scale(i8_max(e2, low), F)), s8_from_f8(_scale(i8_max(e3, low), F))
-            y0 = y1 = y2 = y3 = w8_zeros()
-            for k in range(k0, k1):
-                b = s8_load(bv32, bcol + k * LANES)
-                y0 = w8_add(y0, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r0 + k), b), t0)))
-                y1 = w8_add(y1, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r1 + k), b), t1)))
-                y2 = w8_add(y2, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r2 + k), b), t2)))
-                y3 = w8_add(y3, s8_trunc(s8_mul(s8_mul(s8_bcast(av32, r3 + k), b), t3)))
-            s0, s1 = f8_add(s0, i8_to_f8(w8_to_i8(y0))), f8_add(s1, i8_to_f8(w8_to_i8(y1)))
-            s2, s3 = f8_add(s2, i8_to_f8(w8_to_i8(y2))), f8_add(s3, i8_to_f8(w8_to_i8(y3)))
-        else:
-            for k in range(k0, k1):
-                b = f8_load(bv, bcol + k * LANES)
-                s0 = f8_add(s0, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r0 + k), b), sc0)))
-                s1 = f8_add(s1, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r1 + k), b), sc1)))
-                s2 = f8_add(s2, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r2 + k), b), sc2)))
-                s3 = f8_add(s3, f8_trunc(f8_mul(f8_mul(f8_bcast(av, r3 + k), b), sc3)))
+        s0, s1, s2, s3 = _sum4(av, bv, r0, r1, r2, r3, bcol, k0, k1, f8_trunc(f8_mul(v0, sc0)),
+                               f8_trunc(f8_mul(v1, sc1)), f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3)),
+                               sc0, sc1, sc2, sc3)
         w0, v0, h0 = _finish(s0, e0, F, prm)
         w1, v1, h1 = _finish(s1, e1, F, prm)
         w2, v2, h2 = _finish(s2, e2, F, prm)
         w3, v3, h3 = _finish(s3, e3, F, prm)
+    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3)
+
+
+@njit(inline="always")
+def _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3):
     f8_store(cv, o, v0)
     f8_store(cv, o + N, v1)
     f8_store(cv, o + 2 * N, v2)
@@ -199,24 +181,110 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
     i8_store(dout, o + 3 * N, w3)
 
 
+@njit(inline="always")
+def _rows4x16(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L):
+    """``_rows4`` for the 8-column tiles nt and nt + 1 at once, f16 inputs: E_max and the products
+    in sixteen 32-bit lanes.  An f16 product is exact in float32 and so is its scaled truncation (an
+    integer below 2**27, the scale clamped to float32's range: a block whose E lies below F - 127
+    has only zero products); the at most 16 terms of a block sum exactly in int32.  ``s32``: A's
+    values and exponents as float32 / int32 (rows of K), then B's in 16-column panels (k-major).
+    Blocks with an Inf or NaN input (``bad``: one flag per row of A, then per 8-column panel of B,
+    and block of length L in k order) take the float64 path of ``_rows4``."""
+    F = prm[P_F]
+    av32, ae32, bv32, be32 = s32
+    nb = K // L
+    boff = nb * (dout.size // N)              # B's flags follow A's (M rows)
+    low = _k(F - 127)
+    bl, bh = nt * K * LANES, (nt + 1) * K * LANES
+    b16 = (nt // 2) * K * 16
+    r0, r1, r2, r3 = m0 * K, (m0 + 1) * K, (m0 + 2) * K, (m0 + 3) * K
+    o, p = m0 * N + nt * LANES, m0 * N + nt * LANES + LANES
+    v0, v1, v2, v3 = f8_load(cv, o), f8_load(cv, o + N), f8_load(cv, o + 2 * N), f8_load(cv, o + 3 * N)
+    u0, u1, u2, u3 = f8_load(cv, p), f8_load(cv, p + N), f8_load(cv, p + 2 * N), f8_load(cv, p + 3 * N)
+    h0, h1, h2, h3 = i8_load(ce, o), i8_load(ce, o + N), i8_load(ce, o + 2 * N), i8_load(ce, o + 3 * N)
+    g0, g1, g2, g3 = i8_load(ce, p), i8_load(ce, p + N), i8_load(ce, p + 2 * N), i8_load(ce, p + 3 * N)
+    w0 = w1 = w2 = w3 = x0 = x1 = x2 = x3 = _k(0)
+    for j in range(j0, j1):
+        k0, k1 = bstart[j], bend[j]
+        m0e, m1e, m2e, m3e = w16_join(h0, g0), w16_join(h1, g1), w16_join(h2, g2), w16_join(h3, g3)
+        for k in range(k0, k1):
+            eb = w16_load(be32, b16 + k * 16)
+            m0e = w16_max(m0e, w16_add(w16_bcast(ae32, r0 + k), eb))
+            m1e = w16_max(m1e, w16_add(w16_bcast(ae32, r1 + k), eb))
+            m2e = w16_max(m2e, w16_add(w16_bcast(ae32, r2 + k), eb))
+            m3e = w16_max(m3e, w16_add(w16_bcast(ae32, r3 + k), eb))
+        e0 = _zero_rule(w16_lo(m0e), ae, be, r0, bl, k0, k1, v0, ezero)
+        e1 = _zero_rule(w16_lo(m1e), ae, be, r1, bl, k0, k1, v1, ezero)
+        e2 = _zero_rule(w16_lo(m2e), ae, be, r2, bl, k0, k1, v2, ezero)
+        e3 = _zero_rule(w16_lo(m3e), ae, be, r3, bl, k0, k1, v3, ezero)
+        d0 = _zero_rule(w16_hi(m0e), ae, be, r0, bh, k0, k1, u0, ezero)
+        d1 = _zero_rule(w16_hi(m1e), ae, be, r1, bh, k0, k1, u1, ezero)
+        d2 = _zero_rule(w16_hi(m2e), ae, be, r2, bh, k0, k1, u2, ezero)
+        d3 = _zero_rule(w16_hi(m3e), ae, be, r3, bh, k0, k1, u3, ezero)
+        sc0, sc1, sc2, sc3 = _scale(e0, F), _scale(e1, F), _scale(e2, F), _scale(e3, F)
+        sd0, sd1, sd2, sd3 = _scale(d0, F), _scale(d1, F), _scale(d2, F), _scale(d3, F)
+        s0, s1 = f8_trunc(f8_mul(v0, sc0)), f8_trunc(f8_mul(v1, sc1))
+        s2, s3 = f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3))
+        q0, q1 = f8_trunc(f8_mul(u0, sd0)), f8_trunc(f8_mul(u1, sd1))
+        q2, q3 = f8_trunc(f8_mul(u2, sd2)), f8_trunc(f8_mul(u3, sd3))
+        jn = k0 // L
+        if not (bad[m0 * nb + jn] | bad[(m0 + 1) * nb + jn] | bad[(m0 + 2) * nb + jn] | bad[(m0 + 3) * nb + jn]
+                | bad[boff + nt * nb + jn] | bad[boff + (nt + 1) * nb + jn]):
+            t0 = s16_join(_scale(i8_max(e0, low), F), _scale(i8_max(d0, low), F))
+            t1 = s16_join(_scale(i8_max(e1, low), F), _scale(i8_max(d1, low), F))
+            t2 = s16_join(_scale(i8_max(e2, low), F), _scale(i8_max(d2, low), F))
+            t3 = s16_join(_scale(i8_max(e3, low), F), _scale(i8_max(d3, low), F))
+            y0 = y1 = y2 = y3 = w16_zeros()
+            for k in range(k0, k1):
+                b = s16_load(bv32, b16 + k * 16)
+                y0 = w16_add(y0, s16_trunc(s16_mul(s16_mul(s16_bcast(av32, r0 + k), b), t0)))
+                y1 = w16_add(y1, s16_trunc(s16_mul(s16_mul(s16_bcast(av32, r1 + k), b), t1)))
+                y2 = w16_add(y2, s16_trunc(s16_mul(s16_mul(s16_bcast(av32, r2 + k), b), t2)))
+                y3 = w16_add(y3, s16_trunc(s16_mul(s16_mul(s16_bcast(av32, r3 + k), b), t3)))
+            s0, q0 = f8_add(s0, i8_to_f8(w16_lo(y0))), f8_add(q0, i8_to_f8(w16_hi(y0)))
+            s1, q1 = f8_add(s1, i8_to_f8(w16_lo(y1))), f8_add(q1, i8_to_f8(w16_hi(y1)))
+            s2, q2 = f8_add(s2, i8_to_f8(w16_lo(y2))), f8_add(q2, i8_to_f8(w16_hi(y2)))
+            s3, q3 = f8_add(s3, i8_to_f8(w16_lo(y3))), f8_add(q3, i8_to_f8(w16_hi(y3)))
+        else:
+            s0, s1, s2, s3 = _sum4(av, bv, r0, r1, r2, r3, bl, k0, k1, s0, s1, s2, s3, sc0, sc1, sc2, sc3)
+            q0, q1, q2, q3 = _sum4(av, bv, r0, r1, r2, r3, bh, k0, k1, q0, q1, q2, q3, sd0, sd1, sd2, sd3)
+        w0, v0, h0 = _finish(s0, e0, F, prm)
+        w1, v1, h1 = _finish(s1, e1, F, prm)
+        w2, v2, h2 = _finish(s2, e2, F, prm)
+        w3, v3, h3 = _finish(s3, e3, F, prm)
+        x0, u0, g0 = _finish(q0, d0, F, prm)
+        x1, u1, g1 = _finish(q1, d1, F, prm)
+        x2, u2, g2 = _finish(q2, d2, F, prm)
+        x3, u3, g3 = _finish(q3, d3, F, prm)
+    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3)
+    _store4(cv, ce, dout, p, N, u0, u1, u2, u3, g0, g1, g2, g3, x0, x1, x2, x3)
+
+
 @njit(cache=True, parallel=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
 def chain(row0, row1, tm, tn, K, N, av, ae, bv, be, cv, ce, bstart, bend, per_pass, prm, dout, s32, bad, L):
     """D words (int64, row-major M x N: dout) of rows row0..row1-1: for every output element the
     chain of blocks [bstart[j], bend[j]) in order, from C (cv, ce: values and exponents, which
     end as D's).  Work items: tm rows x tn columns, each run ``per_pass`` blocks at a time (so
-    that those columns of A's rows and rows of B's panels stay in cache) as 8-column tiles of
-    four rows.  ``s32``, ``bad``, ``L``: the 32-bit path of f16 inputs (``_rows4``; empty arrays: none)."""
+    that those columns of A's rows and rows of B's panels stay in cache) as 8-column tiles (pairs
+    of them in 32-bit lanes where ``s32`` holds f16 inputs: ``_rows4x16``) of four rows."""
     ezero = _k(prm[P_EZERO])
     nrow = (row1 - row0) // tm
     ncol = N // tn
+    pairs = s32[0].size > 0 and tn % 16 == 0
     for t in prange(nrow * ncol):
         m_lo = row0 + (t // ncol) * tm
         n_lo = (t % ncol) * tn
         for j0 in range(0, bstart.size, per_pass):
             j1 = min(bstart.size, j0 + per_pass)
-            for nt in range(n_lo // LANES, (n_lo + tn) // LANES):
-                for m0 in range(m_lo, m_lo + tm, ROWS):
-                    _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L)
+            if pairs:
+                for nt in range(n_lo // LANES, (n_lo + tn) // LANES, 2):
+                    for m0 in range(m_lo, m_lo + tm, ROWS):
+                        _rows4x16(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout,
+                                  s32, bad, L)
+            else:
+                for nt in range(n_lo // LANES, (n_lo + tn) // LANES):
+                    for m0 in range(m_lo, m_lo + tm, ROWS):
+                        _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout)
 
 
 def supports(pl) -> bool:

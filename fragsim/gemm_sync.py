@@ -162,11 +162,14 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
     av, ae = decoded(A, 8, False)              # A as it is: rows of K
     bv, be = decoded(B, N, False)              # B in 8-column panels, each k-major
     cv, ce = decoded(C, 8, True)
-    # f16 inputs: products exact in float32, the blocks of finite inputs summed in 32-bit lanes
-    # (int32 holds a block of at most 16 truncated terms; signed zeros of the sum need the float path)
+    # f16 inputs: products exact in float32, the blocks of finite inputs summed in 32-bit lanes, 16
+    # columns at a time (int32 holds a block of at most 16 truncated terms; signed zeros of the sum
+    # need the float path)
     L = pl.blocks[0][1] - pl.blocks[0][0]
-    if pl.in_fmt.name == "f16" and L <= 16 and pl.arch.zero_sign == "positive":
-        s32 = (av.astype(np.float32), ae.astype(np.int32), bv.astype(np.float32), be.astype(np.int32))
+    if pl.in_fmt.name == "f16" and L <= 16 and pl.arch.zero_sign == "positive" and N % 16 == 0:
+        b16 = (bv.reshape(N // 16, 2, K, 8).transpose(0, 2, 1, 3), be.reshape(N // 16, 2, K, 8).transpose(0, 2, 1, 3))
+        s32 = (av.astype(np.float32), ae.astype(np.int32), b16[0].astype(np.float32).ravel(),
+               b16[1].astype(np.int32).ravel())
         bad = np.concatenate([~np.isfinite(av.reshape(M, K // L, L)).all(axis=2).ravel(),
                               ~np.isfinite(bv.reshape(N // 8, K // L, L * 8)).all(axis=2).ravel()])
     else:
@@ -177,9 +180,9 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
     ends = (steps[:, None] * fk + blocks[None, :, 1]).reshape(-1)
     dout = np.empty(M * N, np.int64)
     # Work items and passes for the caches (the bits do not depend on them): 64 x 64 of D where
-    # it divides (else the warp tile), about 256 k per pass.
+    # it divides (else 16 columns, else the warp tile), about 256 k per pass.
     wm = 64 if M % 64 == 0 and 64 % tm == 0 else tm
-    wn = 64 if N % 64 == 0 and 64 % tn == 0 else tn
+    wn = next((w for w in (64, 16) if N % w == 0 and w % tn == 0), tn)
     per_pass = max(1, 256 // (ends[0] - starts[0]))
     total = (M // f.shape[0]) * (N // f.shape[1]) * steps.size
     # without progress one call; with it, slabs of warp-tile rows of about 2**22 mma each
