@@ -16,7 +16,8 @@ import fuzz_entries_wgmma_desc
 import fuzz_entries_mma13
 import fuzz_entries_wgmma
 
-ENTRIES = fuzz_entries.ENTRIES + fuzz_entries_layouts.ENTRIES + fuzz_entries_gemm.ENTRIES + fuzz_entries_wgmma_desc.ENTRIES + fuzz_entries_mma13.ENTRIES + fuzz_entries_wgmma.ENTRIES
+ENTRIES = (fuzz_entries.ENTRIES + fuzz_entries_layouts.ENTRIES + fuzz_entries_gemm.ENTRIES
+           + fuzz_entries_wgmma_desc.ENTRIES + fuzz_entries_mma13.ENTRIES + fuzz_entries_wgmma.ENTRIES)
 
 CLASSES = [pytest.param(e, p, label, make, expect, id=f"{e.name}-{p}-{label}")
            for e in ENTRIES for p, label, make, expect in e.cases()]
@@ -42,7 +43,8 @@ def test_input_class(entry, param, label, make, expect):
 
 
 def test_every_public_name_is_fuzzed():
-    covered = {"mma", "gemm", "wgmma", "movmatrix", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async", "bank_conflicts",
+    covered = {"mma", "gemm", "wgmma", "movmatrix", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared",
+               "st_shared", "cp_async", "bank_conflicts",
                "Swizzle", "to_bits", "from_bits", "get_format", "lookup", "MmaForm", "parse_shared_op", "Tile", "XorMap",
                "swizzle_search", "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma"}
     data = {"FORMS", "NUMBER_FORMATS"}   # tables: read through lookup/get_format and the entries' strategies

@@ -494,7 +494,8 @@ def any_argv(draw, files, out):
     # no arguments, or a first one starting with "-", runs the tour (the default command, slow with
     # its pictures): the fixed classes cover it
     junk = st.lists(JUNK, min_size=1, max_size=4).filter(lambda a: not a[0].startswith("-") or a[0] in ("-h", "--help"))
-    return draw(st.one_of(layout_argv(), mma_argv(files), gemm_argv(files, out), conflicts_argv(files), gpu_check_argv(out), swizzle_argv(),
+    return draw(st.one_of(layout_argv(), mma_argv(files), gemm_argv(files, out), conflicts_argv(files), gpu_check_argv(out),
+                          swizzle_argv(),
                           check_argv(), any_command_junk(), junk))
 
 

@@ -189,7 +189,8 @@ def _ok(form=F32, M=32, N=16, K=32):
 @pytest.mark.parametrize("shapes, message", [
     (((30, 32), (32, 16), (30, 16)), r"M \(rows of A and C\) = 30 is not a multiple of 16, the M of m16n8k16"),
     (((32, 32), (32, 12), (32, 12)), r"N \(columns of B and C\) = 12 is not a multiple of 8"),
-    (((32, 40), (40, 16), (32, 16)), r"K \(columns of A, rows of B\) = 40 is not a multiple of 16, the K of m16n8k16: A is 32 x 40"),
+    (((32, 40), (40, 16), (32, 16)),
+     r"K \(columns of A, rows of B\) = 40 is not a multiple of 16, the K of m16n8k16: A is 32 x 40"),
     (((32, 32), (48, 16), (32, 16)), r"A is 32 x 32 and B is 48 x 16: A's columns and B's rows are K"),
     (((32, 32), (32, 16), (16, 16)), r"C is 16 x 16, but A \(32 x 32\) times B \(32 x 16\) is 32 x 16"),
     (((32, 0), (0, 16), (32, 16)), r"K \(columns of A, rows of B\) = 0"),
