@@ -11,8 +11,9 @@ halves (k % 4 in {0, 1}) first.  The row's
 
 The f16 registers are laid out as an f16 form of the same K (``_virtual``): register j < nA holds
 the low halves of fp8 register j, register nA + j its high halves, and the virtual k numbers the
-products block by block, so the float kernel's chained blocks are the HMMAs.  The decode, the
-HMMAs and the add of C run per warp in one numba loop (``fragsim.arith.kernel_fp8``).
+products block by block, so the float kernel's chained blocks are the HMMAs.  The decode (straight
+from the fp8 bytes to the virtual form's k order: ``byte_groups``), the HMMAs and the add of C run
+per warp in one numba loop (``fragsim.arith.kernel_fp8``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..formats import FloatFormat, get_format, to_float
 from ..instructions import MmaForm
 from ..instructions import mma as T
 
-__all__ = ["Fp8Plan", "fp8_plan", "byte_table", "run"]
+__all__ = ["Fp8Plan", "fp8_plan", "byte_table", "byte_groups", "run"]
 
 FP8 = ("e4m3", "e5m2")
 
@@ -90,9 +91,40 @@ def byte_table(fmt: str) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=None)
+def byte_groups(form: MmaForm, virtual: MmaForm) -> dict[str, np.ndarray]:
+    """Where the kernel puts the fp8 bytes of A and B (``fragsim.arith.kernel_fp8``).
+
+    Group g of an operand is one register of the 8 lanes 4*q + t (q = 0..7): '<op>_src'[8g:8g+8]
+    their word indices (lane * nregs + reg).  Byte j of those words holds 8 consecutive elements
+    (an aligned run of 8 rows of A / columns of B) of one k: '<op>_dst'[4g + j] is the k-major
+    index k*X + x of the first, k being the virtual f16 form's (its low halves hold bytes 0, 1 of
+    the fp8 registers, its high halves bytes 2, 3)."""
+    out = {}
+    for op, X in (("A", form.shape[0]), ("B", form.shape[1])):
+        n = form.nregs(op)
+        rows, cols = virtual.coords(op)                       # (32, 2n, 2)
+        k, x = (cols, rows) if op == "A" else (rows, cols)
+        src, dst = [], []
+        for reg in range(n):
+            for t in range(4):
+                lanes = 4 * np.arange(8) + t
+                src.extend(lanes * n + reg)
+                for j in range(4):
+                    ks, xs = k[lanes, reg + n * (j // 2), j % 2], x[lanes, reg + n * (j // 2), j % 2]
+                    if not ((ks == ks[0]).all() and (xs == xs[0] + np.arange(8)).all() and xs[0] % 8 == 0):
+                        raise ValueError(f"form {form.name}: operand {op} register {reg} byte {j} of lanes 4q+{t} "
+                                         f"is not one k of 8 aligned consecutive {'rows' if op == 'A' else 'columns'}")
+                    dst.append(ks[0] * X + xs[0])
+        out[op.lower() + "_src"] = np.array(src, np.int64)
+        out[op.lower() + "_dst"] = np.array(dst, np.int64)
+    for v in out.values():
+        v.setflags(write=False)
+    return out
+
+
 def run(pl: Fp8Plan, a, b, c, parallel: bool = True) -> np.ndarray:
     """D registers (batch, 32, nregs_D) of an fp8 plan from register batches (batch, 32*nregs)."""
     from . import index_maps, kernel_fp8
-    f = pl.form
-    return kernel_fp8.run(pl, index_maps(pl.inner.form), byte_table(f.types["A"]), byte_table(f.types["B"]),
-                          a, b, c, parallel=parallel)
+    return kernel_fp8.run(pl, index_maps(pl.inner.form), byte_groups(pl.form, pl.inner.form), a, b, c,
+                          parallel=parallel)
