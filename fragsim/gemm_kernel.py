@@ -8,9 +8,11 @@ is that chain over the block sequence of ``k_order``, which this kernel runs wit
 accumulators of four rows of one 8-column tile held in registers from C to D: inputs are
 decoded once per matrix (not once per mma), no registers are packed or unpacked, and the
 arithmetic per block is exactly ``fragsim.arith.kernel``'s (its ``_decode8`` and
-``_round8``; E_max, scale and the truncated sum as its ``_emax_row`` and ``_sum_row``).
+``_round8``; the scaled, truncated sum as its ``_sum_row``; E_max as its ``_emax_row``, but as
+a maximum of integer exponent sums instead of products of powers of two).  f16 inputs run two
+8-column tiles at once in 32-bit lanes (``_rows4x16``, ``fragsim.gemm_simd``).
 
-Work items (prange): one warp tile of rows x one 8-column tile each.
+Work items (prange): blocks of rows x columns of D, each run a pass of blocks at a time.
 """
 
 from __future__ import annotations
@@ -293,16 +295,14 @@ def supports(pl) -> bool:
     from dataclasses import fields
 
     from .arith import Plan
-    from .arith.kernel import FMT_CODE
 
     known = ("form", "arch", "in_fmt", "acc_fmt", "block", "frac_bits", "e_zero", "rounding")
     if type(pl) is not Plan or tuple(f.name for f in fields(Plan)) != known:
         return False
     f = pl.form
-    return (f.groups == 1 if hasattr(f, "groups") else True) and f.shape[1] == LANES and f.shape[0] % ROWS == 0 \
+    return f.groups == 1 and f.shape[1] == LANES and f.shape[0] % ROWS == 0 \
         and pl.in_fmt.name in ("f16", "bf16", "tf32") and pl.acc_fmt.name in ("f16", "f32") \
-        and all(n in FMT_CODE for n in (pl.in_fmt.name, pl.acc_fmt.name)) and f.fmt("B") == pl.in_fmt \
-        and f.fmt("C") == pl.acc_fmt
+        and f.fmt("B") == pl.in_fmt and f.fmt("C") == pl.acc_fmt == f.fmt("D")
 
 
 def params(pl) -> np.ndarray:

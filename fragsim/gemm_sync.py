@@ -203,7 +203,7 @@ def _chained(pl, A, B, C, steps, tm, tn, progress):
     from .registers import pack, unpack
 
     f = pl.form
-    g = getattr(f, "groups", 1)          # products per warp (m8n8k4 .f16: 4), stacked by rows
+    g = f.groups          # products per warp (m8n8k4 .f16: 4), stacked by rows
     fm, fn, fk = f.shape
     M, K = A.shape
     N = B.shape[1]

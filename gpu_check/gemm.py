@@ -65,7 +65,7 @@ def kernel_source(form) -> str:
     ``(A, B, C, D, order, nsteps, M, N, K)``, A (M,K), B (K,N), C/D (M,N) element words."""
     f = lookup(form)
     fm, fn, fk = f.shape
-    g = getattr(f, "groups", 1)
+    g = f.groups
     name = kernel_name(f)
     n = {op: f.nregs(op) for op in "ABCD"}
     w = {op: f.words_per_elem(op) for op in "ABCD"}
@@ -320,7 +320,7 @@ class GemmRunner:
         cp = self.cp
         f = lookup(form)
         fm, fn, fk = f.shape
-        g = getattr(f, "groups", 1)
+        g = f.groups
         M, K = A.shape
         N = B.shape[1]
         a, b, c = (cp.asarray(_words(X, f.words_per_elem(op))) for X, op in ((A, "A"), (B, "B"), (C, "C")))
