@@ -103,7 +103,7 @@ def _unscale(e, F):
     return f8_from_bits(i8_shl(i8_add(e, _k(1023 - F)), _k(52)))
 
 
-@njit(inline="always")
+@njit(_nrt=False)  # type: ignore[call-overload]
 def _finish(s, e, F, prm):
     """The block sum S (exact, scaled by 2**(F - E)) -> the accumulator word, and its value and
     exponent as the next c."""
@@ -137,7 +137,7 @@ def _sum4(av, bv, r0, r1, r2, r3, bcol, k0, k1, s0, s1, s2, s3, sc0, sc1, sc2, s
     return s0, s1, s2, s3
 
 
-@njit(inline="always")
+@njit(_nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
 def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout):
     """Rows m0..m0+3 of the 8-column tile nt: blocks j0..j1-1 of the chain, the accumulators in
     registers; their value and exponent come from and go back to cv, ce, their word to dout."""
@@ -183,7 +183,7 @@ def _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3):
     i8_store(dout, o + 3 * N, w3)
 
 
-@njit(inline="always")
+@njit(_nrt=False)  # type: ignore[call-overload]
 def _rows4x16(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezero, dout, s32, bad, L):
     """``_rows4`` for the 8-column tiles nt and nt + 1 at once, f16 inputs: E_max and the products
     in sixteen 32-bit lanes.  An f16 product is exact in float32 and so is its scaled truncation (an
