@@ -7,6 +7,7 @@ prints the figures."""
 import contextlib
 import io
 import json
+import os
 
 import numpy as np
 import pytest
@@ -17,6 +18,10 @@ from fragsim.cli import main
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
 TF32 = "m16n8k8.row.col.f32.tf32.tf32.f32"
+_DATA = os.path.join(os.path.dirname(__file__), "data")
+MOVM_DIR = os.path.join(_DATA, "hw_movmatrix", "nvidia_h100_sm90")      # recorded H100 data the replays read
+WGMMA_DIR = os.path.join(_DATA, "wgmma")
+GEMM_REC = os.path.join(_DATA, "gemm", "gemm_h100.json")
 
 
 def run_cli(argv):
@@ -240,6 +245,31 @@ def classes(f, out):
         ("gpu-check json-file is a folder", dry + ["--json-file", out], ERROR),
         ("gpu-check record under a file", dry + ["--record", f("a.npy") + "/x"], ERROR),
         ("gpu-check no GPU", ["gpu-check", "--cases", "1", "--quiet"], EITHER),
+        ("gpu-check family movmatrix no GPU", ["gpu-check", "--family", "movmatrix", "--cases", "1"], EITHER),
+        ("gpu-check family wgmma no GPU", ["gpu-check", "--family", "wgmma", "--cases", "1", "--quiet"], EITHER),
+        ("gpu-check family gemm no GPU", ["gpu-check", "--family", "gemm", "--cases", "1", "--forms", TF32], EITHER),
+        ("gpu-check family unknown", ["gpu-check", "--family", "hgmma"], ERROR),
+        ("gpu-check family mma of a shared op", dry + ["--family", "mma", "--forms", "ldmatrix.x1"], ERROR),
+        ("gpu-check family shared", dry + ["--family", "shared", "--forms", "st.shared.u8"], OK),
+        ("gpu-check family movmatrix replay", ["gpu-check", "--family", "movmatrix", "--replay", MOVM_DIR], OK),
+        ("gpu-check family movmatrix replay of an empty folder",
+         ["gpu-check", "--family", "movmatrix", "--replay", out + "/empty_dir"], ERROR),
+        ("gpu-check family movmatrix dry run", ["gpu-check", "--family", "movmatrix", "--dry-run"], ERROR),
+        ("gpu-check family wgmma replay", ["gpu-check", "--family", "wgmma", "--replay", WGMMA_DIR, "--cases", "1"], OK),
+        ("gpu-check family wgmma replay of a file", ["gpu-check", "--family", "wgmma", "--replay", f("a.npy")], ERROR),
+        ("gpu-check family wgmma forms", ["gpu-check", "--family", "wgmma", "--forms", TF32], ERROR),
+        ("gpu-check family wgmma cases -1", ["gpu-check", "--family", "wgmma", "--cases", "-1"], ERROR),
+        ("gpu-check family wgmma jobs 0", ["gpu-check", "--family", "wgmma", "--jobs", "0"], ERROR),
+        ("gpu-check family gemm replay", ["gpu-check", "--family", "gemm", "--replay", GEMM_REC, "--cases", "1",
+                                          "--forms", TF32, "--json"], OK),
+        ("gpu-check family gemm replay of a folder", ["gpu-check", "--family", "gemm", "--replay", out], ERROR),
+        ("gpu-check family gemm replay of a .npy", ["gpu-check", "--family", "gemm", "--replay", f("a.npy")], ERROR),
+        ("gpu-check family gemm replay no form", ["gpu-check", "--family", "gemm", "--replay", GEMM_REC, "--forms",
+                                                  "bogus"], ERROR),
+        ("gpu-check family gemm chunk", ["gpu-check", "--family", "gemm", "--chunk", "4"], ERROR),
+        ("gpu-check family gemm replay and record", ["gpu-check", "--family", "gemm", "--replay", GEMM_REC,
+                                                     "--record", out + "/g"], ERROR),
+        ("gpu-check family gemm record-only without record", ["gpu-check", "--family", "gemm", "--record-only"], ERROR),
         ("tour without pictures", ["tour", "--out", out + "/tour", "--no-pictures", "--json"], OK),
         ("tour into a file", ["tour", "--out", f("a.npy"), "--no-pictures"], ERROR),
     ]
@@ -442,6 +472,23 @@ def gpu_check_argv(draw, out):
     return argv + draw(st.lists(st.just("--json"), max_size=1))
 
 
+@st.composite
+def gpu_check_family_argv(draw, out):
+    """--family replays (no GPU) with options each family takes or refuses."""
+    family = draw(st.sampled_from(["movmatrix", "wgmma", "gemm"]))
+    source = {"movmatrix": MOVM_DIR, "wgmma": WGMMA_DIR, "gemm": GEMM_REC}
+    argv = ["gpu-check", "--family", family, "--replay",
+            draw(st.one_of(st.sampled_from(sorted(source.values()) + [out, out + "/none"]), JUNK)),
+            "--cases", draw(st.sampled_from(["0", "1", "-1", "x"]))]
+    if family == "gemm":        # a few forms only: a whole-recording replay takes seconds
+        argv += ["--forms", draw(st.sampled_from([TF32, "m16n8k16.row.col.f32.bf16", "bogus"]))]
+    for flag, values in (("--forms", [TF32, "bogus"]), ("--seed", ["0", "3"]), ("--keep", ["0", "5"]),
+                         ("--chunk", ["8"]), ("--jobs", ["1", "0"]), ("--record", [out + "/fam"])):
+        if draw(st.integers(0, 3)) == 0:
+            argv += [flag, draw(st.sampled_from(values))]
+    return argv + draw(st.lists(st.sampled_from(["--json", "--quiet", "--dry-run", "--probes"]), max_size=2))
+
+
 TILES_T = st.one_of(st.sampled_from(["32x32 bf16", "16x64 f16 swizzle=3,4,3", "64x32 f16 row pitch=80", "16x16 f32 col",
                                       "8x8 u8", "32x32 bf16 swizzle=2,4,2 base=1024"]), JUNK)
 BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
@@ -495,6 +542,7 @@ def any_argv(draw, files, out):
     # its pictures): the fixed classes cover it
     junk = st.lists(JUNK, min_size=1, max_size=4).filter(lambda a: not a[0].startswith("-") or a[0] in ("-h", "--help"))
     return draw(st.one_of(layout_argv(), mma_argv(files), gemm_argv(files, out), conflicts_argv(files), gpu_check_argv(out),
+                          gpu_check_family_argv(out),
                           swizzle_argv(),
                           check_argv(), any_command_junk(), junk))
 
