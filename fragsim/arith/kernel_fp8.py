@@ -15,20 +15,30 @@ Per warp, in one compiled loop, straight from the fp8 registers (no f16 register
   more than 2*24 + 2 bits, so rounding it again is the correctly rounded sum), rounded to
   nearest even by the kernel's encoder (subnormals kept, overflow to Inf, NaN canonical).
 
+The m16n8 forms (every fp8 form on sm_90) run this in sixteen 32-bit lanes instead (``_warp16``): one
+vector is a column of D's 16 rows; an fp8 product and its truncation at the block's fixed point are
+exact in float32, a block's truncated terms sum exactly in int32, E_max is a maximum of integer
+exponent sums, the rounded block result stays a float64 value (no encode/decode between the blocks),
+and Inf/NaN products enter through their float32 sum.  ``_warp`` remains for any other plan.
+
 ``fragsim.mma`` imports this module on first use of an fp8 form.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, prange
+from numba.core import types
+from numba.extending import intrinsic, models, register_model
 
-from .kernel import (EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
+from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
                      P_ZERO_IEEE, NPARAMS, SPEXP, _decode8, _emax_row, _round8, _scratch, _sum_row, make_params)
-from .simd import (f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul, f8_add, f8_splat, f8_store,
-                   f8_where, i8_and, i8_eq, i8_gather, i8_load, i8_max, i8_min, i8_or, i8_shl, i8_shr,
-                   i8_splat, i8_store, i8_store_u32, i8_sub, i8_where)
+from .simd import (F8, I8, _elem_ptr, _llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
+                   f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
+                   i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8,
+                   i8_where)
 
 # Hash of what this file inlines: fragsim/arith/kernel.py and fragsim/arith/simd.py
 # (fragsim._cachekey).  numba keys its disk cache on this file's content only; after either
@@ -36,7 +46,243 @@ from .simd import (f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul, f
 KERNEL_SOURCE_HASH = "98df3ee270a96e642be8e078840cfffdba1e4dcb222ec2013cdaa59247532582"
 
 # Appended to the float kernel's parameters.
-P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS = range(NPARAMS, NPARAMS + 5)
+P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
+ZERO_EXP = -8192     # a zero's exponent: a product with a zero factor lies below ZERO_EXP // 2
+
+
+# --- sixteen 32-bit lanes: one column of D (the 16 rows of m16n8) per vector ---------------------
+# Why: an fp8 product (at most 4 x 4 significant bits, |p| in [2**-32, 2**32)) is exact in float32, and
+# so is its scaling to the block's fixed point (below 2**(F + 2)); a block of at most 16 truncated terms
+# sums exactly in int32.  So a 512-bit register holds 16 rows where the float64 path holds 8 columns.
+# Defined here, not imported, so that numba's cache key (this file's content) covers them.
+
+_S16 = ir.VectorType(ir.FloatType(), 16)
+_W16 = ir.VectorType(ir.IntType(32), 16)
+_F8 = ir.VectorType(ir.DoubleType(), LANES)
+_I8 = ir.VectorType(ir.IntType(64), LANES)
+_I32x8 = ir.VectorType(ir.IntType(32), LANES)
+
+
+class S16Type(types.Type):
+    def __init__(self):
+        super().__init__(name="FP8_S16")
+
+
+class W16Type(types.Type):
+    def __init__(self):
+        super().__init__(name="FP8_W16")
+
+
+S16 = S16Type()
+W16 = W16Type()
+
+
+@register_model(S16Type)
+class _S16Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _S16)
+
+
+@register_model(W16Type)
+class _W16Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _W16)
+
+
+def _arr(arr, dtype) -> bool:
+    return isinstance(arr, types.Array) and arr.dtype == dtype and arr.ndim == 1
+
+
+def _splat16(builder, x, vty):
+    v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
+    return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(_W16, [0] * 16))
+
+
+def _load16(dtype, vt, vty):
+    @intrinsic
+    def load(typingctx, arr, idx):
+        """arr[idx:idx+16] (no bounds check)."""
+        if not _arr(arr, dtype):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            return builder.load(builder.bitcast(ptr, vty.as_pointer()), align=4)
+        return vt(arr, idx), codegen
+    return load
+
+
+def _bcast16(dtype, vt, vty):
+    @intrinsic
+    def bcast(typingctx, arr, idx):
+        """arr[idx] in every lane."""
+        if not _arr(arr, dtype):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return _splat16(builder, builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1])), vty)
+        return vt(arr, idx), codegen
+    return bcast
+
+
+def _store8(dtype, vin, conv):
+    @intrinsic
+    def store(typingctx, arr, idx, v):
+        """arr[idx:idx+8] = v, narrowed to 32 bits (values that fit)."""
+        if not _arr(arr, dtype) or v != vin:
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            x = conv(builder, args[2])
+            builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.none(arr, idx, v), codegen
+    return store
+
+
+def _op16(vin, vout, emit, n=2):
+    if n == 1:
+        @intrinsic
+        def op1(typingctx, a):
+            if a != vin:
+                return None
+
+            def codegen(context, builder, sig, args):
+                return emit(builder, *args)
+            return vout(a), codegen
+        return op1
+
+    @intrinsic
+    def op2(typingctx, a, b):
+        if a != vin or b != vin:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, *args)
+        return vout(a, b), codegen
+    return op2
+
+
+def _half(builder, x, hi):
+    return builder.shuffle_vector(x, ir.Constant(x.type, ir.Undefined),
+                                  ir.Constant(_I32x8, list(range(8 * hi, 8 * hi + 8))))
+
+
+s16_load = _load16(types.float32, S16, _S16)
+w16_load = _load16(types.int32, W16, _W16)
+s16_bcast = _bcast16(types.float32, S16, _S16)
+w16_bcast = _bcast16(types.int32, W16, _W16)
+s8_store = _store8(types.float32, F8, lambda b, x: b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)))
+w8_store = _store8(types.int32, I8, lambda b, x: b.trunc(x, _I32x8))
+s16_mul = _op16(S16, S16, lambda b, x, y: b.fmul(x, y))
+s16_add = _op16(S16, S16, lambda b, x, y: b.fadd(x, y))
+w16_add = _op16(W16, W16, lambda b, x, y: b.add(x, y))
+w16_sub = _op16(W16, W16, lambda b, x, y: b.sub(x, y))
+w16_max = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.smax.v16i32", _W16, [_W16, _W16]), [x, y]))
+w16_min = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.smin.v16i32", _W16, [_W16, _W16]), [x, y]))
+# toward zero, saturating: an Inf or NaN term (whose block sum the float path takes) stays defined
+s16_trunc = _op16(S16, W16, lambda b, x: b.fptosi(x, _W16),
+                  n=1)
+w16_lo = _op16(W16, I8, lambda b, x: b.sext(_half(b, x, 0), _I8), n=1)
+w16_hi = _op16(W16, I8, lambda b, x: b.sext(_half(b, x, 1), _I8), n=1)
+s16_lo = _op16(S16, F8, lambda b, x: b.fpext(_half(b, x, 0), _F8), n=1)
+s16_hi = _op16(S16, F8, lambda b, x: b.fpext(_half(b, x, 1), _F8), n=1)
+w16_join = _op16(I8, W16, lambda b, x, y: b.shuffle_vector(b.trunc(x, _I32x8), b.trunc(y, _I32x8),
+                                                            ir.Constant(_W16, list(range(16)))))
+# 2**(F - E) as float32 bits (E clamped to F - 126 .. F + 127 by the caller)
+w16_pow2 = _op16(W16, S16, lambda b, x: b.bitcast(b.shl(x, ir.Constant(_W16, [23] * 16)), _S16), n=1)
+
+
+@intrinsic
+def w16_splat(typingctx, x):
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _splat16(builder, builder.trunc(args[0], ir.IntType(32)) if args[0].type.width > 32 else args[0],
+                        _W16)
+    return W16(x), codegen
+
+
+@intrinsic
+def s16_zero(typingctx):
+    def codegen(context, builder, sig, args):
+        return ir.Constant(_S16, [0.0] * 16)
+    return S16(), codegen
+
+
+def _c16(v, bits=32):
+    return ir.Constant(ir.VectorType(ir.IntType(bits), 16), [v] * 16)
+
+
+@intrinsic
+def w16_byte(typingctx, w, j):
+    """Byte j of each lane (j in 0..3)."""
+    if w != W16 or not isinstance(j, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        sh = _splat16(builder, builder.trunc(builder.mul(args[1], ir.Constant(args[1].type, 8)), ir.IntType(32)), _W16)
+        return builder.and_(builder.lshr(args[0], sh), _c16(0xFF))
+    return W16(w, j), codegen
+
+
+def _f16_to_s16(builder, h):
+    return builder.fpext(builder.bitcast(builder.trunc(h, ir.VectorType(ir.IntType(16), 16)),
+                                         ir.VectorType(ir.HalfType(), 16)), _S16)
+
+
+def _e4m3(builder, b):
+    # the magnitude bits shifted into an f16 are the value times 2**-8 (normal and subnormal); 0x7F is NaN
+    mag = builder.and_(b, _c16(0x7F))
+    h = builder.or_(builder.shl(mag, _c16(7)), builder.shl(builder.and_(b, _c16(0x80)), _c16(8)))
+    v = builder.fmul(_f16_to_s16(builder, h), ir.Constant(_S16, [256.0] * 16))
+    return builder.select(builder.icmp_unsigned("==", mag, _c16(0x7F)), ir.Constant(_S16, [float("nan")] * 16), v)
+
+
+e4m3_val16 = _op16(W16, S16, _e4m3, n=1)
+e5m2_val16 = _op16(W16, S16, lambda b, x: _f16_to_s16(b, b.shl(x, _c16(8))), n=1)    # the high byte of an f16
+
+
+@intrinsic
+def s16_nexp(typingctx, v, emin):
+    """Nominal exponents: max(floor(log2|v|), emin), ZERO_EXP for a zero, 128 (SPEXP) for Inf/NaN."""
+    if v != S16 or not isinstance(emin, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        bits = builder.bitcast(args[0], _W16)
+        e = builder.sub(builder.and_(builder.lshr(bits, _c16(23)), _c16(0xFF)), _c16(127))
+        e = builder.call(_llvm_fn(builder, "llvm.smax.v16i32", _W16, [_W16, _W16]),
+                         [e, _splat16(builder, builder.trunc(args[1], ir.IntType(32)), _W16)])
+        zero = builder.icmp_unsigned("==", builder.and_(bits, _c16(0x7FFFFFFF)), _c16(0))
+        return builder.select(zero, _c16(ZERO_EXP), e)
+    return W16(v, emin), codegen
+
+
+def _store_half(dtype, vt):
+    @intrinsic
+    def store(typingctx, arr, idx, v, hi):
+        """arr[idx:idx+8] = lanes 8*hi .. 8*hi+7 of v (hi a literal 0 or 1)."""
+        if not _arr(arr, dtype) or v != vt or not isinstance(hi, types.IntegerLiteral):
+            return None
+        h = hi.literal_value
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            x = _half(builder, args[2], h)
+            builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.none(arr, idx, v, hi), codegen
+    return store
+
+
+# float64 -> binary32 bits, rounded to nearest even (IEEE: subnormals, overflow to Inf)
+f8_to_f32_bits = _op16(F8, I8, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)),
+                                                             _I32x8), _I8), n=1)
+s16_store8 = _store_half(types.float32, S16)
+w16_store8 = _store_half(types.int32, W16)
 
 
 @njit(inline="always")
@@ -125,29 +371,170 @@ def _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi
         i8_store_u32(dw, i * nd + r, w)
 
 
+@njit(inline="always")
+def _decode_op32(words, base, src, dst, ngroups, e4m3, emin, vals, exps):
+    """``_decode_op`` to float32 values and int32 nominal exponents, two groups at a time."""
+    for g in range(0, ngroups, 2):
+        w = w16_join(i8_gather(words, base, src, 8 * g), i8_gather(words, base, src, 8 * g + 8))
+        for j in range(4):
+            b = w16_byte(w, j)
+            v = e4m3_val16(b) if e4m3 else e5m2_val16(b)
+            e = s16_nexp(v, emin)
+            o, p = dst[4 * g + j], dst[4 * g + 4 + j]
+            s16_store8(vals, o, v, 0)
+            s16_store8(vals, p, v, 1)
+            w16_store8(exps, o, e, 0)
+            w16_store8(exps, p, e, 1)
+
+
+@njit(inline="always")
+def _block8(y, ps, e, cv, first, F):
+    """8 rows of a block's result, unrounded: c (unless ``first``: c = +0) scaled by 2**(F - E) and
+    truncated, plus the int32 sum y of the truncated products, plus their float32 sum ps where that
+    is Inf or NaN (as in the float64 sum, where such a term absorbs or poisons the finite ones),
+    times 2**(E - F).  -0.0 adds nothing, not even to a zero's sign."""
+    S = i8_to_f8(y)
+    if not first:
+        S = f8_add(f8_trunc(f8_mul(cv, f8_from_bits(i8_shl(i8_sub(_k(F + 1023), e), _k(52))))), S)
+    S = f8_add(S, f8_where(f8_eq(f8_mul(ps, f8_splat(0.0)), f8_splat(0.0)), f8_splat(-0.0), ps))
+    return f8_mul(S, f8_from_bits(i8_shl(i8_add(e, _k(1023 - F)), _k(52))))
+
+
+@njit(inline="always")
+def _rvalue(x, prm):
+    """The value of ``_round8``'s word for 8 exact float64 values (zero signs dropped), in the float
+    domain: x scaled to integers at the accumulator's ulp (2**(max(e, emin) - man)), rounded (RNE or
+    toward zero), scaled back; beyond the largest finite value Inf.  The scalings are powers of two
+    and the rounded integer is below 2**(man + 1), so all of it is exact."""
+    man, ebits = prm[P_ACC_MAN], prm[P_ACC_EBITS]
+    bias = (1 << (ebits - 1)) - 1
+    qb = i8_sub(i8_max(i8_and(f8_bits(x), _k(EXP_MASK)), _k((1 - bias + 1023) << 52)), _k(man << 52))
+    r = f8_mul(x, f8_from_bits(i8_sub(_k(2046 << 52), qb)))
+    r = f8_roundeven(r) if prm[P_RNE] else f8_trunc(r)
+    v = f8_add(f8_mul(r, f8_from_bits(qb)), f8_splat(0.0))
+    top = _k(((bias + 1023) << 52) | (((1 << man) - 1) << (52 - man)))      # the largest finite value
+    big = i8_lt(top, i8_and(f8_bits(v), _k(ABS_MASK)))
+    return f8_where(big, f8_mul(v, f8_splat(np.inf)), v)
+
+
+@njit(inline="always")
+def _next_c(v, prm, ezero):
+    """The exponent a block's rounded result brings to the next block's E_max as its c (e_zero for
+    a zero c, SPEXP for Inf/NaN)."""
+    e = i8_sub(i8_shr(i8_and(f8_bits(v), _k(EXP_MASK)), _k(52)), _k(1023))
+    if not prm[P_C_EXACT]:
+        e = i8_max(e, _k(prm[P_ACC_EMIN]))
+    return i8_where(f8_eq(v, f8_splat(0.0)), _k(ezero), i8_min(e, _k(SPEXP)))
+
+
+@njit(inline="always")
+def _c_plus(x, cw, cbase, ct_src, ct_sh, o, acc_mask, prm):
+    """FADD / HADD2 of C and 8 rows of the last block's rounded result, rounded to nearest even."""
+    code, cemin, man, ebits = prm[P_ACC_CODE], prm[P_ACC_EMIN], prm[P_ACC_MAN], prm[P_ACC_EBITS]
+    c = i8_and(i8_shr(i8_gather(cw, cbase, ct_src, o), i8_load(ct_sh, o)), _k(acc_mask))
+    cval, _ = _decode8(c, code, cemin, False, True)
+    r = f8_add(cval, x)
+    if man == 23:                                      # f32: the hardware conversion rounds so
+        return i8_where(f8_eq(r, r), f8_to_f32_bits(r), _k(0x7FFFFFFF))
+    return _round8(r, man, ebits, True, True)
+
+
+@njit(inline="always")
+def _warp16(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, ct_src, ct_sh, dt_lo, dt_hi, prm, a32, ea, b32, eb,
+            cv, ce, dout):
+    """``_warp`` column by column of D, its 16 rows in 32-bit lanes (``run`` says when): E_max as
+    integer exponent sums, the products' truncated sum in int32, the columns block by block (their
+    chains are independent), the rounded block results kept as float64 values until C is added.
+    ``dout`` is column-major here."""
+    K, L, F, ezero = prm[P_K], prm[P_L], prm[P_F], prm[P_EZERO]
+    acc_mask = (np.int64(1) << (1 + prm[P_ACC_MAN] + prm[P_ACC_EBITS])) - 1
+    emin = prm[P_IN_EMIN]
+    _decode_op32(aw, i * prm[P_AWORDS], a_src, a_dst, prm[P_AGROUPS], prm[P_A_E4M3], emin, a32, ea)
+    _decode_op32(bw, i * prm[P_BWORDS], b_src, b_dst, prm[P_BGROUPS], prm[P_B_E4M3], emin, b32, eb)
+    # block by block over the columns, whose chains are independent (cv, ce: c's value and exponent,
+    # column-major, between blocks)
+    for k0 in range(0, K, L):
+        first = k0 == 0
+        for n in range(LANES):
+            o = n * 16
+            v0, v1 = f8_load(cv, o), f8_load(cv, o + 8)
+            # E_max: a zero c (the first block's +0) brings e_zero; so may a zero product
+            E = w16_splat(ezero) if first else w16_join(i8_load(ce, o), i8_load(ce, o + 8))
+            zmin = w16_splat(0)
+            for k in range(k0, k0 + L):
+                s = w16_add(w16_load(ea, k * 16), w16_bcast(eb, k * LANES + n))
+                E = w16_max(E, s)
+                zmin = w16_min(zmin, s)
+            e0, e1 = w16_lo(E), w16_hi(E)
+            if not first:
+                e0 = i8_where(i8_and(i8_lt(w16_lo(zmin), _k(ZERO_EXP // 2)), i8_lt(e0, _k(ezero))), _k(ezero), e0)
+                e1 = i8_where(i8_and(i8_lt(w16_hi(zmin), _k(ZERO_EXP // 2)), i8_lt(e1, _k(ezero))), _k(ezero), e1)
+                E = w16_join(e0, e1)
+            # 2**(F - E) in float32: E below F - 127 has only zero products; from F + 32 on (an Inf/NaN
+            # term's) every finite product (below 2**32) truncates to 0, and does so at 2**-32 too,
+            # where none of them is a subnormal float32 (slow on x86)
+            t = w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(F + 32))))
+            y = w16_splat(0)
+            ps = s16_zero()
+            for k in range(k0, k0 + L):
+                p = s16_mul(s16_load(a32, k * 16), s16_bcast(b32, k * LANES + n))
+                ps = s16_add(ps, p)
+                y = w16_add(y, s16_trunc(s16_mul(p, t)))
+            v0 = _rvalue(_block8(w16_lo(y), s16_lo(ps), e0, v0, first, F), prm)
+            v1 = _rvalue(_block8(w16_hi(y), s16_hi(ps), e1, v1, first, F), prm)
+            f8_store(cv, o, v0)
+            f8_store(cv, o + 8, v1)
+            if k0 + L < K:
+                i8_store(ce, o, _next_c(v0, prm, ezero))
+                i8_store(ce, o + 8, _next_c(v1, prm, ezero))
+    cbase = i * prm[P_CWORDS]
+    for o in range(0, 16 * LANES, LANES):
+        i8_store(dout, o, _c_plus(f8_load(cv, o), cw, cbase, ct_src, ct_sh, o, acc_mask, prm))
+
+    nd = prm[P_DWORDS]
+    for r in range(0, nd, LANES):
+        w = i8_gather(dout, 0, dt_lo, r)
+        if prm[P_ACC_EBITS] == 5:
+            w = i8_or(w, i8_shl(i8_gather(dout, 0, dt_hi, r), _k(16)))
+        i8_store_u32(dw, i * nd + r, w)
+
+
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
-def _run_range(lo, hi, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm,
-               av, ah, bv, bh, cv, ch, eb, sv, dout):
+def _run_range(lo, hi, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, ct, prm,
+               av, ah, bv, bh, cv, ch, eb, sv, dout, s32):
     # No reference counting in the warp loop (_nrt=False), as in the float kernel.
-    for i in range(lo, hi):
-        _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm,
-              av, ah, bv, bh, cv, ch, eb, sv, dout)
+    if prm[P_LANES16]:
+        a32, ea32, b32, eb32 = s32
+        for i in range(lo, hi):
+            _warp16(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, ct[0], ct[1], ct[2], ct[3], prm,
+                    a32, ea32, b32, eb32, cv, eb, dout)
+    else:
+        for i in range(lo, hi):
+            _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm,
+                  av, ah, bv, bh, cv, ch, eb, sv, dout)
+
+
+@njit(inline="always")
+def _scratch32(prm):
+    K = prm[P_K]
+    return (np.empty(K * prm[P_M], np.float32), np.empty(K * prm[P_M], np.int32),
+            np.empty(K * LANES, np.float32), np.empty(K * LANES, np.int32))
 
 
 @njit(cache=True)
-def _run_serial(aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm):
+def _run_serial(aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, ct, prm):
     av, ah, bv, bh, cv, ch, eb, sv, dout = _scratch(prm)
     _run_range(0, dw.size // prm[P_DWORDS], aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh,
-               d_lo, d_hi, prm, av, ah, bv, bh, cv, ch, eb, sv, dout)
+               d_lo, d_hi, ct, prm, av, ah, bv, bh, cv, ch, eb, sv, dout, _scratch32(prm))
 
 
 @njit(cache=True, parallel=True)
-def _run_parallel(nchunks, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm):
+def _run_parallel(nchunks, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, ct, prm):
     n = dw.size // prm[P_DWORDS]
     for t in prange(nchunks):
         av, ah, bv, bh, cv, ch, eb, sv, dout = _scratch(prm)
         _run_range(t * n // nchunks, (t + 1) * n // nchunks, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst,
-                   c_src, c_sh, d_lo, d_hi, prm, av, ah, bv, bh, cv, ch, eb, sv, dout)
+                   c_src, c_sh, d_lo, d_hi, ct, prm, av, ah, bv, bh, cv, ch, eb, sv, dout, _scratch32(prm))
 
 
 def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
@@ -162,11 +549,22 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
     d = np.empty(batch * 32 * nd, np.uint32)
     prm = make_params(pl.inner, maps)
     prm[[P_AWORDS, P_BWORDS]] = 32 * f.nregs("A"), 32 * f.nregs("B")
+    M, N, K = f.shape
+    L, F = prm[P_L], prm[P_F]
+    # the 32-bit lanes hold a column of 16 rows (and decode two groups of bytes at once), a block of L
+    # terms below 2**(F + 2) each in int32; they need C last (the first block from c = +0) and zero
+    # results without sign (the int32 sum has none)
+    lanes16 = bool(pl.c_last and M == 16 and K % L == 0 and L << (F + 2) <= 1 << 31 and not prm[P_ZERO_IEEE]
+                   and groups["a_dst"].size % 8 == 0 and groups["b_dst"].size % 8 == 0)
     prm = np.append(prm, np.array([pl.c_last, f.types["A"] == "e4m3", f.types["B"] == "e4m3",
-                                   groups["a_dst"].size // 4, groups["b_dst"].size // 4], np.int64))
+                                   groups["a_dst"].size // 4, groups["b_dst"].size // 4, lanes16], np.int64))
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
+    # C's and D's maps column-major (element (m, n) at n*M + m) for the 32-bit lanes
+    col = np.arange(M * N).reshape(N, M).T.ravel()            # column-major index of row-major (m, n)
+    ct = (maps["c_src"][col.argsort()], maps["c_sh"][col.argsort()], col[maps["d_lo"]], col[maps["d_hi"]])
     args = (a, b, c, d, groups["a_src"], groups["a_dst"], groups["b_src"], groups["b_dst"],
-            maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm)
+            maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"],
+            tuple(np.ascontiguousarray(x, np.int64) for x in ct), prm)
     threads = numba.get_num_threads()
     if parallel and threads > 1 and batch >= 2 * threads:
         _run_parallel(min(batch, 8 * threads), *args)
