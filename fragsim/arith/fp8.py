@@ -105,7 +105,8 @@ def byte_groups(form: MmaForm, virtual: MmaForm) -> dict[str, np.ndarray]:
         n = form.nregs(op)
         rows, cols = virtual.coords(op)                       # (32, 2n, 2)
         k, x = (cols, rows) if op == "A" else (rows, cols)
-        src, dst = [], []
+        src: list[int] = []
+        dst: list[int] = []
         for reg in range(n):
             for t in range(4):
                 lanes = 4 * np.arange(8) + t
