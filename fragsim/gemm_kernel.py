@@ -8,7 +8,8 @@ is that chain over the block sequence of ``k_order``, which this kernel runs wit
 accumulators of four rows of one 8-column tile held in registers from C to D: inputs are
 decoded once per matrix (not once per mma), no registers are packed or unpacked, and the
 arithmetic per block is exactly ``fragsim.arith.kernel``'s (its ``_decode8`` and
-``_round8``; the scaled, truncated sum as its ``_sum_row``; E_max as its ``_emax_row``, but as
+``_round8``, the rounding between blocks done on float64 bits where it gives a normal number,
+``_next_c``; the scaled, truncated sum as its ``_sum_row``; E_max as its ``_emax_row``, but as
 a maximum of integer exponent sums instead of products of powers of two).  f16 inputs run two
 8-column tiles at once in 32-bit lanes (``_rows4x16``, ``fragsim.gemm_simd``).
 
@@ -22,24 +23,25 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from .arith.kernel import (LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_C_EXACT, P_EZERO, P_F,
-                           P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
+from .arith.kernel import (ABS_MASK, LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_C_EXACT, P_EZERO,
+                           P_F, P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
 from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
-                         f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr, i8_splat,
-                         i8_store, i8_sub, i8_to_f8, i8_where)
-from .gemm_simd import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
+                         f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr,
+                         i8_splat, i8_store, i8_sub, i8_to_f8, i8_where)
+from .gemm_simd import (i8_ult, s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
                         w16_lo, w16_load, w16_max, w16_zeros)
 
 # Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
 # fragsim/gemm_simd.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
 # after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "464d701e3b79ec9bbabcb091841a82c41c4cc4679823869da73db960cd3d03ef"
+GEMM_SOURCE_HASH = "33bb65bf43abfbdd6f26fd609251a2394ef7783783cd21217677d9cb68106883"
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "gemm_simd.py")
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
+SIGN = ~ABS_MASK
 
 
 @njit(inline="always")
@@ -113,6 +115,43 @@ def _finish(s, e, F, prm):
     return w, v, _exp(h)
 
 
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _word(x, prm):
+    """D's word of the exact block result x."""
+    return _round8(x, prm[P_ACC_MAN], prm[P_ACC_EBITS], prm[P_RNE], prm[P_ZERO_IEEE])
+
+
+@njit(inline="always")
+def _acc_rounding(prm):
+    """``_next_c``'s constants: RNE or not, the float64 bits dropped, the kept bits, and the
+    accumulator's smallest normal and the span of its normals in float64 bits."""
+    drop = 52 - prm[P_ACC_MAN]
+    bias = (1 << (prm[P_ACC_EBITS] - 1)) - 1
+    return prm[P_RNE] != 0, drop, ~((1 << drop) - 1), (1 - bias + 1023) << 52, (2 * bias) << 52
+
+
+@njit(inline="always")
+def _next_c(s, e, F, rc, prm):
+    """The block sum S (exact, scaled by 2**(F - E)) -> its exact value x (D's word is
+    ``_word(x)``) and the accumulator's value and exponent as the next c.  Where every lane
+    rounds to a normal number or zero, the rounding works on x's float64 bits (what encoding the
+    word and decoding it back gives, without either); zeros, subnormals, overflow, Inf and NaN
+    go through ``_finish``."""
+    rne, drop, keep, lo, span = rc
+    x = f8_mul(s, _unscale(e, F))
+    b = f8_bits(x)
+    ab = i8_and(b, _k(ABS_MASK))
+    if rne:     # add half-ulp-minus-one plus the kept lsb: a carry rolls into the exponent
+        ab = i8_add(ab, i8_add(_k((1 << (drop - 1)) - 1), i8_and(i8_shr(ab, _k(drop)), _k(1))))
+    rb = i8_and(ab, _k(keep))
+    if i8_any(i8_ult(_k(span - 1), i8_sub(rb, _k(lo)))):
+        _, v, h = _finish(s, e, F, prm)
+    else:
+        v = f8_from_bits(i8_or(rb, i8_and(b, _k(SIGN))))
+        h = i8_sub(i8_shr(rb, _k(52)), _k(1023))
+    return x, v, h
+
+
 @njit(inline="always")
 def _emax4(ae, be, r0, r1, r2, r3, bcol, k0, k1, e0, e1, e2, e3):
     """E_max of four rows of one 8-column tile, from c's exponents e0..e3: four independent chains."""
@@ -147,7 +186,8 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
     o = m0 * N + nt * LANES
     v0, v1, v2, v3 = f8_load(cv, o), f8_load(cv, o + N), f8_load(cv, o + 2 * N), f8_load(cv, o + 3 * N)
     h0, h1, h2, h3 = i8_load(ce, o), i8_load(ce, o + N), i8_load(ce, o + 2 * N), i8_load(ce, o + 3 * N)
-    w0 = w1 = w2 = w3 = _k(0)
+    rc = _acc_rounding(prm)
+    w0 = w1 = w2 = w3 = f8_splat(0.0)
     for j in range(j0, j1):
         k0, k1 = bstart[j], bend[j]
         e0, e1, e2, e3 = _emax4(ae, be, r0, r1, r2, r3, bcol, k0, k1, h0, h1, h2, h3)
@@ -160,15 +200,17 @@ def _rows4(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, ezer
         s0, s1, s2, s3 = _sum4(av, bv, r0, r1, r2, r3, bcol, k0, k1, f8_trunc(f8_mul(v0, sc0)),
                                f8_trunc(f8_mul(v1, sc1)), f8_trunc(f8_mul(v2, sc2)), f8_trunc(f8_mul(v3, sc3)),
                                sc0, sc1, sc2, sc3)
-        w0, v0, h0 = _finish(s0, e0, F, prm)
-        w1, v1, h1 = _finish(s1, e1, F, prm)
-        w2, v2, h2 = _finish(s2, e2, F, prm)
-        w3, v3, h3 = _finish(s3, e3, F, prm)
-    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3)
+        w0, v0, h0 = _next_c(s0, e0, F, rc, prm)
+        w1, v1, h1 = _next_c(s1, e1, F, rc, prm)
+        w2, v2, h2 = _next_c(s2, e2, F, rc, prm)
+        w3, v3, h3 = _next_c(s3, e3, F, rc, prm)
+    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3, prm, j1 == bstart.size)
 
 
 @njit(inline="always")
-def _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3):
+def _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, x0, x1, x2, x3, prm, last):
+    """The accumulators back to cv, ce and, after the chain's ``last`` block, the words of their
+    exact values x0..x3 to dout."""
     f8_store(cv, o, v0)
     f8_store(cv, o + N, v1)
     f8_store(cv, o + 2 * N, v2)
@@ -177,10 +219,11 @@ def _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3):
     i8_store(ce, o + N, h1)
     i8_store(ce, o + 2 * N, h2)
     i8_store(ce, o + 3 * N, h3)
-    i8_store(dout, o, w0)
-    i8_store(dout, o + N, w1)
-    i8_store(dout, o + 2 * N, w2)
-    i8_store(dout, o + 3 * N, w3)
+    if last:
+        i8_store(dout, o, _word(x0, prm))
+        i8_store(dout, o + N, _word(x1, prm))
+        i8_store(dout, o + 2 * N, _word(x2, prm))
+        i8_store(dout, o + 3 * N, _word(x3, prm))
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
@@ -205,7 +248,8 @@ def _rows4x16(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, e
     u0, u1, u2, u3 = f8_load(cv, p), f8_load(cv, p + N), f8_load(cv, p + 2 * N), f8_load(cv, p + 3 * N)
     h0, h1, h2, h3 = i8_load(ce, o), i8_load(ce, o + N), i8_load(ce, o + 2 * N), i8_load(ce, o + 3 * N)
     g0, g1, g2, g3 = i8_load(ce, p), i8_load(ce, p + N), i8_load(ce, p + 2 * N), i8_load(ce, p + 3 * N)
-    w0 = w1 = w2 = w3 = x0 = x1 = x2 = x3 = _k(0)
+    rc = _acc_rounding(prm)
+    w0 = w1 = w2 = w3 = x0 = x1 = x2 = x3 = f8_splat(0.0)
     for j in range(j0, j1):
         k0, k1 = bstart[j], bend[j]
         m0e, m1e, m2e, m3e = w16_join(h0, g0), w16_join(h1, g1), w16_join(h2, g2), w16_join(h3, g3)
@@ -250,16 +294,16 @@ def _rows4x16(m0, nt, K, N, av, ae, bv, be, cv, ce, bstart, bend, j0, j1, prm, e
         else:
             s0, s1, s2, s3 = _sum4(av, bv, r0, r1, r2, r3, bl, k0, k1, s0, s1, s2, s3, sc0, sc1, sc2, sc3)
             q0, q1, q2, q3 = _sum4(av, bv, r0, r1, r2, r3, bh, k0, k1, q0, q1, q2, q3, sd0, sd1, sd2, sd3)
-        w0, v0, h0 = _finish(s0, e0, F, prm)
-        w1, v1, h1 = _finish(s1, e1, F, prm)
-        w2, v2, h2 = _finish(s2, e2, F, prm)
-        w3, v3, h3 = _finish(s3, e3, F, prm)
-        x0, u0, g0 = _finish(q0, d0, F, prm)
-        x1, u1, g1 = _finish(q1, d1, F, prm)
-        x2, u2, g2 = _finish(q2, d2, F, prm)
-        x3, u3, g3 = _finish(q3, d3, F, prm)
-    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3)
-    _store4(cv, ce, dout, p, N, u0, u1, u2, u3, g0, g1, g2, g3, x0, x1, x2, x3)
+        w0, v0, h0 = _next_c(s0, e0, F, rc, prm)
+        w1, v1, h1 = _next_c(s1, e1, F, rc, prm)
+        w2, v2, h2 = _next_c(s2, e2, F, rc, prm)
+        w3, v3, h3 = _next_c(s3, e3, F, rc, prm)
+        x0, u0, g0 = _next_c(q0, d0, F, rc, prm)
+        x1, u1, g1 = _next_c(q1, d1, F, rc, prm)
+        x2, u2, g2 = _next_c(q2, d2, F, rc, prm)
+        x3, u3, g3 = _next_c(q3, d3, F, rc, prm)
+    _store4(cv, ce, dout, o, N, v0, v1, v2, v3, h0, h1, h2, h3, w0, w1, w2, w3, prm, j1 == bstart.size)
+    _store4(cv, ce, dout, p, N, u0, u1, u2, u3, g0, g1, g2, g3, x0, x1, x2, x3, prm, j1 == bstart.size)
 
 
 @njit(cache=True, parallel=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt

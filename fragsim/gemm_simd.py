@@ -162,3 +162,14 @@ def w16_zeros(typingctx):
     def codegen(context, builder, sig, args):
         return ir.Constant(_W16, [0] * 16)
     return W16(), codegen
+
+
+@intrinsic
+def i8_ult(typingctx, a, b):
+    """a < b as unsigned 64-bit integers: a lane mask (I8 of 0 / -1), as ``fragsim.arith.simd``'s."""
+    if a != I8 or b != I8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.sext(builder.icmp_unsigned("<", *args), _I)
+    return I8(a, b), codegen
