@@ -125,6 +125,12 @@ def classes(f, out):
         ("layout unmodelled form", ["layout", "m8n8k16.row.col.s32.s8.u8.s32", "A"], ERROR),
         ("layout missing operand", ["layout", F32], ERROR), ("layout extra argument", ["layout", F32, "A", "B"], ERROR),
         ("layout unknown option", ["layout", F32, "A", "--bogus"], ERROR), ("layout help", ["layout", "--help"], OK),
+        ("layout movmatrix", ["layout", "movmatrix"], OK), ("layout movmatrix json", ["layout", "MOVMATRIX.trans", "--json"], OK),
+        ("layout movmatrix ptx svg", ["layout", "movmatrix.sync.aligned.m8n8.trans.b16", "--svg", out + "/m.svg"], OK),
+        ("layout movmatrix operand", ["layout", "movmatrix", "A"], ERROR),
+        ("layout movmatrix by lane", ["layout", "movmatrix", "--by-lane"], ERROR),
+        ("layout movmatrix png named svg", ["layout", "movmatrix", "--png", out + "/m.svg"], ERROR),
+        ("layout movmatrix untransposed", ["layout", "movmatrix.sync.aligned.m8n8.b16"], ERROR),
         ("no such command", ["bogus"], ERROR), ("version", ["--version"], OK), ("top help", ["--help"], OK),
     ]
     for name, role in FILE_ROLES.items():
@@ -351,6 +357,9 @@ def classes(f, out):
         ("draw canonical mn 8-bit", ["draw", "canonical", "--major", "MN", "--bits", "8", "-o", out + "/c.png"], ERROR),
         ("draw canonical rows 12", ["draw", "canonical", "--rows", "12", "-o", out + "/c.png"], ERROR),
         ("draw canonical desc expression", ["draw", "canonical", "--desc", "k * 2", "-o", out + "/c.png"], ERROR),
+        ("draw movmatrix", ["draw", "movmatrix", "-o", out + "/m.png"], OK),
+        ("draw movmatrix with an operand", ["draw", "movmatrix", "A", "-o", out + "/m.png"], ERROR),
+        ("draw movmatrix bad extension", ["draw", "movmatrix", "-o", out + "/m.jpg"], ERROR),
         ("draw wgmma D", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "D", "-o", out + "/w.png"], OK),
         ("draw wgmma A svg", ["draw", "wgmma", "m64n8k32.s32.u8.s8", "a", "-o", out + "/w.svg"], OK),
         ("draw wgmma B", ["draw", "wgmma", "m64n8k16.f32.bf16.bf16", "B", "-o", out + "/w.png"], ERROR),
@@ -410,7 +419,8 @@ EXPR_T = st.one_of(st.sampled_from(["lane * 16", "lane * 4", "(lane % 16) * 64 +
 
 @st.composite
 def layout_argv(draw):
-    return ["layout", draw(FORMS_T), draw(st.one_of(st.sampled_from("ABCDabcd"), JUNK))] + draw(
+    form = draw(st.one_of(FORMS_T, st.sampled_from(["movmatrix", "movmatrix.trans", " Movmatrix "])))
+    return ["layout", form] + draw(st.lists(st.one_of(st.sampled_from("ABCDabcd"), JUNK), max_size=1)) + draw(
         st.lists(st.sampled_from(["--by-lane", "--json"]), max_size=2))
 
 

@@ -27,6 +27,7 @@ KINDS = [
     ["warp-tile", "--tiles", "2x4"],
     ["cta-tile", "--cta", "128x64", "--warps", "2x1"],
     ["wgmma", "m64n8k16.f32.bf16.bf16", "D"],
+    ["movmatrix"],
 ]
 
 
@@ -49,6 +50,7 @@ def test_every_kind_writes_the_format_its_extension_names(tmp_path, capsys, i):
     (["warp-tile", "--tiles", "4by8", "-o", "{tmp}/x.png"], "expected MxN"),
     (["wgmma", "m64n8k16.f32.bf16.bf16", "B", "-o", "{tmp}/x.png"], "operand B of wgmma is always in shared memory"),
     (["wgmma", F32, "D", "-o", "{tmp}/x.png"], "expected PTX's spelling after 'wgmma.mma_async.sync.aligned.'"),
+    (["movmatrix", "-o", "{tmp}/x.gif"], "the picture format comes from the extension"),
     (["fragment", F32, "A", "-o", "/nonexistent-dir/x.png"], "-o /nonexistent-dir/x.png: cannot write there"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, args, message):

@@ -4,7 +4,8 @@ Kinds: ``fragment`` (one operand's map), ``mma`` (A, B and C/D together), ``flow
 ldmatrix/stmatrix), ``bank-map`` (a tile coloured by bank), ``bank-phases``, ``bank-histogram``,
 ``bank-report`` (one instruction's accesses and cost), ``swizzle`` (logical -> physical),
 ``warp-tile``, ``cta-tile``, ``wgmma`` (a warpgroup fragment map), ``canonical`` (a wgmma operand's
-canonical layout: core matrices, swizzle atoms, LBO/SBO over the shared-memory bytes) and ``check``
+canonical layout: core matrices, swizzle atoms, LBO/SBO over the shared-memory bytes), ``movmatrix``
+(the source and destination fragment maps of the transpose) and ``check``
 (expected vs received fragment map of ``fragsim check``, with its arguments).  Address expressions
 are C, as in ``fragsim conflicts``.
 """
@@ -34,6 +35,7 @@ KINDS = {
     "wgmma": "a wgmma form's warpgroup fragment map (A in registers, C or D): thread and element per cell, warp bands",
     "canonical": "a wgmma shared-memory operand: core matrices, swizzle atoms, LBO/SBO arrows over the bytes a "
                  "descriptor reads",
+    "movmatrix": "movmatrix.sync.aligned.m8n8.trans.b16: who holds each element of the 8x8 matrix before and after",
     "check": "a check of address math (the arguments of `fragsim check`): expected vs received fragment map, "
              "mismatches in red",
 }
@@ -201,6 +203,9 @@ def run(args) -> int:
             if isinstance(desc, str):
                 raise ValueError(f"--desc {args.desc!r}: expected a 64-bit value or 'start=N lbo=N sbo=N swizzle=MODE'")
         draw_canonical(desc, major=args.major, elem_bits=args.bits, rows=args.rows, path=out)
+    elif kind == "movmatrix":
+        from ..viz.movmatrix_map import draw_movmatrix_map
+        draw_movmatrix_map(out)
     elif kind == "check":
         from ..viz.check_result import draw_check
         from .check import checker
