@@ -11,7 +11,7 @@ arithmetic per block is exactly ``fragsim.arith.kernel``'s (its ``_decode8`` and
 ``_round8``, the rounding between blocks done on float64 bits where it gives a normal number,
 ``_next_c``; the scaled, truncated sum as its ``_sum_row``; E_max as its ``_emax_row``, but as
 a maximum of integer exponent sums instead of products of powers of two).  f16 inputs run two
-8-column tiles at once in 32-bit lanes (``_rows4x16``, ``fragsim.gemm_simd``).
+8-column tiles at once in 32-bit lanes (``_rows4x16``, ``fragsim.arith.simd16``).
 
 Work items (prange): blocks of rows x columns of D, each run a pass of blocks at a time.
 """
@@ -27,17 +27,17 @@ from .arith.kernel import (ABS_MASK, LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN,
                            P_F, P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
 from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
                          f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr,
-                         i8_splat, i8_store, i8_sub, i8_to_f8, i8_where)
-from .gemm_simd import (i8_ult, s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
-                        w16_lo, w16_load, w16_max, w16_zeros)
+                         i8_splat, i8_store, i8_sub, i8_to_f8, i8_ult, i8_where)
+from .arith.simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
+                           w16_lo, w16_load, w16_max, w16_zeros)
 
 # Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
-# fragsim/gemm_simd.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
+# fragsim/arith/simd16.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
 # after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "33bb65bf43abfbdd6f26fd609251a2394ef7783783cd21217677d9cb68106883"
+GEMM_SOURCE_HASH = "8779e6ef19a288850f9cc7dee4766dc02b13e055ff8bdf19b9aadb3570e1f3b2"
 
 _HERE = Path(__file__).resolve().parent
-SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "gemm_simd.py")
+SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "arith" / "simd16.py")
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's

@@ -4,7 +4,6 @@ reference implementations are kept here as the oracles, run on random register w
 built from special values (NaN, Inf, max, subnormals, signed zeros, sums that overflow or tie)."""
 
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -147,6 +146,7 @@ def test_m8n8k4_compiled_tree_is_the_numpy_float32_tree(form, kind):
 
 def test_fp8_driver_cache_stamp_is_current():
     """numba keys kernel_fp8.py's cache on its own content: its stamp hashes what it inlines."""
-    here = Path(fragsim.__file__).parent / "arith"
-    why = _cachekey.check(here / "kernel_fp8.py", "KERNEL_SOURCE_HASH", here / "kernel.py", here / "simd.py")
+    from fragsim.arith import kernel_fp8
+
+    why = _cachekey.check(kernel_fp8.__file__, "KERNEL_SOURCE_HASH", *kernel_fp8.SOURCES)
     assert why is None, f"{why}. Regenerate with: python -m fragsim.arith.kernel_fp8"

@@ -35,7 +35,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, 
 # kernels.  numba keys its disk cache on this file's content only: the stamp makes an edit of
 # simd.py change that key.  After editing simd.py run `python -m fragsim.arith.cachekey`
 # (tests/test_numba_cache_key.py fails until then).
-SIMD_SOURCE_HASH = "a40148d2d1f94ccdceff1fc77242f655bbd0d9ab765c9aae713bfb984b63fe6b"
+SIMD_SOURCE_HASH = "5f7ff047fa3bccebd826c60dd9800ba00a48ee341205ee4bdefcb8daef114242"
 
 LANES = 8
 # Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.

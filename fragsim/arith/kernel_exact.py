@@ -27,7 +27,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hs
 
 # Hash of simd.py (fragsim._cachekey.source_hash): see kernel.py; restamp with
 # `python -m fragsim.arith.cachekey` after editing simd.py.
-SIMD_SOURCE_HASH = "a40148d2d1f94ccdceff1fc77242f655bbd0d9ab765c9aae713bfb984b63fe6b"
+SIMD_SOURCE_HASH = "5f7ff047fa3bccebd826c60dd9800ba00a48ee341205ee4bdefcb8daef114242"
 
 LANES = 8                   # every form here is n8: one output row is one 8-lane vector
 OP_MUL, OP_AND, OP_XOR = 0, 1, 2

@@ -26,24 +26,31 @@ and Inf/NaN products enter through their float32 sum.  ``_warp`` remains for any
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange
 from numba.core import types
-from numba.extending import intrinsic, models, register_model
+from numba.extending import intrinsic
 
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
                      P_ZERO_IEEE, NPARAMS, SPEXP, _decode8, _emax_row, _round8, _scratch, _sum_row, make_params)
-from .simd import (F8, I8, _elem_ptr, _llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
+from .simd import (F8, I8, _llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
                    f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8,
                    i8_where)
 
-# Hash of what this file inlines: fragsim/arith/kernel.py and fragsim/arith/simd.py
-# (fragsim._cachekey).  numba keys its disk cache on this file's content only; after either
+from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s16_add, s16_bcast, s16_hi, s16_lo,
+                     s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
+                     w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
+
+# Hash of what this file inlines: fragsim/arith/kernel.py, simd.py and simd16.py
+# (fragsim._cachekey).  numba keys its disk cache on this file's content only; after one
 # changes run `python -m fragsim.arith.kernel_fp8` (tests/test_mma_fast_paths.py fails until then).
-KERNEL_SOURCE_HASH = "98df3ee270a96e642be8e078840cfffdba1e4dcb222ec2013cdaa59247532582"
+SOURCES = tuple(Path(__file__).resolve().parent / f for f in ("kernel.py", "simd.py", "simd16.py"))
+KERNEL_SOURCE_HASH = "5125fc3616123ca7ee6a6c87fa3459080aba98ff3d44335e1e1fbb11a775d347"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -53,179 +60,8 @@ ZERO_EXP = -8192     # a zero's exponent: a product with a zero factor lies belo
 # --- sixteen 32-bit lanes: one column of D (the 16 rows of m16n8) per vector ---------------------
 # Why: an fp8 product (at most 4 x 4 significant bits, |p| in [2**-32, 2**32)) is exact in float32, and
 # so is its scaling to the block's fixed point (below 2**(F + 2)); a block of at most 16 truncated terms
-# sums exactly in int32.  So a 512-bit register holds 16 rows where the float64 path holds 8 columns.
-# Defined here, not imported, so that numba's cache key (this file's content) covers them.
-
-_S16 = ir.VectorType(ir.FloatType(), 16)
-_W16 = ir.VectorType(ir.IntType(32), 16)
-_F8 = ir.VectorType(ir.DoubleType(), LANES)
-_I8 = ir.VectorType(ir.IntType(64), LANES)
-_I32x8 = ir.VectorType(ir.IntType(32), LANES)
-
-
-class S16Type(types.Type):
-    def __init__(self):
-        super().__init__(name="FP8_S16")
-
-
-class W16Type(types.Type):
-    def __init__(self):
-        super().__init__(name="FP8_W16")
-
-
-S16 = S16Type()
-W16 = W16Type()
-
-
-@register_model(S16Type)
-class _S16Model(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _S16)
-
-
-@register_model(W16Type)
-class _W16Model(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, _W16)
-
-
-def _arr(arr, dtype) -> bool:
-    return isinstance(arr, types.Array) and arr.dtype == dtype and arr.ndim == 1
-
-
-def _splat16(builder, x, vty):
-    v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(_W16, [0] * 16))
-
-
-def _load16(dtype, vt, vty):
-    @intrinsic
-    def load(typingctx, arr, idx):
-        """arr[idx:idx+16] (no bounds check)."""
-        if not _arr(arr, dtype):
-            return None
-
-        def codegen(context, builder, sig, args):
-            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-            return builder.load(builder.bitcast(ptr, vty.as_pointer()), align=4)
-        return vt(arr, idx), codegen
-    return load
-
-
-def _bcast16(dtype, vt, vty):
-    @intrinsic
-    def bcast(typingctx, arr, idx):
-        """arr[idx] in every lane."""
-        if not _arr(arr, dtype):
-            return None
-
-        def codegen(context, builder, sig, args):
-            return _splat16(builder, builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1])), vty)
-        return vt(arr, idx), codegen
-    return bcast
-
-
-def _store8(dtype, vin, conv):
-    @intrinsic
-    def store(typingctx, arr, idx, v):
-        """arr[idx:idx+8] = v, narrowed to 32 bits (values that fit)."""
-        if not _arr(arr, dtype) or v != vin:
-            return None
-
-        def codegen(context, builder, sig, args):
-            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-            x = conv(builder, args[2])
-            builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=4)
-            return context.get_dummy_value()
-        return types.none(arr, idx, v), codegen
-    return store
-
-
-def _op16(vin, vout, emit, n=2):
-    if n == 1:
-        @intrinsic
-        def op1(typingctx, a):
-            if a != vin:
-                return None
-
-            def codegen(context, builder, sig, args):
-                return emit(builder, *args)
-            return vout(a), codegen
-        return op1
-
-    @intrinsic
-    def op2(typingctx, a, b):
-        if a != vin or b != vin:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return emit(builder, *args)
-        return vout(a, b), codegen
-    return op2
-
-
-def _half(builder, x, hi):
-    return builder.shuffle_vector(x, ir.Constant(x.type, ir.Undefined),
-                                  ir.Constant(_I32x8, list(range(8 * hi, 8 * hi + 8))))
-
-
-s16_load = _load16(types.float32, S16, _S16)
-w16_load = _load16(types.int32, W16, _W16)
-s16_bcast = _bcast16(types.float32, S16, _S16)
-w16_bcast = _bcast16(types.int32, W16, _W16)
-s8_store = _store8(types.float32, F8, lambda b, x: b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)))
-w8_store = _store8(types.int32, I8, lambda b, x: b.trunc(x, _I32x8))
-s16_mul = _op16(S16, S16, lambda b, x, y: b.fmul(x, y))
-s16_add = _op16(S16, S16, lambda b, x, y: b.fadd(x, y))
-w16_add = _op16(W16, W16, lambda b, x, y: b.add(x, y))
-w16_sub = _op16(W16, W16, lambda b, x, y: b.sub(x, y))
-w16_max = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.smax.v16i32", _W16, [_W16, _W16]), [x, y]))
-w16_min = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.smin.v16i32", _W16, [_W16, _W16]), [x, y]))
-# toward zero, saturating: an Inf or NaN term (whose block sum the float path takes) stays defined
-s16_trunc = _op16(S16, W16, lambda b, x: b.fptosi(x, _W16),
-                  n=1)
-w16_lo = _op16(W16, I8, lambda b, x: b.sext(_half(b, x, 0), _I8), n=1)
-w16_hi = _op16(W16, I8, lambda b, x: b.sext(_half(b, x, 1), _I8), n=1)
-s16_lo = _op16(S16, F8, lambda b, x: b.fpext(_half(b, x, 0), _F8), n=1)
-s16_hi = _op16(S16, F8, lambda b, x: b.fpext(_half(b, x, 1), _F8), n=1)
-w16_join = _op16(I8, W16, lambda b, x, y: b.shuffle_vector(b.trunc(x, _I32x8), b.trunc(y, _I32x8),
-                                                            ir.Constant(_W16, list(range(16)))))
-# 2**(F - E) as float32 bits (E clamped to F - 126 .. F + 127 by the caller)
-w16_pow2 = _op16(W16, S16, lambda b, x: b.bitcast(b.shl(x, ir.Constant(_W16, [23] * 16)), _S16), n=1)
-
-
-@intrinsic
-def w16_splat(typingctx, x):
-    if not isinstance(x, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return _splat16(builder, builder.trunc(args[0], ir.IntType(32)) if args[0].type.width > 32 else args[0],
-                        _W16)
-    return W16(x), codegen
-
-
-@intrinsic
-def s16_zero(typingctx):
-    def codegen(context, builder, sig, args):
-        return ir.Constant(_S16, [0.0] * 16)
-    return S16(), codegen
-
-
-def _c16(v, bits=32):
-    return ir.Constant(ir.VectorType(ir.IntType(bits), 16), [v] * 16)
-
-
-@intrinsic
-def w16_byte(typingctx, w, j):
-    """Byte j of each lane (j in 0..3)."""
-    if w != W16 or not isinstance(j, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        sh = _splat16(builder, builder.trunc(builder.mul(args[1], ir.Constant(args[1].type, 8)), ir.IntType(32)), _W16)
-        return builder.and_(builder.lshr(args[0], sh), _c16(0xFF))
-    return W16(w, j), codegen
+# sums exactly in int32.  So a 512-bit register holds 16 rows where the float64 path holds 8 columns
+# (the 16-lane vocabulary is fragsim.arith.simd16's; what is fp8's own follows).
 
 
 def _f16_to_s16(builder, h):
@@ -261,28 +97,11 @@ def s16_nexp(typingctx, v, emin):
     return W16(v, emin), codegen
 
 
-def _store_half(dtype, vt):
-    @intrinsic
-    def store(typingctx, arr, idx, v, hi):
-        """arr[idx:idx+8] = lanes 8*hi .. 8*hi+7 of v (hi a literal 0 or 1)."""
-        if not _arr(arr, dtype) or v != vt or not isinstance(hi, types.IntegerLiteral):
-            return None
-        h = hi.literal_value
-
-        def codegen(context, builder, sig, args):
-            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-            x = _half(builder, args[2], h)
-            builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=4)
-            return context.get_dummy_value()
-        return types.none(arr, idx, v, hi), codegen
-    return store
 
 
 # float64 -> binary32 bits, rounded to nearest even (IEEE: subnormals, overflow to Inf)
 f8_to_f32_bits = _op16(F8, I8, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)),
                                                              _I32x8), _I8), n=1)
-s16_store8 = _store_half(types.float32, S16)
-w16_store8 = _store_half(types.int32, W16)
 
 
 @njit(inline="always")
@@ -574,10 +393,7 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     from .._cachekey import restamp
 
-    here = Path(__file__).resolve().parent
-    changed = restamp(Path(__file__).resolve(), "KERNEL_SOURCE_HASH", here / "kernel.py", here / "simd.py")
+    changed = restamp(Path(__file__).resolve(), "KERNEL_SOURCE_HASH", *SOURCES)
     print(f"kernel_fp8.py: KERNEL_SOURCE_HASH {'updated' if changed else 'already current'}")

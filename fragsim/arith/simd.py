@@ -307,9 +307,12 @@ f8_from_f32 = _unop(I8, F8, lambda b, x: b.fpext(
 
 # --- comparisons (a lane mask is an I8 of 0 / -1) and selection ---
 
-def _cmp(vt, pred):
+def _cmp(vt, pred, unsigned=False):
     def emit(builder, x, y):
-        c = builder.icmp_signed(pred, x, y) if vt == I8 else builder.fcmp_ordered(pred, x, y)
+        if vt == I8:
+            c = (builder.icmp_unsigned if unsigned else builder.icmp_signed)(pred, x, y)
+        else:
+            c = builder.fcmp_ordered(pred, x, y)
         return builder.sext(c, _I)
 
     @intrinsic
@@ -326,6 +329,7 @@ def _cmp(vt, pred):
 i8_eq = _cmp(I8, "==")
 i8_ne = _cmp(I8, "!=")
 i8_lt = _cmp(I8, "<")
+i8_ult = _cmp(I8, "<", unsigned=True)
 f8_eq = _cmp(F8, "==")
 f8_lt = _cmp(F8, "<")
 
