@@ -34,7 +34,7 @@ from .arith.simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w1
 # Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
 # fragsim/arith/simd16.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
 # after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "8779e6ef19a288850f9cc7dee4766dc02b13e055ff8bdf19b9aadb3570e1f3b2"
+GEMM_SOURCE_HASH = "adb11db916126e31449a9de2a35dbc451602513f29f2d2b90464f34ea478459f"
 
 _HERE = Path(__file__).resolve().parent
 SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "arith" / "simd16.py")

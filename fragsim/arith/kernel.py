@@ -214,6 +214,30 @@ def _sum_row(av, bv, M, m, k0, k1, cval, scale):
 
 
 @njit(inline="always")
+def _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8):
+    """One block's E_max pass and truncated-sum pass over the rows (c in cv/ch): sv[m] = S * 2**(E - F)."""
+    N = LANES
+    for m in range(M):
+        i8_store(eb, m * N, _emax_row(ah, bh, M, m, k0, k1, f8_load(ch, m * N), f8_load(cv, m * N), zhat8))
+    for m in range(M):
+        ebits = i8_load(eb, m * N)
+        scale = f8_from_bits(i8_sub(_k((F + 2046) << 52), ebits))      # 2**(F - E)
+        S = _sum_row(av, bv, M, m, k0, k1, f8_load(cv, m * N), scale)
+        f8_store(sv, m * N, f8_mul(S, f8_from_bits(i8_sub(ebits, _k(F << 52)))))   # S * 2**(E - F)
+
+
+@njit(inline="always")
+def _store_d(dw, base, dout, d_lo, d_hi, nd, acc_ebits):
+    """Pack D's elements (dout) into its nd registers at dw[base:]: one (f32) or two (f16, low half
+    first) elements a register."""
+    for r in range(0, nd, LANES):
+        w = i8_gather(dout, 0, d_lo, r)
+        if acc_ebits == 5:
+            w = i8_or(w, i8_shl(i8_gather(dout, 0, d_hi, r), _k(16)))
+        i8_store_u32(dw, base + r, w)
+
+
+@njit(inline="always")
 def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm,
           av, ah, bv, bh, cv, ch, eb, sv, dout):
     M, K, L, F, e_zero = prm[P_M], prm[P_K], prm[P_L], prm[P_F], prm[P_EZERO]
@@ -242,13 +266,7 @@ def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, 
     for j in range(nblk):
         k0 = j * L
         k1 = min(k0 + L, K)
-        for m in range(M):
-            i8_store(eb, m * N, _emax_row(ah, bh, M, m, k0, k1, f8_load(ch, m * N), f8_load(cv, m * N), zhat8))
-        for m in range(M):
-            ebits = i8_load(eb, m * N)
-            scale = f8_from_bits(i8_sub(_k((F + 2046) << 52), ebits))      # 2**(F - E)
-            S = _sum_row(av, bv, M, m, k0, k1, f8_load(cv, m * N), scale)
-            f8_store(sv, m * N, f8_mul(S, f8_from_bits(i8_sub(ebits, _k(F << 52)))))   # S * 2**(E - F)
+        _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8)
         for m in range(M):
             w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
             if k1 < K:  # the rounded block result is the next block's c
@@ -258,13 +276,7 @@ def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, 
             else:
                 i8_store(dout, m * N, w)
 
-    # Pack D: each register holds one (f32) or two (f16) output elements, low half first.
-    nd = prm[P_DWORDS]
-    for r in range(0, nd, LANES):
-        w = i8_gather(dout, 0, d_lo, r)
-        if acc_ebits == 5:
-            w = i8_or(w, i8_shl(i8_gather(dout, 0, d_hi, r), _k(16)))
-        i8_store_u32(dw, i * nd + r, w)
+    _store_d(dw, i * prm[P_DWORDS], dout, d_lo, d_hi, prm[P_DWORDS], acc_ebits)
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option

@@ -36,10 +36,10 @@ from numba.extending import intrinsic
 
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
-                     P_ZERO_IEEE, NPARAMS, SPEXP, _decode8, _emax_row, _round8, _scratch, _sum_row, make_params)
+                     P_ZERO_IEEE, NPARAMS, SPEXP, _block_sums, _decode8, _round8, _scratch, _store_d, make_params)
 from .simd import (F8, I8, _llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
                    f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
-                   i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8,
+                   i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_sub, i8_to_f8,
                    i8_where)
 
 from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s16_add, s16_bcast, s16_hi, s16_lo,
@@ -50,7 +50,7 @@ from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s
 # (fragsim._cachekey).  numba keys its disk cache on this file's content only; after one
 # changes run `python -m fragsim.arith.kernel_fp8` (tests/test_mma_fast_paths.py fails until then).
 SOURCES = tuple(Path(__file__).resolve().parent / f for f in ("kernel.py", "simd.py", "simd16.py"))
-KERNEL_SOURCE_HASH = "5125fc3616123ca7ee6a6c87fa3459080aba98ff3d44335e1e1fbb11a775d347"
+KERNEL_SOURCE_HASH = "7ae4f069c42ff737a9a908c6cd6eeb8bb3aaf6e742cd8c37be0fe480f996f8f5"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -161,13 +161,7 @@ def _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi
     for j in range(nblk):
         k0 = j * L
         k1 = min(k0 + L, K)
-        for m in range(M):
-            i8_store(eb, m * N, _emax_row(ah, bh, M, m, k0, k1, f8_load(ch, m * N), f8_load(cv, m * N), zhat8))
-        for m in range(M):
-            ebits = i8_load(eb, m * N)
-            scale = f8_from_bits(i8_sub(_k((F + 2046) << 52), ebits))      # 2**(F - E)
-            S = _sum_row(av, bv, M, m, k0, k1, f8_load(cv, m * N), scale)
-            f8_store(sv, m * N, f8_mul(S, f8_from_bits(i8_sub(ebits, _k(F << 52)))))   # S * 2**(E - F)
+        _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8)
         for m in range(M):
             w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
             if k1 < K:                                 # the rounded block result is the next block's c
@@ -182,12 +176,7 @@ def _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi
             else:
                 i8_store(dout, m * N, w)
 
-    nd = prm[P_DWORDS]
-    for r in range(0, nd, LANES):
-        w = i8_gather(dout, 0, d_lo, r)
-        if acc_ebits == 5:
-            w = i8_or(w, i8_shl(i8_gather(dout, 0, d_hi, r), _k(16)))
-        i8_store_u32(dw, i * nd + r, w)
+    _store_d(dw, i * prm[P_DWORDS], dout, d_lo, d_hi, prm[P_DWORDS], acc_ebits)
 
 
 @njit(inline="always")
@@ -310,12 +299,7 @@ def _warp16(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, ct_src, ct_sh, dt_lo,
     for o in range(0, 16 * LANES, LANES):
         i8_store(dout, o, _c_plus(f8_load(cv, o), cw, cbase, ct_src, ct_sh, o, acc_mask, prm))
 
-    nd = prm[P_DWORDS]
-    for r in range(0, nd, LANES):
-        w = i8_gather(dout, 0, dt_lo, r)
-        if prm[P_ACC_EBITS] == 5:
-            w = i8_or(w, i8_shl(i8_gather(dout, 0, dt_hi, r), _k(16)))
-        i8_store_u32(dw, i * nd + r, w)
+    _store_d(dw, i * prm[P_DWORDS], dout, dt_lo, dt_hi, prm[P_DWORDS], prm[P_ACC_EBITS])
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
