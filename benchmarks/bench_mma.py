@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fragsim  # noqa: E402
-from fragsim.arch import get_arch  # noqa: E402
+from fragsim.facts.arch import get_arch  # noqa: E402
 from fragsim.arith import plan  # noqa: E402
 
 

@@ -20,7 +20,7 @@ import time
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import fragsim  # noqa: E402
-from fragsim import access  # noqa: E402
+from fragsim.search import access  # noqa: E402
 
 FORM = "m16n8k16.row.col.f32.bf16.bf16.f32"
 

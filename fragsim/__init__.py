@@ -14,28 +14,29 @@ import importlib
 # viz/ and gpu_check/ sit beside fragsim/ in the repository and exist only as fragsim.viz and
 # fragsim.gpu_check through pyproject's package-dir mapping: in a clone, `pip install -e .`.
 
-from .formats import to_bits, from_bits, get_format, FORMATS as NUMBER_FORMATS  # noqa: E402
+from .facts.formats import to_bits, from_bits, get_format, FORMATS as NUMBER_FORMATS  # noqa: E402
 from .instructions import lookup, FORMS, MmaForm, parse_shared_op  # noqa: E402
-from .registers import pack, unpack  # noqa: E402
-from .smem import ldmatrix, stmatrix, ld_shared, st_shared, cp_async  # noqa: E402
+from .sim.registers import pack, unpack  # noqa: E402
+from .sim.smem import ldmatrix, stmatrix, ld_shared, st_shared, cp_async  # noqa: E402
 
 # name -> (module, attribute), imported on first access
 _LAZY = {
-    "mma": ("fragsim.mma_sync", "mma"),
-    "wgmma": ("fragsim.warpgroup", "wgmma"),
-    "movmatrix": ("fragsim.regmove", "movmatrix"),
-    "gemm": ("fragsim.gemm_sync", "gemm"),
-    "ARCHS": ("fragsim.arch", "ARCHS"),
+    "mma": ("fragsim.sim.mma", "mma"),
+    "wgmma": ("fragsim.sim.wgmma", "wgmma"),
+    "movmatrix": ("fragsim.sim.movmatrix", "movmatrix"),
+    "gemm": ("fragsim.sim.gemm", "gemm"),
+    "ARCHS": ("fragsim.facts.arch", "ARCHS"),
     "bank_conflicts": ("fragsim.banks", "bank_conflicts"),
-    "Swizzle": ("fragsim.swizzle", "Swizzle"),
-    "XorMap": ("fragsim.xor_map", "XorMap"),
-    "Tile": ("fragsim.tile", "Tile"),
-    "swizzle_search": ("fragsim.search", "swizzle_search"),
+    "Swizzle": ("fragsim.layout.swizzle", "Swizzle"),
+    "XorMap": ("fragsim.layout.xor_map", "XorMap"),
+    "Tile": ("fragsim.layout.tile", "Tile"),
+    "swizzle_search": ("fragsim.search.swizzle_search", "swizzle_search"),
     "check_load": ("fragsim.check", "check_load"),
     "check_store": ("fragsim.check", "check_store"),
     "check_copy": ("fragsim.check", "check_copy"),
-    "MatrixDescriptor": ("fragsim.descriptor", "MatrixDescriptor"),
+    "MatrixDescriptor": ("fragsim.layout.descriptor", "MatrixDescriptor"),
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
+    "access": ("fragsim.search.access", None),      # the access-set module: presets and from_exprs
 }
 
 
@@ -50,7 +51,8 @@ def __getattr__(name):
         return value
     if name in _LAZY:
         mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
+        module = importlib.import_module(mod)
+        value = module if attr is None else getattr(module, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'fragsim' has no attribute {name!r}")

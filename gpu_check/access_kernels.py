@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fragsim import access as A
-from fragsim.hardware import WARP_LANES
+from fragsim.search import access as A
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.shared_op import SharedOp
-from fragsim.search import _lane_bytes, _tags, _words
-from fragsim.tile import Tile
-from fragsim.xor_map import XorMap
+from fragsim.search.swizzle_search import _lane_bytes, _tags, _words
+from fragsim.layout.tile import Tile
+from fragsim.layout.xor_map import XorMap
 
 from .kernels import shared_asm
 

@@ -57,7 +57,7 @@ DEFAULT_SMEM = 48 * 1024      # dynamic shared memory a launch gets without cuda
 def choose_layouts(case: K.AccessCase, n_random: int, rng) -> list:
     """[(role, layout spec)]: the search's best, the unswizzled tile, the worst layout that passes the
     round trip, and ``n_random`` random candidates that pass it (each distinct)."""
-    from fragsim.search import swizzle_search
+    from fragsim.search.swizzle_search import swizzle_search
 
     s = case.access_set()
     r = swizzle_search(case.base_tile(), s.reads, s.writes, top=1)

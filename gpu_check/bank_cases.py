@@ -33,7 +33,7 @@ def _fit(addrs, w):
 def structured_cases(op: str, rng: np.random.Generator):
     """Named address sets: strides, broadcast, duplicates, half/quarter relations, padding,
     swizzled tiles and (for maskable instructions) partially active warps."""
-    from fragsim.swizzle import Swizzle
+    from fragsim.layout.swizzle import Swizzle
 
     w, al, maskable = _align(op)
     out = []

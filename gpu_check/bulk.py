@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import fragsim
-from fragsim.arch import get_arch
+from fragsim.facts.arch import get_arch
 from fragsim.instructions import lookup, parse_shared_op
 
 from . import corpus

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.arch import arch_for_cc
-from fragsim.hardware import WARP_LANES
+from fragsim.facts.arch import arch_for_cc
+from fragsim.facts.hardware import WARP_LANES
 
 from .kernels import PRELUDE, shared_asm
 from .runner import GpuUnavailable, device_info, import_cupy

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from fragsim.formats import FloatFormat, IntFormat, from_float, int_to_bits, to_float
+from fragsim.facts.formats import FloatFormat, IntFormat, from_float, int_to_bits, to_float
 from fragsim.instructions import FORMS, lookup
 
 K_MAX = 8192
@@ -345,7 +345,7 @@ def record(path: str, n: int = 100, forms=None, full: int = 2, log=print) -> dic
     """Run ``n`` GEMMs per form on the GPU and write the recording: per GEMM its seed, sizes, class and
     the digests of its inputs and of the GPU's D; the first ``full`` small GEMMs of a form in full.
     Comparing with fragsim is ``replay``'s work (on any machine, no GPU needed)."""
-    from fragsim.arch import arch_for_cc
+    from fragsim.facts.arch import arch_for_cc
 
     forms = [lookup(x).name for x in (forms or FORMS)]
     run = GemmRunner(forms)

@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from fragsim.formats import FloatFormat, from_float, to_float
+from fragsim.facts.formats import FloatFormat, from_float, to_float
 from fragsim.instructions import lookup, parse_shared_op
 
 from . import generate_exact as X

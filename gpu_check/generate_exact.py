@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.formats import IntFormat, int_to_bits
+from fragsim.facts.formats import IntFormat, int_to_bits
 
 INT_CLASSES = ("uniform", "extreme", "straddle")
 INT_WEIGHTS = (0.4, 0.3, 0.3)

@@ -15,7 +15,7 @@ import subprocess
 
 import numpy as np
 
-from fragsim.arch import arch_for_cc
+from fragsim.facts.arch import arch_for_cc
 from fragsim.instructions import parse_shared_op
 
 from . import kernels as K

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.descriptor import MatrixDescriptor, operand_addresses
+from fragsim.layout.descriptor import MatrixDescriptor, operand_addresses
 from fragsim.instructions.wgmma import lookup_wgmma
-from fragsim.warpgroup import pack_wg
+from fragsim.sim.wgmma import pack_wg
 
 from . import generate as G
 from . import generate_exact as X
@@ -263,7 +263,7 @@ def batch(v: Variant, n: int, seed: int, *, swizzle: str, kind: str = "arith") -
 
 def model(v: Variant, inp: dict, params=None) -> np.ndarray:
     """fragsim's D registers for a batch (the image zero-extended to the kernel's shared memory)."""
-    from fragsim.warpgroup import wgmma
+    from fragsim.sim.wgmma import wgmma
     n, S = inp["img"].shape
     smem = np.zeros((n, SMEM_BYTES), np.uint8)
     smem[:, :S] = inp["img"]

@@ -14,7 +14,7 @@ mismatches, and a replay through fragsim.wgmma):
     full_b_index / full_b_ids (cases, 8, 16) u2, full_a_index / full_a_ids (cases, 64, 16) u2
 
 Ids are in the operand's (row, k) order, row = n of B or m of A -- the shape of
-``fragsim.descriptor.operand_addresses`` -- so the model's ids are ``operand_addresses(...) // 2``.
+``fragsim.layout.descriptor.operand_addresses`` -- so the model's ids are ``operand_addresses(...) // 2``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from fragsim.instructions.wgmma import lookup_wgmma
-from fragsim.warpgroup import WGMMA_PARAMS, unpack_wg
+from fragsim.sim.wgmma import WGMMA_PARAMS, unpack_wg
 
 from . import wgmma_cases as W
 from .wgmma_kernels import NVCC_FLAGS, SMEM_BYTES, Variant, module_source

@@ -13,12 +13,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fragsim
-from fragsim._check import broadcast_shape
-from fragsim.addrexpr import evaluate
-from fragsim.arch import ARCHS, ArchParams
-from fragsim.formats import FORMATS, FloatFormat
+from fragsim.validate import broadcast_shape
+from fragsim.search.addrexpr import evaluate
+from fragsim.facts.arch import ARCHS, ArchParams
+from fragsim.facts.formats import FORMATS, FloatFormat
 from fragsim.instructions import FORMS, SHARED_OPS, MmaForm, SharedOp
-from fragsim.layout import LinearLayout
+from fragsim.layout.linear import LinearLayout
 
 from contract import EITHER, ERROR, INT_DTYPES, OK, OTHER_DTYPES, as_dtype, generic_values
 
@@ -407,7 +407,7 @@ NBYTES_CASES = [("3", lambda kw: 3, ERROR), ("32", lambda kw: 32, ERROR), ("0", 
 
 
 def _active(mask):
-    return fragsim.smem.lane_mask(None if mask is None else mask)
+    return fragsim.sim.smem.lane_mask(None if mask is None else mask)
 
 
 def ld_shared_default():
@@ -951,7 +951,7 @@ def eval_valid(draw):
 
 def eval_check(r, kw):
     lane = np.arange(32) if kw["lane"] is None else np.asarray(kw["lane"])
-    reads_k = "k" in fragsim.addrexpr.parse(kw["src"]).variables   # an unread variable does not shape the result
+    reads_k = "k" in fragsim.search.addrexpr.parse(kw["src"]).variables   # an unread variable does not shape the result
     shape = broadcast_shape([lane.shape, np.shape(kw["k"]) if reads_k else ()], ["lane", "k"])
     assert isinstance(r, np.ndarray) and r.dtype == np.int64 and r.shape == shape
     ref = kw.get("_ref")

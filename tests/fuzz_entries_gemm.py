@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fragsim
-from fragsim.arch import ARCHS
+from fragsim.facts.arch import ARCHS
 from fragsim.arith import plan
 
 from contract import EITHER, ERROR, OK

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import fragsim
 from fragsim import Swizzle, Tile, XorMap
-from fragsim import access as A
+from fragsim.search import access as A
 
 from contract import EITHER, ERROR, OK
 from fuzz_entries import Entry
@@ -32,7 +32,7 @@ def tile_default():
 @st.composite
 def tile_valid(draw):
     dtype = draw(st.sampled_from(DTYPES))
-    eb = fragsim.tile.ELEMENT_BYTES[dtype]
+    eb = fragsim.layout.tile.ELEMENT_BYTES[dtype]
     rows, cols = draw(st.integers(1, 64)), draw(st.integers(1, 64))
     order = draw(st.sampled_from(["row", "col"]))
     line = (cols if order == "row" else rows) * eb
@@ -261,8 +261,8 @@ def check_load_valid(draw):
     dtype = "f16" if ".f16." in form else "bf16"
     t = Tile(16, 16, dtype, swizzle=draw(st.sampled_from([None, Swizzle(1, 4, 1)])))
     expr = "(lane % 16) * 32 + (lane / 16) * 16 + k" if draw(st.booleans()) else "(lane % 16) * 32 + (lane / 16) * 16"
-    loads = [("ldmatrix.x4", draw(st.sampled_from([expr, fragsim.addrexpr.evaluate(expr, k=0) if "k" in expr
-                                                   else fragsim.addrexpr.evaluate(expr)])))]
+    loads = [("ldmatrix.x4", draw(st.sampled_from([expr, fragsim.search.addrexpr.evaluate(expr, k=0) if "k" in expr
+                                                   else fragsim.search.addrexpr.evaluate(expr)])))]
     variables = {"k": draw(st.sampled_from([0, 16, 2]))} if "k" in expr else None
     return {"form": form, "operand": "A", "tile": t, "loads": loads, "variables": variables, "at": None, "gpu": False}
 

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fragsim
-from fragsim.descriptor import MatrixDescriptor
+from fragsim.layout.descriptor import MatrixDescriptor
 from fragsim.instructions.wgmma import lookup_wgmma
 
 from contract import EITHER, ERROR, OK

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import fragsim
 from fragsim import Swizzle, Tile
-from fragsim.descriptor import MatrixDescriptor, SWIZZLE_MODES
+from fragsim.layout.descriptor import MatrixDescriptor, SWIZZLE_MODES
 
 from contract import EITHER, ERROR, OK
 from fuzz_entries import Entry

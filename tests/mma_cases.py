@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import fragsim
-from fragsim.formats import get_format
+from fragsim.facts.formats import get_format
 
 # The forms of the truncated fused dot-product model; the integer and f64 forms (fragsim.arith.exact)
 # are tests/test_mma_exact.py's, fp8 and f16 m8n8k4 (not one tensor-core instruction on sm_90)
@@ -93,7 +93,7 @@ def matrices(form, classes, seed, scenario="none"):
             B[j, :] = B[i, :]
     elif scenario == "c_cancels":
         # C = -(the dot product rounded to C's format): D is the truncation residue
-        from fragsim.formats import from_float, to_float
+        from fragsim.facts.formats import from_float, to_float
         with np.errstate(all="ignore"):
             dotp = to_float(A, f.fmt("A")) @ to_float(B, f.fmt("B"))
         C = np.where(np.isfinite(dotp), from_float(-dotp, f.fmt("C")), C).astype(C.dtype)

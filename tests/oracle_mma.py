@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 import fragsim
-from fragsim.arch import get_arch
+from fragsim.facts.arch import get_arch
 
 # name: (exponent bits, mantissa bits, ignored low bits)
 FORMATS = {"f16": (5, 10, 0), "bf16": (8, 7, 0), "tf32": (8, 10, 13), "f32": (8, 23, 0)}

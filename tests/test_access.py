@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from fragsim import FORMS, Swizzle, Tile, lookup
-from fragsim import access as A
-from fragsim.search import round_trip
+from fragsim.search import access as A
+from fragsim.search.swizzle_search import round_trip
 
 F16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
 LANE = np.arange(32)

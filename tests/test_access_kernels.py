@@ -9,11 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from fragsim import smem as S
+from fragsim.sim import smem as S
 from fragsim.gpu_check import access_kernels as K
 from fragsim.gpu_check import access_ncu as N
-from fragsim.hardware import WARP_LANES
-from fragsim.search import swizzle_search
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.search.swizzle_search import swizzle_search
 
 CASES = {c.name: c for c in K.CASES}
 

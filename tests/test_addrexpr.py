@@ -1,9 +1,9 @@
-"""C address expressions (fragsim.addrexpr): C's operators, precedence and errors."""
+"""C address expressions (fragsim.search.addrexpr): C's operators, precedence and errors."""
 
 import numpy as np
 import pytest
 
-from fragsim.addrexpr import evaluate, parse
+from fragsim.search.addrexpr import evaluate, parse
 
 LANE = np.arange(32)
 
@@ -118,7 +118,7 @@ def test_no_python_evaluation():
 
 def test_sizeof_of_a_type_without_a_size_is_an_error_naming_the_position():
     """sizeof(auto) has no size: one AddrExprError, not an AttributeError from inside the evaluator."""
-    from fragsim.addrexpr import AddrExprError
+    from fragsim.search.addrexpr import AddrExprError
 
     with pytest.raises(AddrExprError, match=r"position \d+: sizeof\(auto\) is not known"):
         evaluate("lane * sizeof(auto)")

@@ -1,4 +1,4 @@
-"""fragsim.addrexpr as C computes it: no recursion limit, C's integer types, undefined behaviour
+"""fragsim.search.addrexpr as C computes it: no recursion limit, C's integer types, undefined behaviour
 reported as an error, let-bindings and swizzle() (issue 9, items 2-6)."""
 
 import time
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fragsim.addrexpr import MAX_TOKENS, AddrExprError, evaluate, parse
-from fragsim.swizzle import Swizzle
+from fragsim.search.addrexpr import MAX_TOKENS, AddrExprError, evaluate, parse
+from fragsim.layout.swizzle import Swizzle
 
 LANE = np.arange(32)
 

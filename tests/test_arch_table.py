@@ -2,7 +2,7 @@
 
 import pytest
 
-from fragsim.arch import ALIASES, ARCHS, COMPUTE_CAPABILITIES, arch_for_cc, get_arch
+from fragsim.facts.arch import ALIASES, ARCHS, COMPUTE_CAPABILITIES, arch_for_cc, get_arch
 from fragsim.cli import build_parser
 from fragsim.gpu_check import bulk, kernels
 from fragsim.instructions import FORMS, SHARED_OPS

@@ -23,7 +23,7 @@ def test_exported_lazily_from_fragsim():
 def test_a_right_load_reports_ok_every_element_and_one_bank_report_per_instruction():
     r = check_load(F16, "A", A16, [("ldmatrix.x4", A_X4)])
     assert r.ok and bool(r) and r.compared == 256 and r.mismatches == [] and r.diagnosis == []
-    from fragsim.addrexpr import evaluate
+    from fragsim.search.addrexpr import evaluate
     assert [c.wavefronts for c in r.conflicts] == [fragsim.bank_conflicts("ldmatrix.x4", evaluate(A_X4)).wavefronts]
     assert "OK: all 256 elements" in str(r)
 

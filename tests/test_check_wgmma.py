@@ -7,7 +7,7 @@ import pytest
 import fragsim
 from fragsim import Swizzle, Tile
 from fragsim.check.wgmma import parse_form
-from fragsim.descriptor import MatrixDescriptor as D
+from fragsim.layout.descriptor import MatrixDescriptor as D
 
 BF16 = "m64n64k16.f32.bf16.bf16"
 TMA128 = Tile(64, 64, "bf16", swizzle=Swizzle(3, 4, 3))          # a 64 x 64 bf16 TMA box, 128B swizzle
@@ -142,7 +142,7 @@ def test_the_report_text_and_json_carry_the_verdict_and_the_fix():
 
 def test_every_mismatch_is_an_element_whose_address_differs():
     r = check({**GOOD, "swizzle": "32B"})
-    from fragsim.descriptor import operand_addresses
+    from fragsim.layout.descriptor import operand_addresses
     got = operand_addresses(r.descriptors[0], rows=64, k=16, elem_bits=16)
     want = TMA128.addresses()[:, :16]
     assert sum(m.step == 0 for m in r.mismatches) == int((got != want).sum())

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.addrexpr import evaluate
+from fragsim.search.addrexpr import evaluate
 from fragsim.cli import main
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
@@ -216,7 +216,7 @@ def test_xor_map_on_arrays_of_more_than_32_dimensions():
 @pytest.mark.parametrize("max_padding", [-16, 2**63])
 def test_swizzle_search_max_padding_is_bounded(max_padding):
     """2**63 looped over 2**59 pitches; -16 searched no padding without a word."""
-    from fragsim import access as A
+    from fragsim.search import access as A
     t = fragsim.Tile(16, 64, "f16")
     with pytest.raises(ValueError, match=r"^max_padding must be in 0\.\.4096 bytes"):
         fragsim.swizzle_search(t, A.row_reads(t, threads=32), max_padding=max_padding)
@@ -226,7 +226,7 @@ def test_swizzle_search_max_padding_is_bounded(max_padding):
 @pytest.mark.parametrize("value", [5, "", {}, np.zeros(0)])
 def test_swizzle_search_access_sets_are_checked(role, value):
     """5 gave "'int' object is not iterable"; "", {} and an empty array were taken as no accesses."""
-    from fragsim import access as A
+    from fragsim.search import access as A
     t = fragsim.Tile(16, 64, "f16")
     other = {"writes": A.copy(t, threads=32)} if role == "reads" else {"reads": A.row_reads(t, threads=32)}
     with pytest.raises(TypeError, match=f"^{role} must be an access set"):
@@ -249,7 +249,7 @@ def test_check_copy_bounds_what_it_expands(kw, message):
                                     lambda t, A: A.mma_operand(t, F32, "A", warps=(2**20, 2**20))])
 def test_access_presets_take_at_most_a_cta(preset):
     """warps=(2**20, 2**20) looped over 2**40 warps."""
-    from fragsim import access as A
+    from fragsim.search import access as A
     with pytest.raises(ValueError, match="(up to 1024 \\(a CTA\\)|a CTA has at most 32 warps)"):
         preset(fragsim.Tile(64, 64, "f16"), A)
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from fragsim import Swizzle, Tile
-from fragsim.descriptor import MatrixDescriptor, operand_addresses, SWIZZLE_MODES
+from fragsim.layout.descriptor import MatrixDescriptor, operand_addresses, SWIZZLE_MODES
 
 SWIZZLE = {"128B": Swizzle(3, 4, 3), "64B": Swizzle(2, 4, 3), "32B": Swizzle(1, 4, 3)}
 WIDTH = {"128B": 128, "64B": 64, "32B": 32}

@@ -3,7 +3,7 @@
 import pytest
 
 from fragsim.cli import main
-from fragsim.descriptor import MatrixDescriptor, canonical_descriptor, operand_addresses
+from fragsim.layout.descriptor import MatrixDescriptor, canonical_descriptor, operand_addresses
 from fragsim.viz._figure import svg_text
 from fragsim.viz.canonical import draw_canonical
 

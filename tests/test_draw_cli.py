@@ -72,7 +72,7 @@ def test_draw_wgmma_is_the_warpgroup_map(tmp_path, capsys):
     """`fragsim draw wgmma FORM A|C|D`: every cell of the picture names the thread and element the wgmma
     table gives it (rows top down), and the four warps' bands are tagged."""
     from fragsim.instructions.wgmma import lookup_wgmma
-    from fragsim.warpgroup import owners
+    from fragsim.sim.wgmma import owners
     import svg_labels
     form, path = "m64n16k16.f16.f16.f16", tmp_path / "a.svg"
     assert main(["draw", "wgmma", form, "A", "-o", str(path)]) == 0

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fragsim import formats as F
+from fragsim.facts import formats as F
 
 ALL16 = np.arange(1 << 16, dtype=np.uint16)
 
@@ -104,6 +104,6 @@ def test_unknown_format_names_the_choices():
 
 def test_int_to_bits_refuses_ragged_nested_lists_naming_the_values():
     import pytest
-    from fragsim.formats import int_to_bits
+    from fragsim.facts.formats import int_to_bits
     with pytest.raises(ValueError, match="int_to_bits: values must be a rectangular array"):
         int_to_bits([[1, [2]]], "s8")

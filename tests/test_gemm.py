@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.formats import FloatFormat
-from fragsim.gemm_sync import k_steps
+from fragsim.facts.formats import FloatFormat
+from fragsim.sim.gemm import k_steps
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
 F16 = "m16n8k16.row.col.f16.f16.f16.f16"
@@ -173,10 +173,11 @@ def test_progress_reports_mma_counts_up_to_the_total():
 
 
 def test_gemm_kernel_cache_stamp_is_current():
-    from fragsim import _cachekey, gemm_kernel
+    from fragsim.arith import stamps as _cachekey
+    from fragsim.arith import kernel_gemm as gemm_kernel
 
     why = _cachekey.check(gemm_kernel.__file__, "GEMM_SOURCE_HASH", *gemm_kernel.SOURCES)
-    assert why is None, f"{why}. Regenerate with: python -m fragsim.gemm_kernel"
+    assert why is None, f"{why}. Regenerate with: python -m fragsim.arith.kernel_gemm"
 
 
 # -- errors ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.formats import IntFormat
+from fragsim.facts.formats import IntFormat
 from fragsim.gpu_check import bulk, generate as G, generate_exact as X, kernels as K
 
 pytestmark = pytest.mark.gpu

@@ -19,7 +19,7 @@ import fragsim
 from fragsim import FORMS, lookup
 from fragsim.cli import main
 from fragsim.gpu_check import bulk, corpus, generate as G, kernels as K
-from fragsim.arch import arch_for_cc
+from fragsim.facts.arch import arch_for_cc
 
 DATA = Path(__file__).parent / "data" / "hw"
 FILES = corpus.find(str(DATA))
@@ -80,7 +80,7 @@ def test_generation_is_a_function_of_the_seed():
 def test_special_class_reaches_nan_inf_zero_and_subnormal(form):
     f = lookup(form)
     A, _, _, _ = G.mma_matrices(form, 400, np.random.default_rng(2), classes=("special",))
-    kinds = set(fragsim.formats.classify(A, f.fmt("A")).ravel())
+    kinds = set(fragsim.facts.formats.classify(A, f.fmt("A")).ravel())
     assert {"nan", "inf", "zero", "subnormal", "normal"} <= kinds
 
 

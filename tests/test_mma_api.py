@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.arch import ARCHS, get_arch
+from fragsim.facts.arch import ARCHS, get_arch
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
 

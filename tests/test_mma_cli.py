@@ -8,7 +8,7 @@ import pytest
 import fragsim
 from fragsim.arith.explain import explain
 from fragsim.cli import main
-from fragsim.formats import from_float
+from fragsim.facts.formats import from_float
 from mma_cases import FLOAT_FORMS
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"

@@ -11,8 +11,8 @@ import pytest
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.arch import ARCHS
-from fragsim.formats import IntFormat, int_from_bits, int_to_bits
+from fragsim.facts.arch import ARCHS
+from fragsim.facts.formats import IntFormat, int_from_bits, int_to_bits
 from fragsim.gpu_check import generate as G, generate_exact as X
 
 LANE = np.arange(32)
@@ -140,7 +140,7 @@ def test_integer_words_outside_the_format_are_refused_by_name():
     with pytest.raises(ValueError, match=r"operand A of m16n8k32\.row\.col\.s32\.s4\.s4\.s32: s4 words must lie in "
                                          r"\[0, 2\*\*4\), got 16 at row 0, col 0"):
         fragsim.pack("m16n8k32.row.col.s32.s4.s4.s32", "A", np.full((16, 32), 16, np.uint8))
-    with pytest.raises(TypeError, match="fragsim.formats.int_to_bits"):
+    with pytest.raises(TypeError, match="fragsim.facts.formats.int_to_bits"):
         fragsim.pack("m16n8k16.row.col.s32.s8.s8.s32", "A", np.zeros((16, 16)))
 
 
@@ -362,9 +362,9 @@ def test_straddle_class_pushes_past_a_limit_and_back():
 def test_f64_special_class_reaches_nans_with_payloads_infs_and_subnormals():
     f = lookup("m16n8k8.row.col.f64.f64.f64.f64")
     A, _, _, _ = X.matrices(f, 300, np.random.default_rng(2), classes=("special",))
-    kinds = set(fragsim.formats.classify(A, "f64").ravel())
+    kinds = set(fragsim.facts.formats.classify(A, "f64").ravel())
     assert {"nan", "inf", "zero", "subnormal", "normal"} <= kinds
-    nan = fragsim.formats.is_nan(A, "f64")
+    nan = fragsim.facts.formats.is_nan(A, "f64")
     assert len(np.unique(A[nan])) > 10
 
 

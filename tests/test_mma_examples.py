@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.formats import from_float, to_float
+from fragsim.facts.formats import from_float, to_float
 from mma_cases import FLOAT_FORMS
 
 F32_F16 = "m16n8k16.row.col.f32.f16.f16.f32"

@@ -10,7 +10,7 @@ import pytest
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim import _cachekey
+from fragsim.arith import stamps as _cachekey
 from fragsim.arith import index_maps, kernel, plan
 from fragsim.arith.fp8 import byte_table
 
@@ -57,7 +57,7 @@ def fp8_reference(pl, a, b, c):
 def m884_reference(pl, a, b, c):
     """m8n8k4 .f16: the binary32 tree in NumPy float32 (a product of two f16 is exact, so
     fma(a, b, x) is one float32 addition), NaN canonical, f16 D by float32 -> float16."""
-    from fragsim.registers import pack, unpack
+    from fragsim.sim.registers import pack, unpack
     f = pl.form
     M, N, K = f.shape
     g, n = f.groups, a.shape[0]

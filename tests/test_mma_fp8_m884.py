@@ -10,8 +10,8 @@ import pytest
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.arch import ARCHS
-from fragsim.formats import from_float
+from fragsim.facts.arch import ARCHS
+from fragsim.facts.formats import from_float
 from fragsim.gpu_check import corpus
 
 DATA = Path(__file__).parent / "data"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.arch import ARCHS
+from fragsim.facts.arch import ARCHS
 from fragsim.gpu_check import corpus
 
 from pathlib import Path

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.formats import classify
+from fragsim.facts.formats import classify
 from fragsim.gpu_check import mmasim_corpus
 from mma_cases import FLOAT_FORMS
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fragsim
-from fragsim.arch import ARCHS
+from fragsim.facts.arch import ARCHS
 
 import oracle_mma as O
 from mma_cases import FLOAT_FORMS, matrices, mma_case
@@ -113,7 +113,7 @@ EDGE_ARCHS = {"sm_80": ARCHS["sm_80"], "sm_90": ARCHS["sm_90"],
 @pytest.mark.parametrize("form", ["m16n8k16.row.col.f16.f16.f16.f16", "m16n8k8.row.col.f16.f16.f16.f16",
                                   "m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k8.row.col.f32.tf32.tf32.f32"])
 def test_kernel_equals_oracle_at_the_e_zero_edge(form, arch):
-    from fragsim.formats import from_float
+    from fragsim.facts.formats import from_float
     f = fragsim.lookup(form)
     row = EDGE_ARCHS[arch]
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from fragsim import _cachekey
+from fragsim.arith import stamps as _cachekey
 from fragsim.arith import cachekey
 
 

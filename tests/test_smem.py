@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import fragsim
-from fragsim.smem import cp_async, ld_shared, st_shared
+from fragsim.sim.smem import cp_async, ld_shared, st_shared
 
 F16 = "m16n8k16.row.col.f16.f16.f16.f16"
 K8 = "m16n8k8.row.col.f16.f16.f16.f16"

@@ -6,8 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 import fragsim
 from fragsim import Swizzle, Tile, XorMap
-from fragsim import access as A
-from fragsim.search import round_trip, swizzle_search
+from fragsim.search import access as A
+from fragsim.search.swizzle_search import round_trip, swizzle_search
 
 F16 = "m16n8k16.row.col.f32.f16.f16.f32"
 BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import fragsim
 from fragsim import Swizzle, from_bits, to_bits
-from fragsim.formats import get_format
+from fragsim.facts.formats import get_format
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
 F16 = "m16n8k16.row.col.f16.f16.f16.f16"
@@ -78,7 +78,7 @@ def test_mixed_python_numbers_convert_elementwise():
 
 @pytest.mark.parametrize("kw", [{"rounding": "nearest"}, {"overflow": "saturate"}, {"rounding": True}])
 def test_rounding_and_overflow_modes_are_checked(kw):
-    from fragsim.formats import round_to_format
+    from fragsim.facts.formats import round_to_format
     with pytest.raises(ValueError, match=f"{next(iter(kw))} must be"):
         round_to_format(0, 1, 0, "f16", **kw)
 

@@ -9,7 +9,7 @@ import svg_labels
 from fragsim.instructions.wgmma import lookup_wgmma
 from fragsim.viz.palette import LANE_RGB
 from fragsim.viz.warpgroup_map import draw_warpgroup_map
-from fragsim.warpgroup import owners
+from fragsim.sim.wgmma import owners
 
 
 @pytest.mark.parametrize("form, op", [("m64n8k16.f16.f16.f16", "D"), ("m64n16k16.f32.bf16.bf16", "C"),

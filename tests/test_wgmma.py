@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.descriptor import MatrixDescriptor, operand_addresses
+from fragsim.layout.descriptor import MatrixDescriptor, operand_addresses
 from fragsim.instructions.wgmma import FLOAT_N, INT_N, WGMMA_FORMS, lookup_wgmma
-from fragsim.warpgroup import pack_wg, unpack_wg, wgmma
+from fragsim.sim.wgmma import pack_wg, unpack_wg, wgmma
 
 SAMPLE = ["m64n8k16.f32.f16.f16", "m64n24k16.f16.f16.f16", "m64n256k16.f32.bf16.bf16", "m64n40k8.f32.tf32.tf32",
           "m64n136k32.f16.e4m3.e5m2", "m64n8k32.f32.e5m2.e5m2", "m64n24k32.satfinite.s32.s8.u8", "m64n256k32.s32.u8.u8"]

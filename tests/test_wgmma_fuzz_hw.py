@@ -1,7 +1,7 @@
 """wgmma's descriptor map on the H100: every descriptor-fuzz case of run 2 (1,600 B and 800 A
 descriptors per swizzle mode x majorness, random LBO/SBO/start/base offset; the hardware read shared
 memory full of slot ids, so its D names the slot of every (row, k) it fetched) replayed through
-fragsim.descriptor.operand_addresses, one test per property of the map; and a few full cases replayed
+fragsim.layout.descriptor.operand_addresses, one test per property of the map; and a few full cases replayed
 through fragsim.wgmma.  tests/data/wgmma/fuzz_h100.npz is gpu_check/wgmma_fuzz_corpus.py's compaction
 of the run's fuzz.npz (per case: both descriptors and a 64-bit digest of the hardware's slot ids).
 
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from fragsim import MatrixDescriptor, wgmma
-from fragsim.descriptor import SWIZZLE_BYTES, canonical_offsets, operand_addresses, swizzle_address
-from fragsim.warpgroup import pack_wg, unpack_wg
+from fragsim.layout.descriptor import SWIZZLE_BYTES, canonical_offsets, operand_addresses, swizzle_address
+from fragsim.sim.wgmma import pack_wg, unpack_wg
 from fragsim.gpu_check.wgmma_fuzz_corpus import digest
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "wgmma", "fuzz_h100.npz")

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from fragsim.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES
 from fragsim.instructions import SHARED_OPS, MmaForm, check_operand, lookup
 from fragsim.instructions.ldmatrix import NUMS
 

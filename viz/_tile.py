@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.hardware import BANK_BYTES, NUM_BANKS
+from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS
 
 
 class Placement:
@@ -50,7 +50,7 @@ def placement(tile=None, **spec) -> Placement | None:
     if tile is None:
         if not spec:
             return None
-        from fragsim.tile import Tile
+        from fragsim.layout.tile import Tile
         return Placement(Tile(**spec))
     if isinstance(tile, Placement):
         return tile

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
+from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
 
 from ._figure import (MIN_FONT, TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels, label_font,
                       outline, tag)

@@ -5,7 +5,7 @@
 * the operand in 16-byte chunks (K-major: rows x the 2 chunks of K; MN-major: k x chunks of MN),
   each 8 x 1 block of chunks one core matrix, in its own colour;
 * shared memory as 128-byte lines x 16-byte slots, each slot labelled with the operand chunk the
-  descriptor reads from it (``fragsim.descriptor.operand_addresses``), the swizzle atoms dashed, and
+  descriptor reads from it (``fragsim.layout.descriptor.operand_addresses``), the swizzle atoms dashed, and
   LBO and SBO as arrows from the first core matrix to the next one along K and along M/N.
 
 ``draw_descriptor(desc)`` is the K-major 16-bit picture of one descriptor (its Jupyter repr);
@@ -20,7 +20,7 @@ import textwrap
 
 import numpy as np
 
-from fragsim.descriptor import SWIZZLE_BYTES, as_descriptor, check_shape, operand_addresses
+from fragsim.layout.descriptor import SWIZZLE_BYTES, as_descriptor, check_shape, operand_addresses
 
 from ._figure import TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline
 from .palette import EMPTY

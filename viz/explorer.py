@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from fragsim.hardware import MATRIX_ROW_BYTES, WAVEFRONT_BYTES, WARP_LANES
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, WAVEFRONT_BYTES, WARP_LANES
 from fragsim.instructions import FORMS, lookup
 
 from . import _blocks, _groups

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES, WAVEFRONT_BYTES
 from fragsim.instructions import check_operand, lookup, parse_shared_op
 
 from . import _blocks
@@ -58,7 +58,7 @@ def _storage_for(form, operand, entry):
 
 
 def _check_addrs(addrs, entry) -> np.ndarray:
-    from fragsim.smem import check_addrs
+    from fragsim.sim.smem import check_addrs
     a = np.asarray(addrs)
     if a.shape != (WARP_LANES,):
         raise ValueError(f"addrs must hold 32 byte offsets (one per lane), got shape {a.shape}")

@@ -12,7 +12,7 @@ import colorsys
 
 import numpy as np
 
-from fragsim.hardware import BANK_BYTES, MATRIX_ROW_BYTES, NUM_BANKS, WARP_LANES
+from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, NUM_BANKS, WARP_LANES
 
 LANE_GROUP = 4                                   # lanes per PTX thread group
 BANKS_PER_CHUNK = MATRIX_ROW_BYTES // BANK_BYTES  # banks one 16-byte chunk covers

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from fragsim.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, NUM_BANKS, WAVEFRONT_BYTES
+from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, NUM_BANKS, WAVEFRONT_BYTES
 
 from ._figure import TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels
 from ._tile import placement

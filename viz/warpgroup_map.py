@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from fragsim.instructions.wgmma import lookup_wgmma
-from fragsim.warpgroup import owners
+from fragsim.sim.wgmma import owners
 
 from ._figure import TEXT_FONT, TINY_CELL, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline
 from .palette import LANE_RGB, OUTLINE

@@ -17,9 +17,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..arch import ArchParams, get_arch
-from ..formats import FloatFormat
-from ..instructions import MmaForm, lookup
+from fragsim.facts.arch import ArchParams, get_arch
+from fragsim.facts.formats import FloatFormat
+from fragsim.instructions import MmaForm, lookup
 from .chain import ChainPlan, chain_plan
 from .exact import F64Plan, IntPlan, exact_maps, exact_plan
 from .fp8 import Fp8Plan, fp8_plan

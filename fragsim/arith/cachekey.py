@@ -3,7 +3,7 @@
 
 ``kernel.py`` and ``kernel_exact.py`` inline the intrinsics of ``simd.py``; each holds a line
 ``SIMD_SOURCE_HASH = "..."`` with their hash, so that numba's cache (keyed on the kernel file's
-content) changes with them.  See ``fragsim._cachekey``.
+content) changes with them.  See ``fragsim.arith.stamps``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .._cachekey import check, restamp
+from .stamps import check, restamp
 
 HERE = Path(__file__).resolve().parent
 KERNELS = (HERE / "kernel.py", HERE / "kernel_exact.py")

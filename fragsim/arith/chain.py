@@ -4,7 +4,7 @@ sm_90 has no m8n8k4 tensor-core instruction: ptxas calls a subroutine that gathe
 operands with SHFL, widens each f16 to f32 (HADD2.F32) and computes every output with FFMA, FMUL
 and FADD, then packs f16 D with F2FP.F16.F32.PACK_AB (round to nearest even).  The tree of those
 operations is data, one per D type, in the architecture row (``m884_f32``, ``m884_f16``; see
-``fragsim.arch``).  Products of two f16 values are exact in binary32, so fma(a, b, x) is the
+``fragsim.facts.arch``).  Products of two f16 values are exact in binary32, so fma(a, b, x) is the
 binary32 sum a*b + x rounded once, which one float32 addition computes; every NaN result is
 the canonical NaN (0x7FFFFFFF, 0x7FFF in f16 D).  The tree runs compiled, as a postfix program
 (``program``), in ``fragsim.arith.kernel_chain``.
@@ -17,8 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..arch import ArchParams
-from ..instructions import MmaForm
+from fragsim.facts.arch import ArchParams
+from fragsim.instructions import MmaForm
 
 __all__ = ["ChainPlan", "chain_plan", "program", "run"]
 

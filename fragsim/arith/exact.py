@@ -26,9 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..arch import ArchParams
-from ..formats import FloatFormat, IntFormat
-from ..instructions import MmaForm
+from fragsim.facts.arch import ArchParams
+from fragsim.facts.formats import FloatFormat, IntFormat
+from fragsim.instructions import MmaForm
 
 __all__ = ["IntPlan", "F64Plan", "exact_plan", "exact_maps"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import decompose, get_format, is_inf, is_nan, round_to_format, to_float
+from fragsim.facts.formats import decompose, get_format, is_inf, is_nan, round_to_format, to_float
 from . import Plan, plan
 
 __all__ = ["explain", "render", "to_json"]

@@ -7,7 +7,7 @@ and a second HMMA accumulates onto the first one's result, and C is added last b
 HADD2 (f16x2).  Every fp8 value is exact in f16, so this is the 16-bit model of the row run on
 f16 registers: two halves of K/2 products (each in blocks of the row's ``block_16bit``), the low
 halves (k % 4 in {0, 1}) first.  The row's
-``fp8_split`` and ``fp8_c`` hold that order and where C enters (``fragsim.arch``).
+``fp8_split`` and ``fp8_c`` hold that order and where C enters (``fragsim.facts.arch``).
 
 The f16 registers are laid out as an f16 form of the same K (``_virtual``): register j < nA holds
 the low halves of fp8 register j, register nA + j its high halves, and the virtual k numbers the
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ..arch import ArchParams
-from ..formats import FloatFormat, get_format, to_float
-from ..instructions import MmaForm
-from ..instructions import mma as T
+from fragsim.facts.arch import ArchParams
+from fragsim.facts.formats import FloatFormat, get_format, to_float
+from fragsim.instructions import MmaForm
+from fragsim.instructions import mma as T
 
 __all__ = ["Fp8Plan", "fp8_plan", "byte_table", "byte_groups", "run"]
 

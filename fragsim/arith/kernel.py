@@ -31,7 +31,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, 
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 
-# Hash of simd.py (fragsim._cachekey.source_hash), whose intrinsics are compiled into these
+# Hash of simd.py (fragsim.arith.stamps.source_hash), whose intrinsics are compiled into these
 # kernels.  numba keys its disk cache on this file's content only: the stamp makes an edit of
 # simd.py change that key.  After editing simd.py run `python -m fragsim.arith.cachekey`
 # (tests/test_numba_cache_key.py fails until then).

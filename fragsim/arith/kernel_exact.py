@@ -25,7 +25,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hs
                    i8_popc, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8, i8_where,
                    i8_xor)
 
-# Hash of simd.py (fragsim._cachekey.source_hash): see kernel.py; restamp with
+# Hash of simd.py (fragsim.arith.stamps.source_hash): see kernel.py; restamp with
 # `python -m fragsim.arith.cachekey` after editing simd.py.
 SIMD_SOURCE_HASH = "5f7ff047fa3bccebd826c60dd9800ba00a48ee341205ee4bdefcb8daef114242"
 

@@ -47,10 +47,10 @@ from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
 # Hash of what this file inlines: fragsim/arith/kernel.py, simd.py and simd16.py
-# (fragsim._cachekey).  numba keys its disk cache on this file's content only; after one
+# (fragsim.arith.stamps).  numba keys its disk cache on this file's content only; after one
 # changes run `python -m fragsim.arith.kernel_fp8` (tests/test_mma_fast_paths.py fails until then).
 SOURCES = tuple(Path(__file__).resolve().parent / f for f in ("kernel.py", "simd.py", "simd16.py"))
-KERNEL_SOURCE_HASH = "7ae4f069c42ff737a9a908c6cd6eeb8bb3aaf6e742cd8c37be0fe480f996f8f5"
+KERNEL_SOURCE_HASH = "4036c6f976d3065e7f4987c70bcc4b641ab50970a47a6ae31471836d24c3f905"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -377,7 +377,7 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
 
 
 if __name__ == "__main__":
-    from .._cachekey import restamp
+    from .stamps import restamp
 
     changed = restamp(Path(__file__).resolve(), "KERNEL_SOURCE_HASH", *SOURCES)
     print(f"kernel_fp8.py: KERNEL_SOURCE_HASH {'updated' if changed else 'already current'}")

@@ -4,8 +4,8 @@ lanes of ``fragsim.arith.simd`` (``F8``, ``I8``).
 Why: where a product is exact in float32 and a block's truncated terms sum exactly in int32 (f16
 inputs in the GEMM kernel, fp8 inputs in the mma kernel), one 512-bit register holds 16 lanes
 where the float64 path holds 8.  numba intrinsics: call them from ``@njit`` code only.  The kernels
-that compile them (``fragsim.arith.kernel_fp8``, ``fragsim.gemm_kernel``) stamp this file's hash
-into their own source (``fragsim._cachekey``).
+that compile them (``fragsim.arith.kernel_fp8``, ``fragsim.arith.kernel_gemm``) stamp this file's hash
+into their own source (``fragsim.arith.stamps``).
 """
 
 from __future__ import annotations

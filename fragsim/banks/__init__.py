@@ -37,8 +37,8 @@ The model, every rule of it checked against Nsight Compute on an H200 and an H10
 
 from __future__ import annotations
 
-from ..instructions.shared_op import NCU_METRICS
-from ..instructions.shared_ops import parse_shared_op
+from fragsim.instructions.shared_op import NCU_METRICS
+from fragsim.instructions.shared_ops import parse_shared_op
 from . import inputs
 from .batch import BatchReport, bank_conflicts_batch
 from .report import BankReport, Phase, cp_async_report, report

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware import WARP_LANES
-from ..instructions.shared_op import SharedOp
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions.shared_op import SharedOp
 from . import inputs
 
 
@@ -64,7 +64,7 @@ def _int64_rows(x, name: str, what: str, n: int, allow_one: bool = False) -> np.
 def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
     """Wavefronts, ideal and conflicts of ``n`` instructions: ``addrs`` shaped ``(n, 32)``; ``mask``
     one int, ``(n,)`` ints or ``(n, 32)`` booleans; ``src`` (cp.async) ``(32,)`` or ``(n, 32)``."""
-    from ..instructions.shared_ops import parse_shared_op
+    from fragsim.instructions.shared_ops import parse_shared_op
 
     o = parse_shared_op(op)
     inputs.no_src_unless_cp_async(o, src)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware import WARP_LANES
+from fragsim.facts.hardware import WARP_LANES
 from .rules import cp_async_figures, instruction_figures
 
 # Error codes the drivers report in err[0] (err[1] = instruction, err[2] = lane).

@@ -22,9 +22,9 @@ import os
 import sys
 import textwrap
 
-from .. import hardware
-from ..hardware import WARP_LANES
-from ..instructions.shared_ops import SHARED_OPS
+from fragsim.facts import hardware
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions.shared_ops import SHARED_OPS
 from . import drivers, rules
 from .drivers import driver_name, driver_params, tag
 

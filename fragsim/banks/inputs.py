@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._check import array, hex_int
-from ..hardware import WARP_LANES
-from ..instructions.shared_op import SharedOp
-from ..smem import lane_mask
+from fragsim.validate import array, hex_int
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions.shared_op import SharedOp
+from fragsim.sim.smem import lane_mask
 
 FULL_MASK = (1 << WARP_LANES) - 1
 LANES = np.arange(WARP_LANES)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES, WARP_LANES
-from ..instructions.shared_op import SharedOp
+from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES, WARP_LANES
+from fragsim.instructions.shared_op import SharedOp
 from . import rules
 
 CP_ASYNC_NOTE = (

@@ -16,7 +16,7 @@ of one group differ in every bank of it.
 
 from __future__ import annotations
 
-from ..hardware import (BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES, SOURCE_LINE_CLASS_MASK0, SOURCE_LINE_CLASS_MASK1,
+from fragsim.facts.hardware import (BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES, SOURCE_LINE_CLASS_MASK0, SOURCE_LINE_CLASS_MASK1,
                         SOURCE_LINE_HASH_BITS, WARP_LANES)
 
 # The functions banks.kernel compiles, callees before callers.

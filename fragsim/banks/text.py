@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES
+from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES
 from .inputs import ranges
 from .report import BankReport, Phase
 

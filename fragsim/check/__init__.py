@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hardware import WARP_LANES
+from fragsim.facts.hardware import WARP_LANES
 from . import fragments as F
 from . import program as P
 from .diagnose import Diagnosis
@@ -29,7 +29,7 @@ __all__ = ["check_load", "check_store", "check_copy", "CheckReport", "Mismatch",
 
 
 def _tile(tile):
-    from ..tile import Tile
+    from fragsim.layout.tile import Tile
 
     if isinstance(tile, str):
         return Tile.parse(tile)
@@ -103,9 +103,9 @@ def check_copy(tile, copies, *, variables=None, threads=None, global_pitch=None,
 
 
 def _global_pitch(value, tile) -> int:
-    from .. import _check
+    from fragsim import validate
 
-    gp = _check.integer(value, "global_pitch", hint="bytes between two lines of the global source matrix")
+    gp = validate.integer(value, "global_pitch", hint="bytes between two lines of the global source matrix")
     if gp < tile.line_bytes:
         raise ValueError(f"global_pitch {gp} is smaller than a {tile.order} of the tile ({tile.line_bytes} bytes)")
     if gp * tile.lines >= 1 << 62:        # the bank model's bound on a global source address
@@ -180,13 +180,13 @@ def _mismatches(ev) -> list[Mismatch]:
 
 
 def _hex(v) -> str:
-    from .. import _check
+    from fragsim import validate
 
-    return _check.hex_int(int(v))
+    return validate.hex_int(int(v))
 
 
 def _conflicts(instrs, run) -> list:
-    from ..banks import bank_conflicts
+    from fragsim.banks import bank_conflicts
 
     out: list = []
     for i, ins in enumerate(instrs):

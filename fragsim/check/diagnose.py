@@ -20,9 +20,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import _check
-from ..hardware import MATRIX_ROWS, WARP_LANES
-from ..instructions.shared_ops import SHARED_OPS
+from fragsim import validate
+from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
+from fragsim.instructions.shared_ops import SHARED_OPS
 from . import layouts as L
 from .machine import problem
 from .report import Finding
@@ -102,10 +102,10 @@ class Diagnosis:
                 a = int(ins.addrs[lane])
                 rel = a - t.base
                 where = ("in the tile's padding" if 0 <= rel < t.span else
-                         f"outside the tile (it spans {_check.hex_int(t.base)}..{_check.hex_int(t.base + t.span - 1)})")
+                         f"outside the tile (it spans {validate.hex_int(t.base)}..{validate.hex_int(t.base + t.span - 1)})")
                 out.append(Finding("address", f"{ins.describe()}: lanes {lane_ranges(np.flatnonzero(outside))} "
                                    f"address bytes that hold no tile element (lane {lane}: "
-                                   f"{_check.hex_int(a)} is {where})"))
+                                   f"{validate.hex_int(a)} is {where})"))
                 continue
             inside = use & (off[:, 0] != 0)
             # a plain access may move part of an element on purpose (two ld.shared.u16 of one f32)
@@ -113,7 +113,7 @@ class Diagnosis:
                 lane = int(np.flatnonzero(inside)[0])
                 e = int(idx[lane, 0])
                 out.append(Finding("address", f"{ins.describe()}: lane {lane}'s address "
-                                   f"{_check.hex_int(ins.addrs[lane])} points inside element "
+                                   f"{validate.hex_int(ins.addrs[lane])} points inside element "
                                    f"tile({e // t.cols},{e % t.cols}), not at its start"))
         return out
 
@@ -225,7 +225,7 @@ class Diagnosis:
             return new, ", and " + self.permutation_text(perm)
         lanes = np.flatnonzero(used & (u != w))
         return np.where(used, w, u), (f", and change the addresses of lanes {lane_ranges(lanes)} (lane {lanes[0]}: "
-                                      f"{_check.hex_int(w[lanes[0]])}, not {_check.hex_int(u[lanes[0]])})")
+                                      f"{validate.hex_int(w[lanes[0]])}, not {validate.hex_int(u[lanes[0]])})")
 
     @staticmethod
     def group_permutation(op, u, w, used) -> dict | None:
@@ -462,7 +462,7 @@ class Diagnosis:
             parts.append(f"{abs(c)} column{'s' * (abs(c) != 1)} too far {'right' if c > 0 else 'left'}")
         ln, ps = (r, c) if t.order == "row" else (c, r)
         if not t.swizzle:
-            return " and ".join(parts) + f" ({_check.hex_int(ln * t.pitch + ps * t.elem_bytes)} bytes)"
+            return " and ".join(parts) + f" ({validate.hex_int(ln * t.pitch + ps * t.elem_bytes)} bytes)"
         return " and ".join(parts)
 
     def lanes_of(self, regs, r: int, c: int) -> str:
@@ -597,9 +597,9 @@ class Diagnosis:
             if len(out) == QUOTED:
                 out.append(Finding("offset", f"and {len(off) - QUOTED} more instructions"))
                 break
-            out.append(Finding("offset", f"{who} {_check.hex_int(abs(d))} bytes ({what}) "
+            out.append(Finding("offset", f"{who} {validate.hex_int(abs(d))} bytes ({what}) "
                                          f"{'past' if d > 0 else 'before'} where it must be"
-                                         + (f": check the base (the tile starts at {_check.hex_int(t.base)})"
+                                         + (f": check the base (the tile starts at {validate.hex_int(t.base)})"
                                             if ins is None else "")))
         return out
 
@@ -619,7 +619,7 @@ class Diagnosis:
             t = self.tile
             ln, rem = divmod(abs(c), t.pitch)
             what = f" ({ln} {t.order}{'s' * (ln != 1)})" if rem == 0 else ""
-            return [Finding("offset", f"the {self.noun} addresses move {_check.hex_int(abs(c))} bytes{what} too "
+            return [Finding("offset", f"the {self.noun} addresses move {validate.hex_int(abs(c))} bytes{what} too "
                                       f"{'far' if c > 0 else 'little'} per step of {name}: the stride of {name} in "
                                       "the address is off")]
         return []

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _check
-from ..hardware import BANK_BYTES, WARP_LANES
-from ..instructions import FORMS, MmaForm, check_operand, lookup
+from fragsim import validate
+from fragsim.facts.hardware import BANK_BYTES, WARP_LANES
+from fragsim.instructions import FORMS, MmaForm, check_operand, lookup
 
 EXPRESSION_HINT = "an integer or a C expression of the variables"
 
@@ -80,20 +80,20 @@ def _ranges(js, prefix: str) -> str:
 
 def _scalar(value, env: dict, what: str) -> int:
     if isinstance(value, str):
-        from ..addrexpr import AddrExprError, evaluate
+        from fragsim.search.addrexpr import AddrExprError, evaluate
 
         try:
             return int(evaluate(value, lane=0, **env))
         except AddrExprError as e:
             raise AddrExprError(f"{what}: {e}") from None
-    return _check.integer(value, what, hint=EXPRESSION_HINT)
+    return validate.integer(value, what, hint=EXPRESSION_HINT)
 
 
 def _pair(value, env: dict, what: str) -> tuple[int, int]:
     if isinstance(value, str) and "," in value:
         value = tuple(value.split(","))
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        raise TypeError(f"{what} must be a (row, col) pair, got {_check.show(value)}")
+        raise TypeError(f"{what} must be a (row, col) pair, got {validate.show(value)}")
     return _scalar(value[0], env, f"{what} row"), _scalar(value[1], env, f"{what} col")
 
 
@@ -147,7 +147,7 @@ def build(form, operand, tile, stream_bytes: int, *, at=None, fragments=None, re
     shape = f.matrix_shape(op)
     if fragments is not None:
         if not isinstance(fragments, (list, tuple)) or not fragments:
-            raise TypeError(f"fragments must be a list of (row, col) origins, got {_check.show(fragments)}")
+            raise TypeError(f"fragments must be a list of (row, col) origins, got {validate.show(fragments)}")
         origins = [_pair(x, env, f"fragments[{i}]") for i, x in enumerate(fragments)]
         if len(origins) != count:
             raise ValueError(f"fragments gives {len(origins)} origins, but the registers fill {count} "
@@ -172,15 +172,15 @@ def build(form, operand, tile, stream_bytes: int, *, at=None, fragments=None, re
 
 def _regmap(regmap, total: int, nregs: int, op: str) -> np.ndarray:
     if not isinstance(regmap, (list, tuple)):
-        raise TypeError(f"regmap must be a list of (fragment, register) pairs, got {_check.show(regmap)}")
+        raise TypeError(f"regmap must be a list of (fragment, register) pairs, got {validate.show(regmap)}")
     if len(regmap) != total:
         raise ValueError(f"regmap names {len(regmap)} registers, but the instructions move {total} per lane")
     out = []
     for j, x in enumerate(regmap):
         if not isinstance(x, (tuple, list)) or len(x) != 2:
-            raise TypeError(f"regmap[{j}] must be a (fragment, register) pair, got {_check.show(x)}")
-        fr = _check.integer(x[0], f"regmap[{j}] fragment")
-        rg = _check.integer(x[1], f"regmap[{j}] register", range(nregs), f"operand {op} has {nregs} registers")
+            raise TypeError(f"regmap[{j}] must be a (fragment, register) pair, got {validate.show(x)}")
+        fr = validate.integer(x[0], f"regmap[{j}] fragment")
+        rg = validate.integer(x[1], f"regmap[{j}] register", range(nregs), f"operand {op} has {nregs} registers")
         if fr < 0:
             raise ValueError(f"regmap[{j}]: fragment must be >= 0, got {fr}")
         out.append((fr, rg))

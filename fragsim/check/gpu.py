@@ -41,7 +41,7 @@ def digest(instrs, smem: np.ndarray, payloads: list) -> str:
 
 def _machine(gpu):
     if gpu is True:
-        from ..gpu_check.check_program import GpuMachine
+        from fragsim.gpu_check.check_program import GpuMachine
 
         return GpuMachine()
     if not (hasattr(gpu, "run") and hasattr(gpu, "info")):

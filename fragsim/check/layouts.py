@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..swizzle import Swizzle
-from ..tile import describe_swizzle
-from ..xor_map import XorMap
+from fragsim.layout.swizzle import Swizzle
+from fragsim.layout.tile import describe_swizzle
+from fragsim.layout.xor_map import XorMap
 
 #: Pitches tried when the addresses fit none of the tile's own: up to this many 16-byte paddings.
 PADDING_STEPS = 8

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _check
-from ..hardware import BANK_BYTES
+from fragsim import validate
+from fragsim.facts.hardware import BANK_BYTES
 from .program import Instr
 
 #: Shared memory one CTA can use on sm_90 (227 KB; CUDA C++ Programming Guide, "Features and
@@ -39,7 +39,7 @@ def problem(ins: Instr) -> str | None:
                      (use & (a % op.bytes_per_addr != 0), f"is not {op.bytes_per_addr}-byte aligned")):
         if bad.any():
             lane = int(np.flatnonzero(bad)[0])
-            return f"lane {lane}: {op.what} {_check.hex_int(a[lane])} {why}"
+            return f"lane {lane}: {op.what} {validate.hex_int(a[lane])} {why}"
     return None
 
 
@@ -112,7 +112,7 @@ def store_words(ins: Instr, data: np.ndarray) -> np.ndarray:
 
 
 class Simulator:
-    """fragsim's own shared-memory model (``fragsim.smem``)."""
+    """fragsim's own shared-memory model (``fragsim.sim.smem``)."""
 
     name = "fragsim"
 
@@ -120,7 +120,7 @@ class Simulator:
         """Run the program on each pass's shared memory ``smem`` (passes, size): the loads' registers
         (passes, 32, nregs) per instruction (None for stores and copies, and for instructions that
         cannot run), and the shared memory after the last instruction."""
-        from .. import smem as S
+        from fragsim.sim import smem as S
 
         mem = smem.copy()
         outs: list = []

@@ -1,6 +1,6 @@
 """The user's instructions, evaluated: each item ``(op, addresses, ...)`` becomes 32 lane addresses.
 
-An address is 32 integers, a C address expression (``fragsim.addrexpr``: C semantics, let-bindings,
+An address is 32 integers, a C address expression (``fragsim.search.addrexpr``: C semantics, let-bindings,
 variables) or a Python callable of the lane (``f(lane)``, or ``f(lane, **variables)`` for the
 variables it names).  Loads and stores take one value per variable; a copy by a whole CTA may give
 a variable several values (``range(4)``) and ``threads``: the copy is then one instruction per
@@ -19,10 +19,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import _check
-from ..hardware import WARP_LANES
-from ..instructions.shared_op import SharedOp
-from ..instructions.shared_ops import parse_shared_op
+from fragsim import validate
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions.shared_op import SharedOp
+from fragsim.instructions.shared_ops import parse_shared_op
 
 LANES = np.arange(WARP_LANES, dtype=np.int64)
 MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
@@ -65,9 +65,10 @@ class Instr:
 
 
 def _values(value, what: str) -> np.ndarray:
-    a = _check.array(value, what)
+    a = validate.array(value, what)
     if a.dtype == bool or a.dtype.kind not in "ui":
-        raise TypeError(f"{what} must be integers, got {_check.show(value) if a.dtype.kind == 'O' else 'dtype ' + str(a.dtype)}")
+        got = validate.show(value) if a.dtype.kind == "O" else f"dtype {a.dtype}"
+        raise TypeError(f"{what} must be integers, got {got}")
     if a.dtype == np.uint64 and a.size and int(a.max()) > INT64[1]:
         raise ValueError(f"{what}: {int(a.max())} does not fit in 64-bit signed (long)")
     return a.astype(np.int64)
@@ -76,7 +77,7 @@ def _values(value, what: str) -> np.ndarray:
 def lane_values(value, env: dict, what: str) -> np.ndarray:
     """int64 (32,): an expression, a callable of the lane or integers, for one instruction."""
     if isinstance(value, str):
-        from ..addrexpr import AddrExprError
+        from fragsim.search.addrexpr import AddrExprError
 
         try:
             out = _parse(value).evaluate(LANES, **env)
@@ -98,7 +99,7 @@ def lane_values(value, env: dict, what: str) -> np.ndarray:
 @lru_cache(maxsize=256)
 def _parse(src: str):
     """An address expression parsed once for all the instructions (and checks) that use it."""
-    from ..addrexpr import parse
+    from fragsim.search.addrexpr import parse
 
     return parse(src)
 
@@ -125,7 +126,7 @@ def lane_mask(value, env: dict, what: str) -> np.ndarray:
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         v = int(value)
         if not 0 <= v < 1 << WARP_LANES:
-            raise ValueError(f"{what}: {_check.hex_int(v)} does not fit in 32 bits (bit i = lane i)")
+            raise ValueError(f"{what}: {validate.hex_int(v)} does not fit in 32 bits (bit i = lane i)")
         return ((v >> LANES) & 1).astype(bool)
     a = np.asarray(value) if not isinstance(value, str) and not callable(value) else None
     if a is not None and a.dtype == bool:
@@ -136,7 +137,7 @@ def lane_mask(value, env: dict, what: str) -> np.ndarray:
 
 
 def _one_value(name, v) -> int:
-    return _check.integer(v, f"variable {name}", hint="one value: check_load and check_store check one set "
+    return validate.integer(v, f"variable {name}", hint="one value: check_load and check_store check one set "
                           "of fragments; call them once per value to check several")
 
 
@@ -152,13 +153,13 @@ def _variable_sets(variables, several: bool) -> list[dict]:
         if k == "lane":
             raise ValueError("variables: lane is the lane index 0..31 and cannot be set")
         if several and not isinstance(v, numbers.Integral) and hasattr(v, "__iter__"):
-            vals = [_check.integer(x, f"variable {k}") for x in itertools.islice(v, MAX_INSTRUCTIONS + 1)]
+            vals = [validate.integer(x, f"variable {k}") for x in itertools.islice(v, MAX_INSTRUCTIONS + 1)]
             if not vals:
                 raise ValueError(f"variables: {k} has no values")
             if len(vals) > MAX_INSTRUCTIONS:
                 raise ValueError(f"variables: {k} has more than {MAX_INSTRUCTIONS} values (one instruction each)")
         else:
-            vals = [_one_value(k, v) if not several else _check.integer(v, f"variable {k}")]
+            vals = [_one_value(k, v) if not several else validate.integer(v, f"variable {k}")]
         names.append(k)
         values.append(vals)
     if math.prod(len(v) for v in values) > MAX_INSTRUCTIONS:
@@ -171,7 +172,7 @@ def _items(items, what: str) -> list:
     if isinstance(items, tuple) and items and isinstance(items[0], (str, SharedOp)):
         items = [items]           # one (op, addrs) pair given bare
     if not isinstance(items, (list, tuple)) or not items:
-        raise TypeError(f"{what} must be a non-empty list of (op, addresses) pairs, got {_check.show(items)}")
+        raise TypeError(f"{what} must be a non-empty list of (op, addresses) pairs, got {validate.show(items)}")
     return list(items)
 
 
@@ -183,7 +184,7 @@ def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
     sets = _variable_sets(variables, several=kind == "copy")
     warps: list[int | None] = [None]
     if threads is not None:
-        n = _check.integer(threads, "threads", hint="threads of the CTA that runs the copy")
+        n = validate.integer(threads, "threads", hint="threads of the CTA that runs the copy")
         if n < WARP_LANES or n % WARP_LANES or n > MAX_CTA_THREADS:
             raise ValueError(f"threads must be a positive multiple of {WARP_LANES} (whole warps) up to "
                              f"{MAX_CTA_THREADS} (a CTA), got {n}")
@@ -194,7 +195,7 @@ def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
     for j, item in enumerate(items):
         if not isinstance(item, (tuple, list)):
             raise TypeError(f"{what}[{j}] must be a tuple (op, addresses{', src' if kind == 'copy' else ''}"
-                            f"[, mask]), got {_check.show(item)}")
+                            f"[, mask]), got {validate.show(item)}")
         width = 4 if kind == "copy" else 3
         if not 2 <= len(item) <= width:
             raise ValueError(f"{what}[{j}] must be (op, addresses{'[, src]' if kind == 'copy' else ''}[, mask]), "
@@ -222,7 +223,7 @@ def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
                 where = f"{label} ({op.name})"
                 ins = Instr(op, lane_values(addr, env, f"{where} addresses"),
                             lane_mask(mask, env, f"{where} mask"), label,
-                            addr if isinstance(addr, str) else _check.show(addr), values=shown)
+                            addr if isinstance(addr, str) else validate.show(addr), values=shown)
                 if src is not None:
                     ins.src = lane_values(src, env, f"{where} source")
                 out.append(ins)

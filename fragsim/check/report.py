@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import _check
+from fragsim import validate
 
 #: Mismatch lines shown in the text report (all of them are in ``.mismatches`` and the JSON).
 SHOWN = 8
@@ -67,7 +67,7 @@ class Mismatch:
         if self.why:
             return self.why
         if self.address is not None:
-            return f"lands at {_check.hex_int(self.address)}, outside the tile's elements"
+            return f"lands at {validate.hex_int(self.address)}, outside the tile's elements"
         return "is lost (a later write overwrote it)"
 
     def to_dict(self) -> dict:

@@ -15,9 +15,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..hardware import WARP_LANES
-from ..instructions.shared_op import SharedOp
-from ..tile import Tile
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions.shared_op import SharedOp
+from fragsim.layout.tile import Tile
 from . import machine as M
 from .fragments import Fragments
 from .program import Instr

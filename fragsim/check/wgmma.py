@@ -2,7 +2,7 @@
 
 The user says where the operand sits (a ``fragsim.Tile``, e.g. the box a TMA with a 128-byte swizzle
 wrote) and gives the descriptor of each k-step; fragsim computes the address of every (row, k)
-element each k-step reads (``fragsim.descriptor.operand_addresses``) and compares it with the
+element each k-step reads (``fragsim.layout.descriptor.operand_addresses``) and compares it with the
 tile's own address of the element it should be.  Where they differ the report lists which tile
 element is read instead, and the fix: for every swizzle mode and base offset the one descriptor
 whose canonical layout puts the intended elements where they are (start, LBO and SBO follow from
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import _check
-from ..descriptor import (MAJORS, SWIZZLE_BYTES, SWIZZLE_MODES, MatrixDescriptor, as_descriptor, check_shape,
+from fragsim import validate
+from fragsim.layout.descriptor import (MAJORS, SWIZZLE_BYTES, SWIZZLE_MODES, MatrixDescriptor, as_descriptor, check_shape,
                           operand_addresses, swizzle_address)
 from .report import SHOWN, Finding
 
@@ -46,7 +46,7 @@ class FormInfo:
 def parse_form(form) -> FormInfo:
     """A wgmma form in PTX's spelling (with or without ``wgmma.mma_async.sync.aligned.``) -> N, K and
     the A/B types, from the instruction table (``fragsim.instructions.wgmma``)."""
-    from ..instructions.wgmma import lookup_wgmma
+    from fragsim.instructions.wgmma import lookup_wgmma
 
     f = lookup_wgmma(form)
     _, n, k = f.shape
@@ -61,14 +61,14 @@ def _is_int(v) -> bool:
 
 def _step_descriptors(descriptor, steps, variables) -> tuple[list, list, bool]:
     """(descriptors, their source text, per_step): one descriptor per k-step."""
-    from ..addrexpr import evaluate
+    from fragsim.search.addrexpr import evaluate
 
     if variables is not None and not isinstance(variables, dict):
-        raise TypeError(f"variables must be a dict of names and integers, got {_check.show(variables)}")
+        raise TypeError(f"variables must be a dict of names and integers, got {validate.show(variables)}")
     env = dict(variables or {})
     for name, v in env.items():
         if not isinstance(name, str) or not _is_int(v):
-            raise TypeError(f"variables: {name!r} must be a name with an integer value, got {_check.show(v)}")
+            raise TypeError(f"variables: {name!r} must be a name with an integer value, got {validate.show(v)}")
 
     def expr(src, what):
         ks = np.arange(steps, dtype=np.int64)
@@ -127,7 +127,7 @@ class WgmmaMismatch:
     why: str = ""
 
     def __str__(self) -> str:
-        head = f"k-step {self.step}: {self.operand}[{self.element[0]},{self.element[1]}] reads {_check.hex_int(self.address)}"
+        head = f"k-step {self.step}: {self.operand}[{self.element[0]},{self.element[1]}] reads {validate.hex_int(self.address)}"
         got = f"tile({self.got[0]},{self.got[1]})" if self.got is not None else (self.why or "no tile element")
         return f"{head} = {got}, wants tile({self.want[0]},{self.want[1]})"
 
@@ -197,13 +197,13 @@ class WgmmaReport:
 # -- the check ---------------------------------------------------------------------------------------
 
 def _tile(tile):
-    from ..tile import Tile
+    from fragsim.layout.tile import Tile
 
     if isinstance(tile, str):
         return Tile.parse(tile)
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a fragsim.Tile or a tile spec such as '64x64 bf16 swizzle=3,4,3', "
-                        f"got {_check.show(tile)}")
+                        f"got {validate.show(tile)}")
     return tile
 
 
@@ -221,16 +221,16 @@ def check_wgmma(form, operand, tile, descriptor, *, major="K", at=None, steps=No
     length, or as many as the tile's columns hold).
     """
     info = parse_form(form)
-    op = _check.choice(operand.upper() if isinstance(operand, str) else operand, "operand", ("A", "B"))
+    op = validate.choice(operand.upper() if isinstance(operand, str) else operand, "operand", ("A", "B"))
     t = _tile(tile)
-    major = _check.choice(major.upper() if isinstance(major, str) else major, "major", MAJORS)
+    major = validate.choice(major.upper() if isinstance(major, str) else major, "major", MAJORS)
     bits = info.bits(op)
     rows, k = (64 if op == "A" else info.n), info.k
     check_shape(rows, k, bits, major, "check_wgmma")
     if t.elem_bytes * 8 != bits:
         raise ValueError(f"tile holds {t.dtype} ({t.elem_bytes}-byte) elements; operand {op} of {info.ptx} is "
                          f".{info.types[op]} ({bits // 8}-byte)")
-    r0, c0 = (0, 0) if at is None else tuple(_check.integer(v, f"at[{i}]") for i, v in enumerate(_pair(at)))
+    r0, c0 = (0, 0) if at is None else tuple(validate.integer(v, f"at[{i}]") for i, v in enumerate(_pair(at)))
     if r0 < 0 or c0 < 0 or r0 + rows > t.rows or c0 + k > t.cols:
         raise ValueError(f"at ({r0}, {c0}): operand {op} of {info.ptx} is {rows} x {k} (rows x K); the tile "
                          f"({t.rows} x {t.cols}) must hold rows {r0}..{r0 + rows - 1} and cols {c0}..{c0 + k - 1}")
@@ -242,7 +242,7 @@ def check_wgmma(form, operand, tile, descriptor, *, major="K", at=None, steps=No
     if steps is None:
         steps = len(descriptor) if isinstance(descriptor, (list, tuple)) else \
             (t.cols - c0) // k if per_step_form else 1
-    steps = _check.integer(steps, "steps", hint="the number of k-steps")
+    steps = validate.integer(steps, "steps", hint="the number of k-steps")
     if steps < 1 or c0 + steps * k > t.cols:
         raise ValueError(f"steps {steps}: the tile's columns {c0}..{t.cols - 1} hold {(t.cols - c0) // k} k-step(s) "
                          f"of K = {k}")
@@ -274,7 +274,7 @@ def check_wgmma(form, operand, tile, descriptor, *, major="K", at=None, steps=No
 def _pair(at):
     if isinstance(at, (tuple, list)) and len(at) == 2:
         return at
-    raise TypeError(f"at must be a (row, col) pair, got {_check.show(at)}")
+    raise TypeError(f"at must be a (row, col) pair, got {validate.show(at)}")
 
 
 def _mismatches(t, step, got, bad, r0, c0, op) -> list:
@@ -357,7 +357,7 @@ def _fmt(name, v) -> str:
     if name == "swizzle":
         return repr(v)
     if name == "start_address":
-        return _check.hex_int(v)
+        return validate.hex_int(v)
     return str(v)
 
 
@@ -395,8 +395,8 @@ def _diagnose(descs, fix, fix_major, major, info, op, bits, k, t) -> list:
             have_adv = [b - a for a, b in zip(starts, starts[1:])]
             step_bytes = k * bits // 8
             if starts[0] != need[0]:
-                out.append(Finding("start address", f"k-step 0 starts at {_check.hex_int(need[0])}, not "
-                                   f"{_check.hex_int(starts[0])}: start_address={_check.hex_int(need[0])}"))
+                out.append(Finding("start address", f"k-step 0 starts at {validate.hex_int(need[0])}, not "
+                                   f"{validate.hex_int(starts[0])}: start_address={validate.hex_int(need[0])}"))
             if len(set(adv)) == 1 and have_adv != adv:
                 a = adv[0]
                 got = (f"advances the start by {have_adv[0]} bytes per k-step" if len(set(have_adv)) == 1
@@ -412,12 +412,12 @@ def _diagnose(descs, fix, fix_major, major, info, op, bits, k, t) -> list:
                     f"{' inside the swizzle row' if f0.swizzle != 'none' and fix_major == 'K' else ''}: start + {a} * k "
                     f"(+ {a >> 4} * k on the 64-bit value)")))
             elif len(set(adv)) != 1:
-                out.append(Finding("start address", "the k-steps start at " + ", ".join(_check.hex_int(s) for s in need)
+                out.append(Finding("start address", "the k-steps start at " + ", ".join(validate.hex_int(s) for s in need)
                                    + " (the tile's layout between them is not one stride)"))
         elif starts[0] != need[0]:
             out.append(Finding("start address", f"the operand's element (0, 0) is read from "
-                               f"{_check.hex_int(starts[0])} but sits at {_check.hex_int(need[0])} (unswizzled): "
-                               f"start_address={_check.hex_int(need[0])}"))
+                               f"{validate.hex_int(starts[0])} but sits at {validate.hex_int(need[0])} (unswizzled): "
+                               f"start_address={validate.hex_int(need[0])}"))
     if not out:        # the k-steps need different fields: name each step's fix
         out += [Finding("descriptor", f"k-step {s}: use {f!r}") for s, f in enumerate(fix) if f != descs[s]]
     first = fix[0]

@@ -150,8 +150,8 @@ def _regmap(text: str) -> list:
 
 def checker(args):
     """The check the arguments ask for, as a function of ``gpu`` (True or False) returning the report."""
-    from ..check import check_copy, check_load, check_store
-    from ..tile import Tile
+    from fragsim.check import check_copy, check_load, check_store
+    from fragsim.layout.tile import Tile
 
     if getattr(args, "wgmma", None):
         raise ValueError("--wgmma: draw a descriptor check with fragsim check --wgmma ... --png FILE")
@@ -191,13 +191,13 @@ def checker(args):
 def run(args) -> int:
     pictures = _pictures(args)
     if args.wgmma:
-        from ..check import wgmma_cli
+        from . import check_wgmma as wgmma_cli
         return wgmma_cli.run(args, pictures)
     if args.major is not None or args.steps is not None:
         raise ValueError("--major and --steps are for --wgmma")
     call = checker(args)
     if args.gpu:
-        from ..gpu_check.runner import GpuUnavailable
+        from fragsim.gpu_check.runner import GpuUnavailable
 
         try:
             report = call(True)
@@ -208,7 +208,7 @@ def run(args) -> int:
         report = call(False)
     print(json.dumps(report.to_dict()) if args.json else report)
     if pictures:
-        from ..viz.check_result import draw_check
+        from fragsim.viz.check_result import draw_check
         for path in pictures:
             draw_check(report, path)
             if not args.json:

@@ -105,7 +105,7 @@ def _mask(text, variables):
     try:
         v = int(text, 0)
     except ValueError:
-        from ..addrexpr import evaluate
+        from fragsim.search.addrexpr import evaluate
 
         return np.broadcast_to(evaluate(text, **variables) != 0, (32,)).copy()
     if not 0 <= v <= 0xFFFFFFFF:
@@ -118,7 +118,7 @@ def run(args) -> int:
         if not args.record:
             raise ValueError("--ncu-measure needs --record DIR (where the measurements go)")
         writable_dir(args.record, "--record")
-        from ..gpu_check.ncu_banks import NcuUnavailable, compare, measure
+        from fragsim.gpu_check.ncu_banks import NcuUnavailable, compare, measure
 
         try:
             path = measure(args.record, seed=args.seed, budget=args.budget)
@@ -133,8 +133,8 @@ def run(args) -> int:
         raise ValueError("--record goes with --ncu-measure (it names where the measurements go)")
     if not args.op:
         raise ValueError("give the instruction, e.g. `fragsim conflicts ldmatrix.x4 --addrs \"lane * 16\"`")
-    from ..banks import bank_conflicts
-    from ..instructions.shared_ops import parse_shared_op
+    from fragsim.banks import bank_conflicts
+    from fragsim.instructions.shared_ops import parse_shared_op
 
     o = parse_shared_op(args.op)
     variables = _variables(args.var)
@@ -143,7 +143,7 @@ def run(args) -> int:
 
         return conflicts_with_layouts(args, o, variables, _read_file, _mask)
     if args.addrs is not None:
-        from ..addrexpr import evaluate
+        from fragsim.search.addrexpr import evaluate
 
         addrs = np.broadcast_to(evaluate(args.addrs, **variables), (32,)).copy()
     elif args.addrs_file is not None:
@@ -154,7 +154,7 @@ def run(args) -> int:
         raise ValueError("give the lane addresses: --addrs EXPR or --addrs-file FILE")
     src = None
     if args.src is not None:
-        from ..addrexpr import evaluate
+        from fragsim.search.addrexpr import evaluate
 
         src = np.broadcast_to(evaluate(args.src, **variables), (32,)).copy()
     mask = _mask(args.mask, variables)

@@ -117,7 +117,7 @@ def _pair(text: str, what: str) -> tuple[int, int]:
 def _swizzle(text):
     if text is None:
         return None
-    from ..swizzle import Swizzle
+    from fragsim.layout.swizzle import Swizzle
     parts = text.split(",")
     try:
         b, m, s = (int(x, 0) for x in parts)
@@ -129,12 +129,12 @@ def _swizzle(text):
 def _tile(spec):
     if spec is None:
         return None
-    from ..tile import Tile
+    from fragsim.layout.tile import Tile
     return Tile.parse(spec)
 
 
 def _addrs(args):
-    from ..addrexpr import evaluate
+    from fragsim.search.addrexpr import evaluate
     from .conflicts import _variables
     if args.addrs is None:
         return None
@@ -149,75 +149,75 @@ def _mask(args):
 
 
 def run(args) -> int:
-    from ..viz._figure import check_path
+    from fragsim.viz._figure import check_path
     out = writable_file(check_path(args.output), "-o")
     kind = args.kind
     if kind == "fragment":
-        from ..viz.fragment_map import draw_fragment_map
+        from fragsim.viz.fragment_map import draw_fragment_map
         draw_fragment_map(args.form, args.operand, out)
     elif kind == "mma":
-        from ..viz.fragment_map import draw_mma
+        from fragsim.viz.fragment_map import draw_mma
         draw_mma(args.form, out)
     elif kind == "flow":
-        from ..viz.flow import draw_ldmatrix_flow
+        from fragsim.viz.flow import draw_ldmatrix_flow
         arrows = [int(x) for x in args.arrows.replace(" ", "").split(",") if x] if args.arrows else []
         draw_ldmatrix_flow(args.op, _addrs(args), form=args.form, operand=args.operand, tile=_tile(args.tile),
                            arrows=arrows, path=out)
     elif kind == "bank-map":
-        from ..viz.banks import draw_bank_map
+        from fragsim.viz.banks import draw_bank_map
         if (args.op is None) != (args.addrs is None):
             raise ValueError("--op and --addrs go together (the instruction whose phase is outlined)")
         access = None if args.op is None else (args.op, _addrs(args))
         draw_bank_map(_tile(args.tile), access=access, phase=args.phase, path=out)
     elif kind in ("bank-phases", "bank-histogram", "bank-report"):
-        from ..viz import banks
+        from fragsim.viz import banks
         draw = {"bank-phases": banks.draw_bank_phases, "bank-histogram": banks.draw_bank_histogram,
                 "bank-report": banks.draw_bank_report}[kind]
         src = None
         if args.src is not None:
-            from ..addrexpr import evaluate
+            from fragsim.search.addrexpr import evaluate
             from .conflicts import _variables
             src = np.broadcast_to(evaluate(args.src, **_variables(args.var)), (32,)).copy()
         draw(args.op, _addrs(args), mask=_mask(args), src=src, path=out)
     elif kind == "swizzle":
-        from ..viz.swizzle import draw_swizzle
+        from fragsim.viz.swizzle import draw_swizzle
         tile = _tile(args.tile)
         if tile is not None and (args.swizzle or args.pitch or args.rows):
             raise ValueError("--tile gives the whole layout; leave out --swizzle, --pitch and --rows")
         draw_swizzle(_swizzle(args.swizzle), tile=tile, rows=args.rows, row_bytes=args.row_bytes,
                      pitch=args.pitch, path=out)
     elif kind == "wgmma":
-        from ..instructions import check_operand
-        from ..instructions.wgmma import lookup_wgmma
-        from ..viz.warpgroup_map import draw_warpgroup_map
+        from fragsim.instructions import check_operand
+        from fragsim.instructions.wgmma import lookup_wgmma
+        from fragsim.viz.warpgroup_map import draw_warpgroup_map
         form, op = lookup_wgmma(args.form), check_operand(args.operand)
         form.coords(op)                   # B (shared memory only) refused in one line
         draw_warpgroup_map(form, op, out)
     elif kind == "canonical":
-        from ..descriptor import canonical_descriptor
-        from ..viz.canonical import draw_canonical
+        from fragsim.layout.descriptor import canonical_descriptor
+        from fragsim.viz.canonical import draw_canonical
         desc = canonical_descriptor(args.swizzle, major=args.major, elem_bits=args.bits, rows=args.rows)
         if args.desc is not None:
-            from ..check.wgmma_cli import descriptor
+            from .check_wgmma import descriptor
             desc = descriptor(args.desc)
             if isinstance(desc, str):
                 raise ValueError(f"--desc {args.desc!r}: expected a 64-bit value or 'start=N lbo=N sbo=N swizzle=MODE'")
         draw_canonical(desc, major=args.major, elem_bits=args.bits, rows=args.rows, path=out)
     elif kind == "movmatrix":
-        from ..viz.movmatrix_map import draw_movmatrix_map
+        from fragsim.viz.movmatrix_map import draw_movmatrix_map
         draw_movmatrix_map(out)
     elif kind == "check":
-        from ..viz.check_result import draw_check
+        from fragsim.viz.check_result import draw_check
         from .check import checker
         report = checker(args)(False)
         draw_check(report, out)
         print(report.verdict())
     elif kind == "warp-tile":
-        from ..viz.tiles import draw_warp_tile
+        from fragsim.viz.tiles import draw_warp_tile
         m, n = _pair(args.tiles, "--tiles")
         draw_warp_tile(args.form, m, n, out)
     else:
-        from ..viz.tiles import draw_cta_tile
+        from fragsim.viz.tiles import draw_cta_tile
         draw_cta_tile(_pair(args.cta, "--cta"), _pair(args.warps, "--warps"), args.form,
                       warp_order=args.warp_order, path=out)
     print(f"wrote {out}")

@@ -8,8 +8,8 @@ import time
 
 import numpy as np
 
-from ..formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
-from ..instructions import lookup
+from fragsim.facts.formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
+from fragsim.instructions import lookup
 from .files import load_npy, writable_file
 
 NAME = "gemm"
@@ -20,7 +20,7 @@ PROGRESS_MIN = 1 << 20
 
 
 def add_arguments(p):
-    from ..arch import ARCHS
+    from fragsim.facts.arch import ARCHS
 
     p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
     names = "; ".join(f"{a.name} ({', '.join(a.aliases)})" for a in ARCHS.values())
@@ -106,7 +106,7 @@ class Bar:
 
 def run(args) -> int:
     import fragsim
-    from ..arch import get_arch
+    from fragsim.facts.arch import get_arch
 
     f = lookup(args.form)
     arch = get_arch(args.arch)

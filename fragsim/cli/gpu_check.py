@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from ..arch import ARCHS
+from fragsim.facts.arch import ARCHS
 from .files import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"

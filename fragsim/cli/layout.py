@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 
-from ..instructions import check_operand, lookup
-from ..textmap import fragment_grid, fragment_json, lane_list
+from fragsim.instructions import check_operand, lookup
+from fragsim.layout.text import fragment_grid, fragment_json, lane_list
 
 NAME = "layout"
 HELP = "print the lane/register map of an mma operand (PTX ISA figure order)"
@@ -26,13 +26,13 @@ def add_arguments(p):
 
 def _run_wgmma(args, pictures) -> int:
     """A wgmma form (PTX spelling after wgmma.mma_async.sync.aligned.): the warpgroup maps of A, C, D."""
-    from ..instructions.wgmma import lookup_wgmma
-    from ..warpgroup import owners
+    from fragsim.instructions.wgmma import lookup_wgmma
+    from fragsim.sim.wgmma import owners
     form = lookup_wgmma(args.form)
     op = check_operand(args.operand)
     form.coords(op)                       # B (shared memory only) refused in one line
     if pictures:
-        from ..viz.warpgroup_map import draw_warpgroup_map
+        from fragsim.viz.warpgroup_map import draw_warpgroup_map
         from .files import writable_file
         for path, ext in pictures:
             if not path.lower().endswith(ext):
@@ -56,21 +56,21 @@ def _run_wgmma(args, pictures) -> int:
 
 
 def _is_movmatrix(spelling) -> bool:
-    from ..instructions.movmatrix import MOVMATRIX
+    from fragsim.instructions.movmatrix import MOVMATRIX
     return isinstance(spelling, str) and spelling.strip().lower() in ("movmatrix", MOVMATRIX.name, MOVMATRIX.ptx)
 
 
 def _run_movmatrix(args, pictures) -> int:
     """movmatrix: the source and destination maps, each cell (r, c) of the source matrix ``T5:e1`` (lane
     5 holds it in the high half of its register)."""
-    from ..instructions.movmatrix import MOVMATRIX
+    from fragsim.instructions.movmatrix import MOVMATRIX
     if args.operand is not None:
         raise ValueError(f"operand {args.operand!r}: movmatrix has none (its one register in and one out "
                          "are both printed); leave it out")
     if args.by_lane:
         raise ValueError("--by-lane: movmatrix has one register per lane; the grids are the whole map")
     if pictures:
-        from ..viz.movmatrix_map import draw_movmatrix_map
+        from fragsim.viz.movmatrix_map import draw_movmatrix_map
         _writable(pictures)
         for path, _ in pictures:
             draw_movmatrix_map(path)
@@ -121,7 +121,7 @@ def run(args) -> int:
     op = check_operand(args.operand)
     pictures = [(path, ext) for path, ext in ((args.png, ".png"), (args.svg, ".svg")) if path is not None]
     if pictures:
-        from ..viz.fragment_map import draw_fragment_map
+        from fragsim.viz.fragment_map import draw_fragment_map
         from .files import writable_file
         for path, ext in pictures:
             if not path.lower().endswith(ext):

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from ..formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
-from ..instructions import lookup
+from fragsim.facts.formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
+from fragsim.instructions import lookup
 from .files import load_npy
 
 NAME = "mma"
@@ -17,7 +17,7 @@ HELP = "emulate one mma.sync bit-exactly (sm_80 / sm_90) and explain any output 
 
 def add_arguments(p):
     p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
-    from ..arch import ARCHS
+    from fragsim.facts.arch import ARCHS
 
     names = "; ".join(f"{a.name} ({', '.join(a.aliases)})" for a in ARCHS.values())
     p.add_argument("--arch", default="sm_90", help=f"architecture row, or an alias: {names}; default sm_90")
@@ -69,8 +69,8 @@ def _json_value(v: float):
 
 def run(args) -> int:
     import fragsim
-    from ..arch import get_arch
-    from ..arith.explain import explain, render, to_json
+    from fragsim.facts.arch import get_arch
+    from fragsim.arith.explain import explain, render, to_json
 
     f = lookup(args.form)
     arch = get_arch(args.arch)

@@ -109,8 +109,8 @@ def _variables(pairs) -> dict:
 
 def parse_candidate(text: str, tile):
     """'none' | 'B,M,S' | 'pitch=N' | 'xor:4^7,5^8' -> a candidate for swizzle_search(candidates=...)."""
-    from ..tile import parse_swizzle
-    from ..xor_map import XorMap
+    from fragsim.layout.tile import parse_swizzle
+    from fragsim.layout.xor_map import XorMap
 
     t = text.strip().lower()
     if t.startswith("pitch="):
@@ -136,7 +136,7 @@ def parse_candidate(text: str, tile):
 def _used(variables: dict, *exprs) -> dict:
     """The --var variables an instruction is issued over: those its expressions read, and ``warp``
     always (every warp of the CTA issues it)."""
-    from ..addrexpr import parse
+    from fragsim.search.addrexpr import parse
 
     names = {"warp"}
     for e in exprs:
@@ -161,7 +161,7 @@ def _split_op(text: str, flag: str):
 
 def build_access_sets(args, tile):
     """(reads, writes) AccessSets from the presets and the --read/--write expressions."""
-    from .. import access as A
+    from fragsim.search import access as A
 
     sets = []
     warps = A._pair(args.warps, "--warps")
@@ -198,8 +198,8 @@ def build_access_sets(args, tile):
 
 
 def run(args) -> int:
-    from ..search import swizzle_search
-    from ..tile import Tile
+    from fragsim.search.swizzle_search import swizzle_search
+    from fragsim.layout.tile import Tile
 
     tile = Tile.parse(args.tile)
     reads, writes = build_access_sets(args, tile)
@@ -223,9 +223,9 @@ def conflicts_with_layouts(args, o, variables, read_file, lane_mask) -> int:
     labelled table.  ``--pitch N`` sets the variable ``pitch`` of the expressions; the swizzle is
     applied to every lane's address.  ``read_file``/``lane_mask``: conflicts' readers of
     ``--addrs-file`` and ``--mask``."""
-    from ..addrexpr import evaluate
-    from ..banks import bank_conflicts
-    from ..tile import parse_swizzle
+    from fragsim.search.addrexpr import evaluate
+    from fragsim.banks import bank_conflicts
+    from fragsim.layout.tile import parse_swizzle
 
     if args.pitch and args.addrs is None:
         raise ValueError("--pitch sets the variable `pitch` of --addrs EXPR; a file of addresses has none")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..instructions import FORMS
-from ..textmap import fragment_grid, fragment_json
+from fragsim.instructions import FORMS
+from fragsim.layout.text import fragment_grid, fragment_json
 from .files import writable_dir
 
 NAME = "tour"
@@ -72,7 +72,7 @@ def run(args) -> int:
 def _picture_tasks(out: str) -> tuple[list, dict]:
     """(kind, module, function, args, kwargs, path) of every standard picture, and for each form
     and operand the picture that shows it (forms with the same map share one picture)."""
-    from ..viz import _blocks, _groups
+    from fragsim.viz import _blocks, _groups
 
     def pic(*parts):
         return os.path.join(out, "pictures", *parts)
@@ -96,8 +96,8 @@ def _picture_tasks(out: str) -> tuple[list, dict]:
         tasks.append(("pictures", "flow", "draw_ldmatrix_flow", (), {"form": forms[0].name, "operand": op}, path))
         for f in forms:
             index[f.name][f"{op} flow"] = path
-    from .. import addrexpr
-    from ..swizzle import Swizzle
+    from fragsim.search import addrexpr
+    from fragsim.layout.swizzle import Swizzle
     reads = addrexpr.evaluate(A_ROWS.format(pitch=128))
     sw = Swizzle(3, 4, 3)
     tile = {"rows": 16, "cols": 64, "dtype": "f16"}
@@ -115,7 +115,7 @@ def _draw(task):
     """A picture task in a worker: a file drawn (its path), or a picture of the explorer (its SVG)."""
     import importlib
     if task[0] == "explorer":
-        from ..viz.explorer import render
+        from fragsim.viz.explorer import render
         return render(task[1])
     _, module, function, fargs, kwargs, path = task
     getattr(importlib.import_module(f"fragsim.viz.{module}"), function)(*fargs, path=path, **kwargs)
@@ -123,7 +123,7 @@ def _draw(task):
 
 
 def _pictures(out, written, jobs):
-    from ..viz import explorer
+    from fragsim.viz import explorer
     tasks, index = _picture_tasks(out)
     for t in tasks:
         os.makedirs(os.path.dirname(t[-1]), exist_ok=True)
@@ -179,9 +179,9 @@ CONFLICT_PATTERNS = [
 
 
 def _conflict_table(out, written):
-    from ..addrexpr import evaluate
-    from ..banks import bank_conflicts
-    from ..swizzle import Swizzle
+    from fragsim.search.addrexpr import evaluate
+    from fragsim.banks import bank_conflicts
+    from fragsim.layout.swizzle import Swizzle
     lines = ["| access | instruction | lane byte offset (C) | swizzle | wavefronts | ideal | conflicts |",
              "|---|---|---|---|---|---|---|"]
     for name, op, expr, sw in CONFLICT_PATTERNS:

@@ -12,9 +12,9 @@ from functools import cached_property
 
 import numpy as np
 
-from .. import _check
-from ..formats import FloatFormat, IntFormat, get_format
-from ..layout import LinearLayout
+from fragsim import validate
+from fragsim.facts.formats import FloatFormat, IntFormat, get_format
+from fragsim.layout.linear import LinearLayout
 from . import ptx_mma
 from .mma import ALIASES, MMA_FORMS
 from .movmatrix import REGISTER_OPS, RegisterOp  # noqa: F401  (re-exported)
@@ -107,8 +107,8 @@ class MmaForm:
         """PTX's name for the element: a0..a7, b0.., c0.., d0..."""
         op = check_operand(operand)
         epr = self.elems_per_reg(op)
-        r = _check.integer(reg, "reg", range(self.nregs(op)), f"operand {op} of {self.name}")
-        h = _check.integer(half, "half", range(epr), f"elements per register of operand {op}")
+        r = validate.integer(reg, "reg", range(self.nregs(op)), f"operand {op} of {self.name}")
+        h = validate.integer(half, "half", range(epr), f"elements per register of operand {op}")
         return f"{op.lower()}{r // self.words_per_elem(op) * epr + h}"
 
     def __str__(self) -> str:

@@ -8,7 +8,7 @@ in phases of 8 lanes (H200 overlap probes).
 
 from __future__ import annotations
 
-from ..hardware import WARP_LANES, WAVEFRONT_BYTES
+from fragsim.facts.hardware import WARP_LANES, WAVEFRONT_BYTES
 from .shared_op import OVERLAP_HIGHEST_LANE, OVERLAP_PHASES, SharedOp
 
 SIZES = {"ca": (4, 8, 16), "cg": (16,)}

@@ -11,7 +11,7 @@ see the bytes each lane moves (``ld.shared.s8`` sign-extends in the register, bu
 
 from __future__ import annotations
 
-from ..hardware import BANK_BYTES, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.facts.hardware import BANK_BYTES, WARP_LANES, WAVEFRONT_BYTES
 from .shared_op import OVERLAP_PHASES, SharedOp
 
 # bytes per lane -> (type suffix of the canonical spelling, other spellings of the same access)

@@ -11,8 +11,8 @@ matrix overwrites an earlier one, within a matrix the lowest row wins (H200 over
 
 from __future__ import annotations
 
-from ..hardware import MATRIX_ROW_BYTES, MATRIX_ROWS
-from ..layout import LinearLayout, from_bit_positions
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS
+from fragsim.layout.linear import LinearLayout, from_bit_positions
 from .shared_op import OVERLAP_PHASES, SharedOp
 
 NUMS = (1, 2, 4)

@@ -11,7 +11,7 @@ Element a_i of the PTX figures is register i // epr, half i % epr.
 
 from __future__ import annotations
 
-from ..layout import from_bit_positions
+from fragsim.layout.linear import from_bit_positions
 
 RC = ("row", "col")
 

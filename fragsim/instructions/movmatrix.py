@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..layout import LinearLayout, from_bit_positions
+from fragsim.layout.linear import LinearLayout, from_bit_positions
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """One entry of the shared-memory instruction table: every fact about one instruction variant.
 
-The shared-memory model (``fragsim.smem``), the bank model (``fragsim.banks``, both its detail and
+The shared-memory model (``fragsim.sim.smem``), the bank model (``fragsim.banks``, both its detail and
 its batch path), gpu_check's kernels and the Nsight Compute probe read these fields and nothing
 else; adding a variant is adding an entry in its family's module (``ldmatrix.py``,
 ``ld_st_shared.py``, ``cp_async.py``) plus its hardware validation.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..hardware import BANK_BYTES, WARP_LANES, WAVEFRONT_BYTES
-from ..layout import LinearLayout
+from fragsim.facts.hardware import BANK_BYTES, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.layout.linear import LinearLayout
 
 #: Nsight Compute counters of each counter group: (wavefronts, bank conflicts).  cp.async's
 #: wavefronts have no op_ metric of their own; the probe derives them from the shared total.

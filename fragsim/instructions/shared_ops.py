@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .. import _check
+from fragsim import validate
 from . import cp_async, ld_st_shared, ldmatrix
 from .shared_op import SharedOp
 
@@ -64,21 +64,21 @@ def parse_shared_op(op) -> SharedOp:
 
 def matrix_op(family: str, num, trans) -> SharedOp:
     """``ldmatrix``/``stmatrix`` entry for ``num`` matrices (1, 2, 4) and ``trans``."""
-    n = _check.integer(num, "num", ldmatrix.NUMS, f"8x8 matrices: {family} .x1/.x2/.x4")
-    t = _check.boolean(trans, "trans")
+    n = validate.integer(num, "num", ldmatrix.NUMS, f"8x8 matrices: {family} .x1/.x2/.x4")
+    t = validate.boolean(trans, "trans")
     return SHARED_OPS[f"{family}.x{n}{'.trans' if t else ''}"]
 
 
 def plain_op(direction: str, nbytes) -> SharedOp:
     """``ld.shared``/``st.shared`` entry for ``nbytes`` per lane."""
-    n = _check.integer(nbytes, "nbytes", tuple(ld_st_shared.WIDTHS), "bytes per lane: u8, u16, b32, v2.b32, v4.b32")
+    n = validate.integer(nbytes, "nbytes", tuple(ld_st_shared.WIDTHS), "bytes per lane: u8, u16, b32, v2.b32, v4.b32")
     return SHARED_OPS[f"{direction}.shared.{ld_st_shared.WIDTHS[n][0]}"]
 
 
 def cp_async_op(level, nbytes) -> SharedOp:
     """``cp.async.{level}`` entry for ``nbytes`` per lane."""
-    lv = _check.choice(level, "level (cp.async cache level)", tuple(cp_async.SIZES))
-    n = _check.integer(nbytes, "nbytes", (4, 8, 16))
+    lv = validate.choice(level, "level (cp.async cache level)", tuple(cp_async.SIZES))
+    n = validate.integer(nbytes, "nbytes", (4, 8, 16))
     if n not in cp_async.SIZES[lv]:
         raise ValueError(f"cp.async.{lv} copies {', '.join(map(str, cp_async.SIZES[lv]))} bytes per lane, got {n}")
     return SHARED_OPS[f"cp.async.{lv}.{n}"]

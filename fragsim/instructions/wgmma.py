@@ -34,8 +34,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ..formats import FloatFormat, IntFormat, get_format
-from ..layout import LinearLayout, from_bit_positions
+from fragsim.facts.formats import FloatFormat, IntFormat, get_format
+from fragsim.layout.linear import LinearLayout, from_bit_positions
 
 PREFIX = "wgmma.mma_async.sync.aligned."
 M = 64

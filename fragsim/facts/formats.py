@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._check import array, broadcast_shape, show
+from fragsim.validate import array, broadcast_shape, show
 
 __all__ = [
     "FloatFormat", "FORMATS", "get_format", "fields", "decompose", "is_nan", "is_inf",

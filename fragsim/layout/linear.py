@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._check import broadcast_shape
+from fragsim.validate import broadcast_shape
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,14 @@
 """``fragsim.gemm``: the bits of a whole GEMM built from ``mma.sync``, bit-exact.
 
 (This module is not called ``fragsim/gemm.py`` so that ``fragsim.gemm`` stays the function,
-as ``fragsim.mma_sync`` is for ``fragsim.mma``.)
+as ``fragsim.sim.mma`` is for ``fragsim.mma``.)
 
 Semantics: D is cut into output tiles of the form's M x N; each tile's accumulator starts as
 its tile of C and is updated by one mma per k-step -- A's tile (rows of the output tile,
 columns of the k-step) times B's tile -- in ``k_order``, D of one mma being C of the next.
 That is exactly ``fragsim.mma`` chained tile by tile (the reference path below does just that,
 batched over tiles, for every form of the table).  For the forms of the truncated fused
-dot-product model (f16, bf16, tf32 inputs) ``fragsim.gemm_kernel`` computes the same chain
+dot-product model (f16, bf16, tf32 inputs) ``fragsim.arith.kernel_gemm`` computes the same chain
 without packing registers, the accumulators in CPU registers from C to D.
 """
 
@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from ._check import array, show
-from .formats import IntFormat
-from .instructions import lookup
+from fragsim.validate import array, show
+from fragsim.facts.formats import IntFormat
+from fragsim.instructions import lookup
 
 __all__ = ["gemm", "k_steps"]
 
@@ -35,7 +35,7 @@ def _matrix(f, op: str, x, name: str) -> np.ndarray:
     fmt = f.fmt(op)
     m = array(x, name)
     if m.dtype.kind == "f":
-        conv = "fragsim.formats.int_to_bits" if isinstance(fmt, IntFormat) else "fragsim.to_bits"
+        conv = "fragsim.facts.formats.int_to_bits" if isinstance(fmt, IntFormat) else "fragsim.to_bits"
         raise TypeError(f"{name}: expected the form's .{fmt.name} bit patterns ({np.dtype(fmt.dtype).name}), got "
                         f"float dtype {m.dtype}; convert with {conv}(values, {fmt.name!r})")
     if m.dtype.kind not in "ui":
@@ -100,7 +100,7 @@ def gemm(form, A, B, C=None, arch="sm_90", k_order="ascending", tile=None, *,
 
     ``form``: an mma form of the table (``fragsim.FORMS``), e.g. ``"m16n8k16.row.col.f32.f16.f16.f32"``.
     ``A`` (M x K), ``B`` (K x N), ``C`` (M x N, default all zero): bit patterns of the form's operand
-    formats (as ``fragsim.to_bits`` gives them; integer forms: ``fragsim.formats.int_to_bits``);
+    formats (as ``fragsim.to_bits`` gives them; integer forms: ``fragsim.facts.formats.int_to_bits``);
     M, N, K multiples of the form's. Each M x N tile of the form (m16n8: 16 x 8) has one accumulator,
     initialised from C and updated by one mma per k-step of K (16 for m16n8k16) in ``k_order``:
     'ascending', 'descending', or a sequence listing each k-step index once (a split-K or a
@@ -110,7 +110,7 @@ def gemm(form, A, B, C=None, arch="sm_90", k_order="ascending", tile=None, *,
     ``arch``: as for ``fragsim.mma``.  ``progress``: called as ``progress(done, total)`` in mma
     counts while a large GEMM runs.  Returns D's bits, M x N, in D's format.
     """
-    from .arith import plan
+    from fragsim.arith import plan
 
     f = lookup(form)
     pl = plan(f, arch)
@@ -139,14 +139,14 @@ def gemm(form, A, B, C=None, arch="sm_90", k_order="ascending", tile=None, *,
                          f"k-step cannot be the C of the next; with this form K must be one k-step ({fk}), got {K}")
     if M == 0 or N == 0:
         return np.zeros((M, N), f.fmt("D").dtype)
-    from . import gemm_kernel
+    from fragsim.arith import kernel_gemm as gemm_kernel
     if gemm_kernel.supports(pl):
         return _fast(pl, A, B, C, steps, tm, tn, progress)
     return _chained(pl, A, B, C, steps, tm, tn, progress)
 
 
 def _fast(pl, A, B, C, steps, tm, tn, progress):
-    from . import gemm_kernel as GK
+    from fragsim.arith import kernel_gemm as GK
 
     f = pl.form
     fk = f.shape[2]
@@ -199,7 +199,7 @@ def _fast(pl, A, B, C, steps, tm, tn, progress):
 def _chained(pl, A, B, C, steps, tm, tn, progress):
     """The reference path: ``fragsim.mma``'s arithmetic (``fragsim.arith.run``) once per k-step
     over a batch of output tiles, D fed back as C."""
-    from .arith import run
+    from fragsim.arith import run
     from .registers import pack, unpack
 
     f = pl.form

@@ -4,7 +4,7 @@ memory and descriptors to the D registers.
 (This module is not called ``fragsim/wgmma.py`` so that ``fragsim.wgmma`` stays the function.)
 
 Operands: A from registers (``uint32 (..., 128, 4)``) or from shared memory through a descriptor;
-B through a descriptor; descriptors are read by ``fragsim.descriptor.operand_addresses``; C and D
+B through a descriptor; descriptors are read by ``fragsim.layout.descriptor.operand_addresses``; C and D
 are the accumulator registers ``uint32 (..., 128, nregs)`` (fragment maps in
 ``fragsim.instructions.wgmma``).
 
@@ -27,9 +27,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import _check
-from .formats import FORMATS, from_bits
-from .instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
+from fragsim import validate
+from fragsim.facts.formats import FORMATS, from_bits
+from fragsim.instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
 
 __all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg", "owners"]
 
@@ -69,7 +69,7 @@ class WgmmaParams:
             v = getattr(self, f.name)
             want = str if f.name in ("name", "round_f32", "round_f16") else int
             if type(v) is not want:
-                raise TypeError(f"wgmma params {self.name}: {f.name} must be {want.__name__}, got {_check.show(v)}")
+                raise TypeError(f"wgmma params {self.name}: {f.name} must be {want.__name__}, got {validate.show(v)}")
         for f in ("round_f32", "round_f16"):
             if getattr(self, f) not in ("rz", "rne"):
                 raise ValueError(f"wgmma params {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
@@ -108,8 +108,8 @@ WGMMA_PARAMS: dict[str, WgmmaParams] = {
 def get_params(arch) -> WgmmaParams:
     if isinstance(arch, WgmmaParams):
         return arch
-    from .arch import get_arch
-    row = get_arch(arch)           # the names and aliases of fragsim.arch (refuses unknown ones)
+    from fragsim.facts.arch import get_arch
+    row = get_arch(arch)           # the names and aliases of fragsim.facts.arch (refuses unknown ones)
     if row.name not in WGMMA_PARAMS:
         raise ValueError(f"arch {arch!r}: wgmma is an sm_90a instruction; fragsim models it for "
                          f"{', '.join(WGMMA_PARAMS)} only")
@@ -119,7 +119,7 @@ def get_params(arch) -> WgmmaParams:
 # -- registers <-> matrices ------------------------------------------------------------------------------
 
 def check_wg_regs(f: WgmmaForm, op: str, regs, what: str = "registers") -> np.ndarray:
-    r = _check.array(regs, f"operand {op} of {f.name}: {what}")
+    r = validate.array(regs, f"operand {op} of {f.name}: {what}")
     n = f.nregs(op)
     if r.dtype.kind not in "ui":
         raise TypeError(f"operand {op} of {f.name}: {what} must be uint32 words, got dtype {r.dtype}")
@@ -157,7 +157,7 @@ def pack_wg(form, operand, matrix) -> np.ndarray:
     f = lookup_wgmma(form)
     op = operand.upper() if isinstance(operand, str) else operand
     fmt = f.fmt(op)
-    m = _check.array(matrix, f"operand {op} of {f.name}")
+    m = validate.array(matrix, f"operand {op} of {f.name}")
     shape = f.matrix_shape(op)
     if m.dtype.kind not in "ui":
         raise TypeError(f"operand {op} of {f.name}: expected {fmt.name} bit patterns, got dtype {m.dtype}")
@@ -192,7 +192,7 @@ def owners(form, operand):
 
 def _descriptor_values(x, name: str) -> np.ndarray:
     """Descriptors (an int, a MatrixDescriptor, or an array/sequence of them) -> uint64 array."""
-    from .descriptor import MatrixDescriptor, as_descriptor
+    from fragsim.layout.descriptor import MatrixDescriptor, as_descriptor
     if isinstance(x, (MatrixDescriptor, dict)):
         return np.array(as_descriptor(x, name).encode(), np.uint64)
     if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
@@ -208,12 +208,12 @@ def _descriptor_values(x, name: str) -> np.ndarray:
         out = np.array([int(as_descriptor(v, f"{name}[{i}]").encode()) for i, v in enumerate(x)], np.uint64)
         return out
     raise TypeError(f"{name} must be a fragsim.MatrixDescriptor, a 64-bit descriptor value, or an array of them "
-                    f"(one per batch element), got {_check.show(x)}")
+                    f"(one per batch element), got {validate.show(x)}")
 
 
 @lru_cache(maxsize=4096)
 def _addresses(desc: int, rows: int, k: int, elem_bits: int, major: str) -> np.ndarray:
-    from .descriptor import operand_addresses
+    from fragsim.layout.descriptor import operand_addresses
     a = np.asarray(operand_addresses(int(desc), rows=rows, k=k, elem_bits=elem_bits, major=major), np.int64)
     a.setflags(write=False)
     return a
@@ -349,10 +349,10 @@ def _is_regs(x) -> bool:
 
 
 def _batch_values(x, name: str, kind) -> np.ndarray:
-    arr = _check.array(x, name)
+    arr = validate.array(x, name)
     if kind is bool:
         if arr.dtype != np.bool_:
-            raise TypeError(f"{name} must be True/False or a bool array (one per batch element), got {_check.show(x)}")
+            raise TypeError(f"{name} must be True/False or a bool array (one per batch element), got {validate.show(x)}")
         return arr
     return arr
 
@@ -375,10 +375,10 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     f = lookup_wgmma(form)
     params = get_params(arch)
     M, N, K = f.shape
-    sa = _check.integer(scale_a, "scale_a", (1, -1), "imm-scale-a")
-    sb = _check.integer(scale_b, "scale_b", (1, -1), "imm-scale-b")
-    ta = _check.boolean(trans_a, "trans_a")
-    tb = _check.boolean(trans_b, "trans_b")
+    sa = validate.integer(scale_a, "scale_a", (1, -1), "imm-scale-a")
+    sb = validate.integer(scale_b, "scale_b", (1, -1), "imm-scale-b")
+    ta = validate.boolean(trans_a, "trans_a")
+    tb = validate.boolean(trans_b, "trans_b")
     if not f.scale_ab and (sa != 1 or sb != 1):
         raise ValueError(f"form {f.name}: imm-scale-a/imm-scale-b exist only for the floating-point forms "
                          "(PTX ISA wgmma.mma_async); use scale_a=scale_b=1")
@@ -389,7 +389,7 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     if a_regs and ta:
         raise ValueError(f"form {f.name}: trans_a applies to A in shared memory only (with A in registers PTX has "
                          "no imm-trans-a)")
-    sm = _check.array(smem, "smem")
+    sm = validate.array(smem, "smem")
     if sm.dtype != np.uint8:
         raise TypeError(f"smem must be a uint8 array of shared-memory bytes (..., nbytes), got dtype {sm.dtype}")
     if sm.ndim < 1 or sm.shape[-1] == 0:
@@ -397,12 +397,12 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     cr = check_wg_regs(f, "C", c)
     av = check_wg_regs(f, "A", a) if a_regs else _descriptor_values(a, "a")     # registers or descriptors
     bdesc = _descriptor_values(b, "b")
-    sd = _check.array(scale_d, "scale_d")
+    sd = validate.array(scale_d, "scale_d")
     if sd.dtype != np.bool_:
-        raise TypeError(f"scale_d must be True/False or a bool array (one per batch element), got {_check.show(scale_d)}")
+        raise TypeError(f"scale_d must be True/False or a bool array (one per batch element), got {validate.show(scale_d)}")
     shapes = [sm.shape[:-1], cr.shape[:-2], (av.shape[:-2] if a_regs else av.shape), bdesc.shape, sd.shape]
     names = ["smem", "c", "a", "b", "scale_d"]
-    lead = _check.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
+    lead = validate.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
     if len(lead) > 61:                       # lead + (128, nregs) and the (batch, M, N, L) products
         raise ValueError(f"{f.name}: at most 61 leading (batch) dimensions, got {len(lead)} "
                          f"(smem {sm.shape}, a, b, c, scale_d broadcast together)")
@@ -424,7 +424,7 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     out = np.empty((n, M, N), np.uint32)
     acc = f.types["D"]
     if acc == "s32":
-        from .formats import int_from_bits
+        from fragsim.facts.formats import int_from_bits
         Ai = int_from_bits(A, ta_)
         Bi = np.swapaxes(int_from_bits(B, tb_), -1, -2)
         Ci = np.where(keep[:, None, None], C.astype(np.uint32).view(np.int32).astype(np.int64), 0)

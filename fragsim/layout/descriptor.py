@@ -39,7 +39,7 @@ import numbers
 
 import numpy as np
 
-from . import _check
+from fragsim import validate
 
 __all__ = ["MatrixDescriptor", "operand_addresses", "canonical_descriptor", "SWIZZLE_MODES", "SWIZZLE_BYTES", "MAJORS"]
 
@@ -63,7 +63,7 @@ def _mode(value) -> str:
         if m is not None:
             return m
         raise ValueError(f"MatrixDescriptor swizzle must be one of 'none', '128B', '64B', '32B', got {value!r}")
-    raise TypeError(f"MatrixDescriptor swizzle must be one of 'none', '128B', '64B', '32B', got {_check.show(value)}")
+    raise TypeError(f"MatrixDescriptor swizzle must be one of 'none', '128B', '64B', '32B', got {validate.show(value)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,15 +85,15 @@ class MatrixDescriptor:
 
     def __post_init__(self):
         for name in ("start_address", "leading_byte_offset", "stride_byte_offset"):
-            v = _check.integer(getattr(self, name), f"MatrixDescriptor {name}", hint="bytes")
+            v = validate.integer(getattr(self, name), f"MatrixDescriptor {name}", hint="bytes")
             if v < 0 or v >= ADDRESS_LIMIT:
-                raise ValueError(f"MatrixDescriptor {name} {_check.hex_int(v)} is outside 0..0x3fff0 (the descriptor "
+                raise ValueError(f"MatrixDescriptor {name} {validate.hex_int(v)} is outside 0..0x3fff0 (the descriptor "
                                  "holds byte-address bits 4-17)")
             if v % 16:
-                raise ValueError(f"MatrixDescriptor {name} {_check.hex_int(v)} is not a multiple of 16 (the descriptor "
+                raise ValueError(f"MatrixDescriptor {name} {validate.hex_int(v)} is not a multiple of 16 (the descriptor "
                                  "drops the 4 low bits)")
             object.__setattr__(self, name, v)
-        b = _check.integer(self.base_offset, "MatrixDescriptor base_offset", hint="3 bits")
+        b = validate.integer(self.base_offset, "MatrixDescriptor base_offset", hint="3 bits")
         if not 0 <= b <= 7:
             raise ValueError(f"MatrixDescriptor base_offset must be 0..7 (3 bits), got {b}")
         mode = _mode(self.swizzle)
@@ -119,9 +119,9 @@ class MatrixDescriptor:
         is read as its two's-complement bits; set unused bits are refused."""
         if isinstance(value, MatrixDescriptor):
             return value
-        v = _check.integer(value, "descriptor", hint="the 64-bit wgmma matrix descriptor value")
+        v = validate.integer(value, "descriptor", hint="the 64-bit wgmma matrix descriptor value")
         if not -(1 << 63) <= v < 1 << 64:
-            raise ValueError(f"descriptor {_check.hex_int(v)} does not fit 64 bits")
+            raise ValueError(f"descriptor {validate.hex_int(v)} does not fit 64 bits")
         v &= (1 << 64) - 1
         for bits, mask in _RESERVED.items():
             if v & mask:
@@ -137,16 +137,16 @@ class MatrixDescriptor:
 
     def advance(self, nbytes: int) -> "MatrixDescriptor":
         """The descriptor with its start address ``nbytes`` further (the k-step advance)."""
-        return self.replace(start_address=self.start_address + _check.integer(nbytes, "advance nbytes"))
+        return self.replace(start_address=self.start_address + validate.integer(nbytes, "advance nbytes"))
 
     # -- text and pictures ---------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return (f"MatrixDescriptor(start_address={_check.hex_int(self.start_address)}, "
+        return (f"MatrixDescriptor(start_address={validate.hex_int(self.start_address)}, "
                 f"leading_byte_offset={self.leading_byte_offset}, stride_byte_offset={self.stride_byte_offset}, "
                 f"base_offset={self.base_offset}, swizzle={self.swizzle!r})")
 
     def __str__(self) -> str:
-        return (f"descriptor {self.encode():#018x}: start {_check.hex_int(self.start_address)}, "
+        return (f"descriptor {self.encode():#018x}: start {validate.hex_int(self.start_address)}, "
                 f"LBO {self.leading_byte_offset} B, SBO {self.stride_byte_offset} B, "
                 f"base offset {self.base_offset}, swizzle {self.swizzle}")
 
@@ -180,7 +180,7 @@ def as_descriptor(value, name: str = "descriptor") -> MatrixDescriptor:
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return MatrixDescriptor.decode(value)
     raise TypeError(f"{name} must be a fragsim.MatrixDescriptor, its 64-bit value or a dict of its fields, "
-                    f"got {_check.show(value)}")
+                    f"got {validate.show(value)}")
 
 
 def swizzle_phase_mask(mode: str) -> int:
@@ -217,10 +217,10 @@ def canonical_offsets(desc: MatrixDescriptor, *, rows: int, k: int, elem_bits: i
 
 
 def check_shape(rows, k, elem_bits, major, who: str = "operand_addresses") -> tuple[int, int, int, str]:
-    rows = _check.integer(rows, f"{who} rows", hint="M = 64 for A, N for B")
-    elem_bits = _check.integer(elem_bits, f"{who} elem_bits", _ELEM_BITS)
-    k = _check.integer(k, f"{who} k", hint="the instruction's K")
-    major = _check.choice(major, f"{who} major", MAJORS)
+    rows = validate.integer(rows, f"{who} rows", hint="M = 64 for A, N for B")
+    elem_bits = validate.integer(elem_bits, f"{who} elem_bits", _ELEM_BITS)
+    k = validate.integer(k, f"{who} k", hint="the instruction's K")
+    major = validate.choice(major, f"{who} major", MAJORS)
     if rows < 8 or rows > 256 or rows % 8:
         raise ValueError(f"{who} rows must be a multiple of 8 in 8..256 (M = 64 for A, N for B), got {rows}")
     if k * elem_bits != 256:

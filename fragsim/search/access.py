@@ -4,7 +4,7 @@ An access set lists warp instructions, grouped by purpose ("copy", "A", "C store
 instruction records, per lane, *which element* of the tile its address points at and *which
 elements* its registers (or its copy) move -- elements, not addresses.  ``group.addresses(tile)``
 lays them out in any candidate layout of the same matrix; that is what the swizzle search
-varies, and the round trip (``fragsim.search.round_trip``) checks the data through the simulator.
+varies, and the round trip (``fragsim.search.swizzle_search.round_trip``) checks the data through the simulator.
 
 Presets, for any warp count, warp tile and number of k-steps:
 
@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _check
-from .hardware import BANK_BYTES, SOURCE_LINE_BYTES, WARP_LANES
-from .instructions import FORMS, lookup
-from .instructions.shared_op import SharedOp
-from .instructions.shared_ops import parse_shared_op
-from .tile import Tile
+from fragsim import validate
+from fragsim.facts.hardware import BANK_BYTES, SOURCE_LINE_BYTES, WARP_LANES
+from fragsim.instructions import FORMS, lookup
+from fragsim.instructions.shared_op import SharedOp
+from fragsim.instructions.shared_ops import parse_shared_op
+from fragsim.layout.tile import Tile
 
 MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
 
@@ -116,7 +116,7 @@ class AccessSet:
         gs: list[AccessGroup] = []
         if not isinstance(groups, (AccessGroup, AccessSet, list, tuple)):
             raise TypeError(f"an access set is built from access groups (an AccessGroup, an AccessSet or a list of them: "
-                            f"fragsim.access presets or from_exprs), got {_check.show(groups)}")
+                            f"fragsim.access presets or from_exprs), got {validate.show(groups)}")
         for g in groups if not isinstance(groups, (AccessGroup, AccessSet)) else [groups]:
             if isinstance(g, AccessSet):
                 gs.extend(g.groups)
@@ -196,8 +196,8 @@ def _matrix_group(tile: Tile, op: SharedOp, reg_elems: np.ndarray, name, labels,
         s = int(src[lane, reg, half[byte]])
         raise ValueError(f"{op.name} cannot move these elements of {tile!r}: lane {lane} register {reg} byte "
                          f"{byte} is element {_rc(tile, elem_b[i, lane, reg, byte])} at "
-                         f"{_check.hex_int(have[i, lane, reg, byte])}, but the row that lane {s} addresses puts "
-                         f"that byte at {_check.hex_int(want[i, lane, reg, byte])}"
+                         f"{validate.hex_int(have[i, lane, reg, byte])}, but the row that lane {s} addresses puts "
+                         f"that byte at {validate.hex_int(want[i, lane, reg, byte])}"
                          + (" (try the .trans form)" if not op.trans else " (try without .trans)"))
     elems = reg_elems.reshape(n, WARP_LANES, -1)
     mask = np.ones((n, WARP_LANES), bool)
@@ -246,7 +246,7 @@ def _pair(value, name: str) -> tuple[int, int]:
         raise ValueError(f"{name} {value!r}: expected two integers as 'AxB', e.g. 2x2")
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise TypeError(f"{name} must be a pair (M, N) or 'MxN', got {value!r}")
-    a, b = (_check.integer(v, name) for v in value)
+    a, b = (validate.integer(v, name) for v in value)
     if a < 1 or b < 1:
         raise ValueError(f"{name} must be positive, got {a}x{b}")
     return a, b
@@ -378,7 +378,7 @@ def mma_operand(tile, form, operand="A", *, warps=(2, 2), warp_tile=None, k_step
     ks_all = k_ext // k
     if ks_all < 1 or k_ext % k:
         raise ValueError(f"the tile's K extent {k_ext} is not a multiple of {f.shape_name}'s k = {k}")
-    ks_n = ks_all if k_steps is None else _check.integer(k_steps, "k_steps")
+    ks_n = ks_all if k_steps is None else validate.integer(k_steps, "k_steps")
     if not 1 <= ks_n <= ks_all:
         raise ValueError(f"k_steps must be in 1..{ks_all} (the tile's K {k_ext} / k {k}), got {ks_n}")
 
@@ -457,13 +457,13 @@ def copy(tile, op="cp.async.ca.16", *, threads=128, global_pitch=None, global_ba
     o = parse_shared_op(op)
     if o.family not in ("cp.async", "st.shared"):
         raise ValueError(f"copy writes shared memory with cp.async or st.shared, got {o.name}")
-    threads = _check.integer(threads, "threads")
+    threads = validate.integer(threads, "threads")
     lane_elems, mask, labels, starts = _chunks(tile, o, threads, "copy")
     src = None
     source: dict = {}
     if o.family == "cp.async":
-        gp = tile.line_bytes if global_pitch is None else _check.integer(global_pitch, "global_pitch")
-        gb = _check.integer(global_base, "global_base")
+        gp = tile.line_bytes if global_pitch is None else validate.integer(global_pitch, "global_pitch")
+        gb = validate.integer(global_base, "global_base")
         _check_global(tile, o, gp, gb)
         src = np.stack([gb + line * gp + posb for line, posb in starts]).astype(np.int64)
         source = {"global_pitch": gp, "global_base": gb}
@@ -471,7 +471,7 @@ def copy(tile, op="cp.async.ca.16", *, threads=128, global_pitch=None, global_ba
         raise ValueError(f"global_pitch/global_base describe cp.async's source; {o.name} stores registers")
     detail = f"{threads} threads, {o.bytes_per_addr}-byte chunks"
     if src is not None:
-        detail += f", global source pitch {source['global_pitch']} B at {_check.hex_int(source['global_base'])}"
+        detail += f", global source pitch {source['global_pitch']} B at {validate.hex_int(source['global_base'])}"
     g = _plain_group(tile, o, lane_elems, mask, name, labels, detail, src=src, source=source)
     return AccessSet([g])
 
@@ -482,7 +482,7 @@ def _check_global(tile: Tile, o: SharedOp, gp: int, gb: int):
     if gp % o.bytes_per_addr:
         raise ValueError(f"global_pitch {gp} is not a multiple of {o.bytes_per_addr} ({o.name} sources must be aligned)")
     if gb < 0 or gb % SOURCE_LINE_BYTES:
-        raise ValueError(f"global_base {_check.hex_int(gb)} must be a non-negative multiple of {SOURCE_LINE_BYTES} "
+        raise ValueError(f"global_base {validate.hex_int(gb)} must be a non-negative multiple of {SOURCE_LINE_BYTES} "
                          "(the start of a source line)")
 
 
@@ -493,7 +493,7 @@ def row_reads(tile, op="ld.shared.v4.b32", *, threads=128, name="rows") -> Acces
     o = parse_shared_op(op)
     if o.family != "ld.shared":
         raise ValueError(f"row reads use ld.shared, got {o.name}")
-    lane_elems, mask, labels, _ = _chunks(tile, o, _check.integer(threads, "threads"), "row reads")
+    lane_elems, mask, labels, _ = _chunks(tile, o, validate.integer(threads, "threads"), "row reads")
     return AccessSet([_plain_group(tile, o, lane_elems, mask, name, labels,
                                    f"{threads} threads, {o.bytes_per_addr}-byte chunks")])
 
@@ -552,7 +552,7 @@ def epilogue(tile, form, *, warps=(2, 2), warp_tile=None, store_op=None, read_op
         return AccessSet([_build(tile, o, instr, f"{name} store", labs, detail)])
 
     stores = _with_trans(tile, store_op, default, build)
-    nthreads = wm * wn * WARP_LANES if threads is None else _check.integer(threads, "threads")
+    nthreads = wm * wn * WARP_LANES if threads is None else validate.integer(threads, "threads")
     return stores + row_reads(tile, read_op, threads=nthreads, name=f"{name} read")
 
 
@@ -573,7 +573,7 @@ def _instances(variables) -> list[dict]:
         if not vals:
             raise ValueError(f"variables: {k} has no values")
         names.append(k)
-        values.append([_check.integer(x, f"variable {k}") for x in vals])
+        values.append([validate.integer(x, f"variable {k}") for x in vals])
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
 
@@ -617,7 +617,7 @@ def _masks(mask, insts, op: SharedOp) -> np.ndarray:
     if op.kind in ("ldsm", "stsm"):
         raise ValueError(f"mask: {op.name} is .sync.aligned, every lane of the warp executes it")
     if isinstance(mask, (int, np.integer)) and not isinstance(mask, bool):
-        from .smem import lane_mask
+        from fragsim.sim.smem import lane_mask
         return np.broadcast_to(lane_mask(mask), (n, WARP_LANES)).copy()
     return _eval(mask, insts, "mask") != 0
 
@@ -626,7 +626,7 @@ def from_exprs(tile, op, addrs, *, src=None, mask=None, variables=None, name=Non
                global_base=0) -> AccessSet:
     """One instruction of the user's code, for every combination of ``variables``.
 
-    ``addrs``: a C address expression in ``lane`` and the variables (``fragsim.addrexpr``), a callable
+    ``addrs``: a C address expression in ``lane`` and the variables (``fragsim.search.addrexpr``), a callable
     ``f(lane, **variables)`` or integers; the addresses are byte addresses in the layout of ``tile``,
     which says which elements they reach.  ``mask``: an int bit mask or a C condition.  cp.async:
     ``src`` gives each lane's absolute global source address (an expression too; default: the
@@ -649,12 +649,12 @@ def from_exprs(tile, op, addrs, *, src=None, mask=None, variables=None, name=Non
         where = " ".join(f"{k}={v}" for k, v in insts[i].items())
         why = (f"points inside element {_rc(tile, idx[i, lane])}" if idx[i, lane] >= 0 else
                "holds no element of the tile (outside it or in its padding)")
-        raise ValueError(f"{where + ', ' if where else ''}lane {lane}: {o.what} {_check.hex_int(a[i, lane])} {why}")
+        raise ValueError(f"{where + ', ' if where else ''}lane {lane}: {o.what} {validate.hex_int(a[i, lane])} {why}")
     bad = use & (a % o.bytes_per_addr != 0)
     if bad.any():
         i, lane = (int(x) for x in np.argwhere(bad)[0])
         where = " ".join(f"{k}={v}" for k, v in insts[i].items())
-        raise ValueError(f"{where + ', ' if where else ''}lane {lane}: {o.what} {_check.hex_int(a[i, lane])} is not "
+        raise ValueError(f"{where + ', ' if where else ''}lane {lane}: {o.what} {validate.hex_int(a[i, lane])} is not "
                          f"{o.bytes_per_addr}-byte aligned")
     at = np.where(use, idx, -1)
     esize = tile.elem_bytes
@@ -670,7 +670,7 @@ def from_exprs(tile, op, addrs, *, src=None, mask=None, variables=None, name=Non
         if bad.any():
             i, lane, reg, k = (int(x) for x in np.argwhere(bad)[0])
             raise ValueError(f"{o.name}: lane {lane} register {reg} would move bytes at "
-                             f"{_check.hex_int(addr[i, lane, reg, k])}, which hold no whole element of {tile!r}")
+                             f"{validate.hex_int(addr[i, lane, reg, k])}, which hold no whole element of {tile!r}")
         elems = e_idx.reshape(len(insts), WARP_LANES, -1)
         g = AccessGroup(name or o.name, o, at, elems, m, labels, _shape(tile), user_addrs=a,
                         detail=f"{len(insts)} instances")
@@ -682,14 +682,14 @@ def from_exprs(tile, op, addrs, *, src=None, mask=None, variables=None, name=Non
     bad = use[:, :, None] & ((k_idx < 0) | (k_off != 0))
     if bad.any():
         i, lane, k = (int(x) for x in np.argwhere(bad)[0])
-        raise ValueError(f"{o.name}: lane {lane} moves bytes at {_check.hex_int(a[i, lane] + esize * k)}, "
+        raise ValueError(f"{o.name}: lane {lane} moves bytes at {validate.hex_int(a[i, lane] + esize * k)}, "
                          f"which hold no whole element of {tile!r}")
     elems = np.where(use[:, :, None], k_idx, -1)
     s: np.ndarray | None = None
     note, source = "", {}
     if o.family == "cp.async":
-        gp = tile.line_bytes if global_pitch is None else _check.integer(global_pitch, "global_pitch")
-        gb = _check.integer(global_base, "global_base")
+        gp = tile.line_bytes if global_pitch is None else validate.integer(global_pitch, "global_pitch")
+        gb = validate.integer(global_base, "global_base")
         _check_global(tile, o, gp, gb)
         source = {"global_pitch": gp, "global_base": gb}
         r, c = np.divmod(np.maximum(at, 0), tile.cols)
@@ -718,8 +718,8 @@ def _by_source(tile: Tile, o: SharedOp, s, use, at, elems, gp: int, gb: int, ins
     if bad.any():
         i, lane = (int(x) for x in np.argwhere(bad)[0])
         raise ValueError(f"src: lane {lane} ({' '.join(f'{k}={v}' for k, v in insts[i].items())}) copies from "
-                         f"{_check.hex_int(s[i, lane])}, which is not inside line 0..{tile.lines - 1} of the global "
-                         f"source ({gp} bytes per line at {_check.hex_int(gb)})")
+                         f"{validate.hex_int(s[i, lane])}, which is not inside line 0..{tile.lines - 1} of the global "
+                         f"source ({gp} bytes per line at {validate.hex_int(gb)})")
     pos = posb // esize
     r, c = (line, pos) if tile.order == "row" else (pos, line)
     first = r * tile.cols + c
@@ -732,6 +732,6 @@ def _by_source(tile: Tile, o: SharedOp, s, use, at, elems, gp: int, gb: int, ins
         where = " ".join(f"{k}={v}" for k, v in insts[i].items())
         note = (f"{int(differ.sum())} of {int(use.sum())} lanes write their element elsewhere than the tile's "
                 f"layout ({tile.layout_name}) holds it: e.g. {where + ', ' if where else ''}lane {lane} copies "
-                f"element {_rc(tile, first[i, lane])} to {_check.hex_int(tile.offset_of(at[i, lane]))}, where the tile "
-                f"holds {_rc(tile, at[i, lane])}; it is at {_check.hex_int(tile.offset_of(first[i, lane]))}")
+                f"element {_rc(tile, first[i, lane])} to {validate.hex_int(tile.offset_of(at[i, lane]))}, where the tile "
+                f"holds {_rc(tile, at[i, lane])}; it is at {validate.hex_int(tile.offset_of(first[i, lane]))}")
     return np.where(use, first, -1), sem, note

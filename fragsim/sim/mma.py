@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arith import plan, run
-from ._check import broadcast_shape
+from fragsim.arith import plan, run
+from fragsim.validate import broadcast_shape
 from .registers import check_regs
 
 __all__ = ["mma"]
@@ -23,7 +23,7 @@ def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
     bits; two f16/bf16, four s8/u8, eight s4/u4 or 32 b1 elements per register, lowest first;
     an f64 as two registers, low word first); leading dimensions batch warps and
     broadcast against each other.  ``arch``: 'sm_80' or 'sm_90' (aliases 'a100', 'ampere',
-    'h100', 'h200', 'hopper'), or an ``fragsim.arch.ArchParams`` row.  ``parallel``: spread
+    'h100', 'h200', 'hopper'), or an ``fragsim.facts.arch.ArchParams`` row.  ``parallel``: spread
     large batches over numba's threads.  Returns D registers, uint32 ``(..., 32, nregs_D)``.
     """
     if not isinstance(parallel, (bool, np.bool_)):

@@ -46,8 +46,8 @@ def descriptor(text: str):
 
 def report_of(args):
     """The WgmmaReport the arguments ask for."""
-    from .wgmma import check_wgmma
-    from ..cli.check import _pair, _variables
+    from fragsim.check.wgmma import check_wgmma
+    from .check import _pair, _variables
 
     for opt in ("src", "mask", "fragment", "regmap", "threads", "global_pitch"):
         if getattr(args, opt, None) is not None:
@@ -69,7 +69,7 @@ def run(args, pictures) -> int:
     report = report_of(args)
     print(json.dumps(report.to_dict()) if args.json else report)
     if pictures:
-        from ..viz.canonical import draw_check
+        from fragsim.viz.canonical import draw_check
         for path in pictures:
             draw_check(report, args.tile, path)
             if not args.json:

@@ -28,8 +28,8 @@ import re
 
 import numpy as np
 
-from . import _check
-from .formats import FORMATS
+from fragsim import validate
+from fragsim.facts.formats import FORMATS
 from .swizzle import Swizzle
 from .xor_map import XorMap
 
@@ -77,7 +77,7 @@ def element_type(dtype) -> tuple[str, int]:
 
 def _format_bits(name: str) -> int | None:
     """Storage bits of a number format the format table knows (None if it does not)."""
-    from .formats import get_format
+    from fragsim.facts.formats import get_format
 
     try:
         return int(get_format(name).storage_bits)
@@ -103,16 +103,16 @@ class Tile:
                  "_map", "_inverse")
 
     def __init__(self, rows, cols, dtype, order="row", pitch=None, swizzle=None, base=0):
-        self.rows = _check.integer(rows, "Tile rows")
-        self.cols = _check.integer(cols, "Tile cols")
+        self.rows = validate.integer(rows, "Tile rows")
+        self.cols = validate.integer(cols, "Tile cols")
         if self.rows < 1 or self.cols < 1:
             raise ValueError(f"Tile: rows and cols must be >= 1, got {self.rows} x {self.cols}")
         self.dtype, self.elem_bytes = element_type(dtype)
-        self.order = _check.choice(order, "Tile order", ORDERS)
+        self.order = validate.choice(order, "Tile order", ORDERS)
         line = self.line_bytes
         if pitch is None:
             pitch = line
-        self.pitch = _check.integer(pitch, "Tile pitch", hint="bytes between the starts of two "
+        self.pitch = validate.integer(pitch, "Tile pitch", hint="bytes between the starts of two "
                                     + ("rows" if self.order == "row" else "columns"))
         what = "a row" if self.order == "row" else "a column"
         if self.pitch < line:
@@ -124,12 +124,12 @@ class Tile:
         if self.span > MAX_TILE_BYTES:
             raise ValueError(f"Tile: footprint of {self.span} bytes ({self.rows} rows x {self.cols} cols of {self.dtype}, "
                              f"pitch {self.pitch}) exceeds {MAX_TILE_BYTES} (a shared-memory tile)")
-        self.base = _check.integer(base, "Tile base", hint="byte address of the tile in shared memory")
+        self.base = validate.integer(base, "Tile base", hint="byte address of the tile in shared memory")
         if self.base < 0 or self.base % self.elem_bytes:
-            raise ValueError(f"Tile: base {_check.hex_int(self.base)} must be a non-negative multiple of the "
+            raise ValueError(f"Tile: base {validate.hex_int(self.base)} must be a non-negative multiple of the "
                              f"element size ({self.elem_bytes} bytes, {self.dtype})")
         if self.size > SMEM_ADDRESS_LIMIT:
-            raise ValueError(f"Tile: base {_check.hex_int(self.base)} + footprint {self.span} bytes passes 2**32 "
+            raise ValueError(f"Tile: base {validate.hex_int(self.base)} + footprint {self.span} bytes passes 2**32 "
                              "(shared-memory addresses are 32-bit)")
         self.swizzle = swizzle
         self._inverse = None
@@ -205,7 +205,7 @@ class Tile:
 
     def offset_of(self, index):
         """Byte addresses (int64) of elements given by row-major index ``row * cols + col``."""
-        idx = _check.array(index, "Tile.offset_of: element indices")
+        idx = validate.array(index, "Tile.offset_of: element indices")
         if idx.dtype.kind not in "ui":
             raise TypeError(f"Tile.offset_of: element indices must be integers, got dtype {idx.dtype}")
         bad = (idx < 0) | (idx >= self.elements)
@@ -219,7 +219,7 @@ class Tile:
         """Byte address of element (row, col) in shared memory: ints give an int, arrays (broadcast
         together) an int64 array."""
         scalar = all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in (row, col))
-        r, c = _check.array(row, "Tile.offset: row"), _check.array(col, "Tile.offset: col")
+        r, c = validate.array(row, "Tile.offset: row"), validate.array(col, "Tile.offset: col")
         for name, v, n in (("row", r, self.rows), ("col", c, self.cols)):
             if v.dtype.kind not in "ui":
                 raise TypeError(f"Tile.offset: {name} must be integers, got dtype {v.dtype}")
@@ -228,7 +228,7 @@ class Tile:
                 i = tuple(int(x) for x in np.argwhere(bad)[0])
                 raise ValueError(f"Tile.offset: {name} {int(v[i])} outside the tile's {n} {name}s"
                                  + (f" (at index {i})" if v.ndim else ""))
-        shape = _check.broadcast_shape([r.shape, c.shape], ["row", "col"], "Tile.offset: ")
+        shape = validate.broadcast_shape([r.shape, c.shape], ["row", "col"], "Tile.offset: ")
         r, c = (np.broadcast_to(v.astype(np.int64), shape) for v in (r, c))
         out = self.base + self._apply(self._lin(r * self.cols + c))
         return int(out) if scalar else out
@@ -240,7 +240,7 @@ class Tile:
     def locate(self, addrs):
         """(element index, byte within it) of byte addresses; index -1 where an address holds no
         element of the tile (outside it, or padding)."""
-        a = _check.array(addrs, "Tile.locate: addresses")
+        a = validate.array(addrs, "Tile.locate: addresses")
         if a.dtype.kind not in "ui":
             raise TypeError(f"Tile.locate: addresses must be integers, got dtype {a.dtype}")
         inv = self._inverse_table()
@@ -271,7 +271,7 @@ class Tile:
                                else type(smem).__name__))
         if smem.size < self.size:
             raise ValueError(f"smem of {smem.size} bytes is too small for the tile (it needs {self.size}: "
-                             f"base {_check.hex_int(self.base)} + {self.span} bytes)")
+                             f"base {validate.hex_int(self.base)} + {self.span} bytes)")
         if stores and not smem.flags.writeable:
             raise ValueError("smem is read-only; Tile.write writes into it in place")
         return smem
@@ -279,7 +279,7 @@ class Tile:
     def write(self, smem, matrix) -> None:
         """Write ``matrix`` (rows, cols) of element bit patterns into ``smem`` where the tile says."""
         smem = self._check_smem(smem, stores=True)
-        m = _check.array(matrix, "Tile.write: matrix")
+        m = validate.array(matrix, "Tile.write: matrix")
         if m.dtype.kind == "f":
             raise TypeError(f"Tile.write: expected {self.dtype} bit patterns (unsigned integers), got float "
                             f"dtype {m.dtype}; convert with fragsim.to_bits(values, {self.dtype!r})")
@@ -352,7 +352,7 @@ class Tile:
                 return ""
             sw = f" swizzle={s.B},{s.M},{s.S}" if not x.is_identity else ""
         pitch = f" pitch={self.pitch}" if self.pitch != self.line_bytes else ""
-        base = f" base={_check.hex_int(self.base)}" if self.base else ""
+        base = f" base={validate.hex_int(self.base)}" if self.base else ""
         return f"{self.rows}x{self.cols} {self.dtype}{'' if self.order == 'row' else ' col'}{pitch}{sw}{base}"
 
     # -- checks ------------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class Tile:
                                  f"below bit {keep} (a swizzle must move whole {self.elem_bytes}-byte elements)")
             self._check_bijection(name, xm, None)
             if self.base % xm.alignment:
-                raise ValueError(f"Tile: base {_check.hex_int(self.base)} is not aligned as {name} needs "
+                raise ValueError(f"Tile: base {validate.hex_int(self.base)} is not aligned as {name} needs "
                                  f"({xm.alignment} bytes, 2**(highest bit it touches + 1)); otherwise "
                                  "swizzling the address and swizzling the offset disagree")
             return xm
@@ -405,7 +405,7 @@ class Tile:
         if not inside.all():
             e = int(np.flatnonzero(~inside)[0])
             raise ValueError(f"Tile: {name} is not a bijection on the tile's footprint: it sends element "
-                             f"{self._rc(e)} (offset {lin[e]:#x}) to offset {_check.hex_int(img[e])}, outside "
+                             f"{self._rc(e)} (offset {lin[e]:#x}) to offset {validate.hex_int(img[e])}, outside "
                              f"the bytes the tile occupies (a swizzle must permute them)")
         order = np.argsort(img, kind="stable")
         dup = np.flatnonzero(img[order][1:] == img[order][:-1])
@@ -447,13 +447,13 @@ class Tile:
         if self.swizzle is not None:
             parts.append(f"swizzle={describe_swizzle(self.swizzle)}")
         if self.base:
-            parts.append(f"base={_check.hex_int(self.base)}")
+            parts.append(f"base={validate.hex_int(self.base)}")
         return f"Tile({', '.join(parts)})"
 
     def describe(self) -> str:
         kind = "row-major" if self.order == "row" else "column-major"
         return (f"{self.rows}x{self.cols} {self.dtype} {kind} ({self.line_bytes}-byte {self.order}s), "
-                f"layout {self.layout_name}, base {_check.hex_int(self.base)}")
+                f"layout {self.layout_name}, base {validate.hex_int(self.base)}")
 
 
 def _call(fn, offsets: np.ndarray, name: str = "swizzle") -> np.ndarray:

@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 
-from ._check import array
+from fragsim.validate import array
 
 __all__ = ["Swizzle"]
 
@@ -97,13 +97,13 @@ class Swizzle:
     apply = __call__
 
     def as_layout(self, bits: int | None = None):
-        """The swizzle as a ``fragsim.layout.LinearLayout`` from ``offset`` bits to ``offset``.
+        """The swizzle as a ``fragsim.layout.linear.LinearLayout`` from ``offset`` bits to ``offset``.
 
         ``bits`` defaults to ``M + |S| + B``, every bit the swizzle reads or writes; higher
         bits pass through unchanged, so any larger ``bits`` gives the same map extended by the
         identity.
         """
-        from .layout import LinearLayout
+        from .linear import LinearLayout
 
         need = self.M + abs(self.S) + self.B
         if bits is None:

@@ -3,7 +3,7 @@
 Users paste the address math of their kernel, in C, as a string in ``lane`` (and any named loop
 variables)::
 
-    >>> from fragsim.addrexpr import evaluate
+    >>> from fragsim.search.addrexpr import evaluate
     >>> evaluate("(lane % 16) * 64 + (((lane / 16) ^ (lane % 16 & 3)) * 16)")[:6]
     array([  0,  80, 160, 240, 256, 336])
     >>> evaluate("int row = lane % 16; int col = lane / 16; row * 64 + (col ^ (row >> 1 & 3)) * 16")[:4]
@@ -23,7 +23,7 @@ Expressions have C's operators with C's precedence and associativity: ``* / %``,
 casts ``(T)x``, parentheses; decimal, hex (``0x``), octal (leading ``0``) and binary (``0b``)
 literals with ``u``/``l``/``ll`` suffixes; ``sizeof(T)`` for integer types and the usual element
 types (``half``, ``float4``, ...); and ``swizzle(B, M, S, x)``, CUTLASS's ``Swizzle<B,M,S>``
-applied to ``x`` (``fragsim.swizzle.Swizzle``; ``B``, ``M``, ``S`` are constant expressions).
+applied to ``x`` (``fragsim.layout.swizzle.Swizzle``; ``B``, ``M``, ``S`` are constant expressions).
 ``&&``, ``||`` and ``?:`` evaluate their right-hand side only for the lanes that need it, so
 ``lane != 0 ? 64 / lane : 0`` divides no lane by zero.
 
@@ -73,8 +73,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._check import array, broadcast_shape
-from .swizzle import Swizzle
+from fragsim.validate import array, broadcast_shape
+from fragsim.layout.swizzle import Swizzle
 
 __all__ = ["parse", "evaluate", "Expr", "SIZEOF", "AddrExprError", "MAX_TOKENS"]
 
@@ -163,7 +163,7 @@ def tokenize(src: str) -> list[Token]:
         if m.lastgroup != "ws":
             if len(out) == MAX_TOKENS:
                 raise AddrExprError(f"position {i}: the expression has more than {MAX_TOKENS} tokens "
-                                    "(fragsim.addrexpr.MAX_TOKENS)")
+                                    "(fragsim.search.addrexpr.MAX_TOKENS)")
             out.append(Token(m.lastgroup, m.group(), i))
         i = m.end()
     out.append(Token("end", "", len(src)))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._check import array
-from .formats import IntFormat
-from .instructions import lookup
+from fragsim.validate import array
+from fragsim.facts.formats import IntFormat
+from fragsim.instructions import lookup
 
 
 def _first_bad(bad: np.ndarray) -> tuple[int, ...]:
@@ -24,7 +24,7 @@ def _check_matrix(form, operand, matrix) -> np.ndarray:
     if m.dtype.kind == "f":
         raise TypeError(f"operand {operand} of {form.name}: expected {fmt.name} bit patterns "
                         f"({np.dtype(fmt.dtype).name}), got float dtype {m.dtype}; convert with "
-                        f"fragsim.{'formats.int_to_bits' if isinstance(fmt, IntFormat) else 'to_bits'}"
+                        f"fragsim.{'facts.formats.int_to_bits' if isinstance(fmt, IntFormat) else 'to_bits'}"
                         f"(values, {fmt.name!r})")
     if m.dtype.kind not in "ui":
         raise TypeError(f"operand {operand} of {form.name}: expected {np.dtype(fmt.dtype).name} bit "

@@ -9,8 +9,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._check import array
-from .instructions.movmatrix import MOVMATRIX
+from fragsim.validate import array
+from fragsim.instructions.movmatrix import MOVMATRIX
 
 __all__ = ["movmatrix"]
 

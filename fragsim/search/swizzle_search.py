@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _check
+from fragsim import validate
 from .access import AccessGroup, AccessSet
-from .hardware import SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
-from .instructions.shared_op import SharedOp
-from .instructions.shared_ops import SHARED_OPS
-from .swizzle import Swizzle
-from .tile import Tile
-from .xor_map import XorMap
+from fragsim.facts.hardware import SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.instructions.shared_op import SharedOp
+from fragsim.instructions.shared_ops import SHARED_OPS
+from fragsim.layout.swizzle import Swizzle
+from fragsim.layout.tile import Tile
+from fragsim.layout.xor_map import XorMap
 
 __all__ = ["swizzle_search", "SearchResult", "Candidate", "round_trip", "RoundTrip"]
 
@@ -176,7 +176,7 @@ class SearchResult:
                 "rejected": [{"layout": n, "reason": r} for n, r in self.rejected], "notes": self.notes}
 
     def table(self, detail: bool = False) -> str:
-        from .search_text import format_result
+        from .text import format_result
         return format_result(self, detail)
 
     def __str__(self) -> str:
@@ -254,7 +254,7 @@ def _xor_family(tile: Tile, row_bits) -> tuple[list, str]:
     if row_bits is None:
         r = min(avail, cap, max(3, 10 - lb))
     else:
-        r = _check.integer(row_bits, "xor_row_bits")
+        r = validate.integer(row_bits, "xor_row_bits")
         if not 1 <= r <= min(avail, cap):
             raise ValueError(f"xor_row_bits must be in 1..{min(avail, cap)} for this tile ({avail} row bits; at most "
                              f"{MAX_XOR_MAPS} maps of {c} chunk bits), got {r}")
@@ -351,7 +351,7 @@ def _scoring_op(op: SharedOp) -> SharedOp:
 
 
 def _batch(op: SharedOp, addrs: np.ndarray, group: AccessGroup, copies: int):
-    from .banks import bank_conflicts_batch
+    from fragsim.banks import bank_conflicts_batch
 
     masks = np.tile(group.mask, (copies, 1))
     src = None if group.src is None else np.tile(group.src, (copies, 1))
@@ -419,7 +419,7 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
 
     ``addresses``: optional {group index: (n, 32) addresses} used instead of ``tile``'s layout (the
     user's own address math)."""
-    from . import smem as S
+    from fragsim.sim import smem as S
 
     groups = list(AccessSet(groups))
     addrs = [addresses.get(i) if addresses and i in addresses else g.addresses(tile) for i, g in enumerate(groups)]
@@ -452,7 +452,7 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
                 if wrong.size:
                     e = int(wrong[0])
                     return RoundTrip(False, f"after the writes, element ({e // tile.cols}, {e % tile.cols}) is "
-                                            f"not at {_check.hex_int(tile.offset_of(e))}, where the layout puts it")
+                                            f"not at {validate.hex_int(tile.offset_of(e))}, where the layout puts it")
         else:
             tile.write(smem, tags.reshape(tile.rows, tile.cols))
         for gi in reads:
@@ -492,7 +492,7 @@ def _groups(tile: Tile, reads, writes) -> tuple:
             continue
         if not isinstance(s, (AccessSet, AccessGroup, list, tuple)):
             raise TypeError(f"{role}s must be an access set (fragsim.access presets or from_exprs) or None, "
-                            f"got {_check.show(s)}")
+                            f"got {validate.show(s)}")
         for g in AccessSet(s):
             if g.role != role:
                 raise ValueError(f"{role}s: group {g.name!r} ({g.op.name}) {'writes' if g.role == 'write' else 'reads'} "
@@ -529,7 +529,7 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
     groups = _groups(tile, reads, writes)
     keep = _pieces(groups)
     if top is not None:
-        top = _check.integer(top, "top")
+        top = validate.integer(top, "top")
         if top < 1:
             raise ValueError(f"top must be >= 1 (or None for all), got {top}")
     space: list = []
@@ -553,7 +553,7 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
             layouts += xs
             space.append(("XOR", len(xs), desc))
         if paddings:
-            mp = _check.integer(max_padding, "max_padding")
+            mp = validate.integer(max_padding, "max_padding")
             # banks repeat every 128 bytes: a larger padding only adds memory (and an endless loop at 2**63)
             if not 0 <= mp <= MAX_PADDING:
                 raise ValueError(f"max_padding must be in 0..{MAX_PADDING} bytes (bank patterns repeat every "

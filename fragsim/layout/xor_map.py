@@ -3,7 +3,7 @@
 An ``XorMap`` sends offset bit ``i`` to ``images[i]`` and any offset to the XOR of the images of
 its set bits; bits at or above ``len(images)`` pass through unchanged.  This is Triton's
 linear-layout view of a shared-memory swizzle, and every CUTLASS ``Swizzle<B,M,S>`` is one
-(``XorMap.of(Swizzle(3, 4, 3))``).  The map itself is a ``fragsim.layout.LinearLayout`` with one
+(``XorMap.of(Swizzle(3, 4, 3))``).  The map itself is a ``fragsim.layout.linear.LinearLayout`` with one
 input and one output named ``offset``; this class adds what a swizzle needs on top: application
 to offsets, a readable name and the base alignment.
 
@@ -18,8 +18,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from . import _check
-from .layout import LinearLayout
+from fragsim import validate
+from .linear import LinearLayout
 from .swizzle import MAX_LAYOUT_BITS, Swizzle
 
 __all__ = ["XorMap"]
@@ -37,7 +37,7 @@ class XorMap:
         if isinstance(images, (str, bytes, Mapping)) or not hasattr(images, "__iter__") or (
                 isinstance(images, np.ndarray) and images.ndim != 1):
             raise TypeError(f"XorMap: images must be a sequence of integers (the image of each offset bit; "
-                            f"XorMap.xor takes {{target: [sources]}}), got {_check.show(images)}")
+                            f"XorMap.xor takes {{target: [sources]}}), got {validate.show(images)}")
         imgs = []
         for i, v in enumerate(images):
             if type(v) is not int and (isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral)):
@@ -83,11 +83,11 @@ class XorMap:
     def xor(cls, terms: Mapping[int, Sequence[int]]) -> "XorMap":
         """``{target bit: [source bits]}``: each target bit is XORed with its source bits."""
         if not isinstance(terms, Mapping):
-            raise TypeError(f"XorMap.xor: terms must be a dict {{target bit: [source bits]}}, got {_check.show(terms)}")
+            raise TypeError(f"XorMap.xor: terms must be a dict {{target bit: [source bits]}}, got {validate.show(terms)}")
         top = 0
         for t, srcs in terms.items():
             if isinstance(srcs, (str, bytes, Mapping)) or not hasattr(srcs, "__iter__"):
-                raise TypeError(f"XorMap.xor: the source bits of bit {t!r} must be a list of bits, got {_check.show(srcs)}")
+                raise TypeError(f"XorMap.xor: the source bits of bit {t!r} must be a list of bits, got {validate.show(srcs)}")
             for b in (t, *srcs):
                 if isinstance(b, (bool, np.bool_)) or not isinstance(b, numbers.Integral) or not 0 <= b < MAX_LAYOUT_BITS:
                     raise ValueError(f"XorMap.xor: bit {b!r} must be an integer in [0, {MAX_LAYOUT_BITS})")
@@ -173,7 +173,7 @@ class XorMap:
                 if off >> i & 1:
                     out ^= v
             return out
-        a = _check.array(offset, f"{self!r}: offsets")
+        a = validate.array(offset, f"{self!r}: offsets")
         if a.dtype.kind not in "ui":
             raise TypeError(f"{self!r}: offsets must be integers, got dtype {a.dtype}")
         if a.dtype.kind == "i" and a.size and a.min() < 0:

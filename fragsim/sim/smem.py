@@ -14,10 +14,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._check import array, hex_int
-from .hardware import BANK_BYTES, WARP_LANES
-from .instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
-from .instructions.shared_ops import cp_async_op, matrix_op, plain_op
+from fragsim.validate import array, hex_int
+from fragsim.facts.hardware import BANK_BYTES, WARP_LANES
+from fragsim.instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
+from fragsim.instructions.shared_ops import cp_async_op, matrix_op, plain_op
 
 __all__ = ["ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async", "lane_mask"]
 

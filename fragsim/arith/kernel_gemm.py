@@ -23,21 +23,21 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from .arith.kernel import (ABS_MASK, LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_C_EXACT, P_EZERO,
+from .kernel import (ABS_MASK, LANES, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_C_EXACT, P_EZERO,
                            P_F, P_IN_CODE, P_IN_EMIN, P_NAN_LOW, P_RNE, P_ZERO_IEEE, _decode8, _round8)
-from .arith.simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
+from .simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store,
                          f8_trunc, i8_add, i8_and, i8_any, i8_load, i8_lt, i8_max, i8_or, i8_shl, i8_shr,
                          i8_splat, i8_store, i8_sub, i8_to_f8, i8_ult, i8_where)
-from .arith.simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
+from .simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
                            w16_lo, w16_load, w16_max, w16_zeros)
 
 # Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
-# fragsim/arith/simd16.py (fragsim._cachekey).  numba keys its disk cache on this file's content only;
-# after any of them changes run `python -m fragsim.gemm_kernel` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "adb11db916126e31449a9de2a35dbc451602513f29f2d2b90464f34ea478459f"
+# fragsim/arith/simd16.py (fragsim.arith.stamps).  numba keys its disk cache on this file's content only;
+# after any of them changes run `python -m fragsim.arith.kernel_gemm` (tests/test_gemm.py fails until then).
+GEMM_SOURCE_HASH = "a421d521732c693c8359e32ac7ff90baae15040d9cf081752e911605000e19ae"
 
 _HERE = Path(__file__).resolve().parent
-SOURCES = (_HERE / "arith" / "simd.py", _HERE / "arith" / "kernel.py", _HERE / "arith" / "simd16.py")
+SOURCES = (_HERE / "simd.py", _HERE / "kernel.py", _HERE / "simd16.py")
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
@@ -338,7 +338,7 @@ def supports(pl) -> bool:
     it (16-bit and tf32 inputs; f32 and f16 accumulators; 8 columns, rows in fours)."""
     from dataclasses import fields
 
-    from .arith import Plan
+    from . import Plan
 
     known = ("form", "arch", "in_fmt", "acc_fmt", "block", "frac_bits", "e_zero", "rounding")
     if type(pl) is not Plan or tuple(f.name for f in fields(Plan)) != known:
@@ -350,8 +350,8 @@ def supports(pl) -> bool:
 
 
 def params(pl) -> np.ndarray:
-    from .arith import index_maps
-    from .arith.kernel import make_params
+    from . import index_maps
+    from .kernel import make_params
 
     return make_params(pl, index_maps(pl.form))
 
@@ -360,7 +360,7 @@ __all__ = ["chain", "decode", "supports", "params", "ROWS"]
 
 
 if __name__ == "__main__":
-    from ._cachekey import restamp
+    from .stamps import restamp
 
     changed = restamp(Path(__file__).resolve(), "GEMM_SOURCE_HASH", *SOURCES)
     print(f"gemm_kernel.py: GEMM_SOURCE_HASH {'updated' if changed else 'already current'}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .instructions import lookup
+from fragsim.instructions import lookup
 
 
 def fragment_grid(form, operand) -> str:
