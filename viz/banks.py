@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
+from fragsim.ranges import format_ranges
 
 from ._figure import (MIN_FONT, TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels, label_font,
                       outline, tag)
@@ -47,16 +48,8 @@ def _report(report, addrs=None, mask=None, src=None):
 
 
 def _ranges(lanes) -> str:
-    """T0-T7 / T0,T4 / T5: a compact list of lanes."""
-    lanes = sorted(lanes)
-    out, i = [], 0
-    while i < len(lanes):
-        j = i
-        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
-            j += 1
-        out.append(f"T{lanes[i]}" if j == i else f"T{lanes[i]}-{lanes[j]}" if j > i + 1 else f"T{lanes[i]},T{lanes[j]}")
-        i = j + 1
-    return ",".join(out)
+    """T0-7 / T0,T4 / T5: a compact list of lanes."""
+    return format_ranges(lanes, prefix="T", short_runs=True)
 
 
 # ---------------------------------------------------------------------------------------------------

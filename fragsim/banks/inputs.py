@@ -7,23 +7,11 @@ import numpy as np
 from fragsim.validate import array, hex_int
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.shared_op import SharedOp
+from fragsim.ranges import format_ranges
 from fragsim.sim.smem import lane_mask
 
 FULL_MASK = (1 << WARP_LANES) - 1
 LANES = np.arange(WARP_LANES)
-
-
-def ranges(lanes) -> str:
-    """Lanes as "0-7,9,12-15"."""
-    lanes = [int(x) for x in lanes]
-    out, i = [], 0
-    while i < len(lanes):
-        j = i
-        while j + 1 < len(lanes) and lanes[j + 1] == lanes[j] + 1:
-            j += 1
-        out.append(str(lanes[i]) if i == j else f"{lanes[i]}-{lanes[j]}")
-        i = j + 1
-    return ",".join(out) if out else "none"
 
 
 def active_lanes(o: SharedOp, mask) -> np.ndarray:
@@ -31,7 +19,7 @@ def active_lanes(o: SharedOp, mask) -> np.ndarray:
     bits = lane_mask(mask)
     if o.kind in ("ldsm", "stsm") and not bits[: o.address_lanes].all():
         raise ValueError(f"mask: {o.name} is .sync.aligned, every lane of the warp executes it "
-                         f"(lanes {ranges(np.flatnonzero(~bits[:o.address_lanes]))} are masked off)")
+                         f"(lanes {format_ranges(np.flatnonzero(~bits[:o.address_lanes]))} are masked off)")
     return bits & (LANES < o.address_lanes)
 
 

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, SOURCE_LINE_BYTES
-from .inputs import ranges
-from .report import BankReport, Phase
+from fragsim.ranges import format_ranges
+
+if TYPE_CHECKING:  # annotations only: report.py renders itself through this module
+    from .report import BankReport, Phase
+
+
+def _lanes(lanes) -> str:
+    return format_ranges(lanes, empty="none")
 
 
 def _plural(n, word):
@@ -28,9 +36,9 @@ def _collision_lines(r: BankReport, p: Phase) -> list:
         if p.writes_by_bank:
             lanes = sorted(l for ls in units.values() for l in ls)
             if len(lanes) > 1:
-                out.append(f"    {banks}: {len(lanes)} writes (lanes {ranges(lanes)}), one wavefront each")
+                out.append(f"    {banks}: {len(lanes)} writes (lanes {_lanes(lanes)}), one wavefront each")
         elif len(units) > 1:
-            parts = ", ".join(f"{u:#x} (lane{'s' if len(ls) > 1 else ''} {ranges(ls)})"
+            parts = ", ".join(f"{u:#x} (lane{'s' if len(ls) > 1 else ''} {_lanes(ls)})"
                               for u, ls in sorted(units.items()))
             out.append(f"    {banks}: {len(units)} {what}s: {parts}")
     return out
@@ -41,10 +49,10 @@ def format_report(r: BankReport) -> str:
     nact = sum(r.active)
     cp = r.src is not None
     how = ("(width phase x slot of source lines)" if cp else f"of {len(r.phases[0].lanes) if r.phases else 0} lanes")
-    lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({ranges([i for i, x in enumerate(r.active) if x])}), "
+    lines.append(f"{nact} active lane{'s' if nact != 1 else ''} ({_lanes([i for i, x in enumerate(r.active) if x])}), "
                  f"{_plural(len(r.phases), 'group' if cp else 'phase')} {how}")
     for p in r.phases:
-        head = f"{'group' if cp else 'phase'} {p.index}  lanes {ranges(p.lanes):<7}"
+        head = f"{'group' if cp else 'phase'} {p.index}  lanes {_lanes(p.lanes):<7}"
         if cp and p.lanes:
             src_lines = ", ".join(f"{x:#x} (class {c})" for x, c in p.source_lines)
             plural = "s" if len(p.source_lines) > 1 else ""
@@ -59,11 +67,11 @@ def format_report(r: BankReport) -> str:
         lines.extend(_collision_lines(r, p))
         for src_addr, ls in sorted(p.lanes_by_source.items()):
             if len(ls) > 1:
-                lines.append(f"    source {src_addr:#x}: read by {len(ls)} lanes ({ranges(ls)}), one wavefront each")
+                lines.append(f"    source {src_addr:#x}: read by {len(ls)} lanes ({_lanes(ls)}), one wavefront each")
         for b, ls in sorted(p.reads_by_bank.items()):
             srcs = {r.src[lane] for lane in ls} if r.src is not None else set()
             if len(srcs) > 1:
-                lines.append(f"    source bank {b:2d}: read by {len(ls)} lanes ({ranges(sorted(ls))}), one wavefront each")
+                lines.append(f"    source bank {b:2d}: read by {len(ls)} lanes ({_lanes(sorted(ls))}), one wavefront each")
     for note in r.notes:
         lines.append(f"note: {note}")
     wf_name, bc_name = r.entry.metrics

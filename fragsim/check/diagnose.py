@@ -22,6 +22,7 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
+from fragsim.ranges import format_ranges
 from fragsim.instructions.shared_ops import SHARED_OPS
 from . import layouts as L
 from .machine import problem
@@ -36,15 +37,7 @@ QUOTED = 4
 
 def lane_ranges(lanes) -> str:
     """[0, 1, 2, 3, 8, 9] -> "0-3, 8-9"."""
-    ls = sorted(int(x) for x in lanes)
-    out, i = [], 0
-    while i < len(ls):
-        j = i
-        while j + 1 < len(ls) and ls[j + 1] == ls[j] + 1:
-            j += 1
-        out.append(str(ls[i]) if i == j else f"{ls[i]}-{ls[j]}")
-        i = j + 1
-    return ", ".join(out)
+    return format_ranges(lanes, sep=", ")
 
 
 def toggled(op):

@@ -17,6 +17,7 @@ import numpy as np
 from fragsim import validate
 from fragsim.facts.hardware import BANK_BYTES, WARP_LANES
 from fragsim.instructions import FORMS, MmaForm, check_operand, lookup
+from fragsim.ranges import format_ranges
 
 EXPRESSION_HINT = "an integer or a C expression of the variables"
 
@@ -62,20 +63,9 @@ class Fragments:
         lines = []
         for f, (r0, c0) in enumerate(self.origins):
             js = [j for j in range(len(self.regmap)) if self.regmap[j][0] == f]
-            regs = _ranges(js, "r")
+            regs = format_ranges(js, sep=", ", prefix="r")
             lines.append(f"{regs}: {self.operand} fragment {f} ({r}x{c}) at tile({r0}, {c0})")
         return lines
-
-
-def _ranges(js, prefix: str) -> str:
-    out, i = [], 0
-    while i < len(js):
-        j = i
-        while j + 1 < len(js) and js[j + 1] == js[j] + 1:
-            j += 1
-        out.append(f"{prefix}{js[i]}" if i == j else f"{prefix}{js[i]}-{prefix}{js[j]}")
-        i = j + 1
-    return ", ".join(out)
 
 
 def _scalar(value, env: dict, what: str) -> int:
