@@ -24,7 +24,7 @@ import numpy as np
 from fragsim.search import access as A
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.shared_op import SharedOp
-from fragsim.search.swizzle_search import _lane_bytes, _tags, _words
+from fragsim.search.swizzle_search import bytes_to_words, element_tags, lane_bytes
 from fragsim.layout.tile import Tile
 from fragsim.layout.xor_map import XorMap
 
@@ -269,7 +269,7 @@ def tables(case: AccessCase, tile: Tile, s: A.AccessSet):
     vals = np.zeros(max(nv, 1), np.uint32)
     src = np.zeros(max(na, 1), np.uint64)
     want = np.full(max(no, 1), -1, np.int64)
-    tags = _tags(tile, 0)
+    tags = element_tags(tile, 0)
     gbytes = np.zeros(GLOBAL_BYTES, np.uint8)
     for p in plans:
         g, o = p.group, p.group.op
@@ -285,7 +285,7 @@ def tables(case: AccessCase, tile: Tile, s: A.AccessSet):
                 m = g.mask[i] & (np.arange(WARP_LANES) < o.address_lanes) if o.kind not in ("ldsm", "stsm") \
                     else np.ones(WARP_LANES, bool)
                 mask[p.mask_off + cell] = int(np.sum(m.astype(np.int64) << np.arange(WARP_LANES)))
-                data = _lane_bytes(tags, g.elems[i])
+                data = lane_bytes(tags, g.elems[i])
                 if o.family == "cp.async":
                     assert g.src is not None, "cp.async groups carry their sources"
                     off = g.src[i] - int(g.source.get("global_base", 0))
@@ -295,10 +295,10 @@ def tables(case: AccessCase, tile: Tile, s: A.AccessSet):
                 elif o.is_store:
                     k = o.nregs
                     vals[p.vals_off + cell * WARP_LANES * k: p.vals_off + (cell + 1) * WARP_LANES * k] = \
-                        _words(data).reshape(-1)
+                        bytes_to_words(data).reshape(-1)
                 else:
                     k = o.nregs
-                    words = _words(data).astype(np.int64)
+                    words = bytes_to_words(data).astype(np.int64)
                     active = g.mask[i] if o.kind == "ld" else np.ones(WARP_LANES, bool)
                     words[~active] = -1
                     want[p.out_off + cell * WARP_LANES * k: p.out_off + (cell + 1) * WARP_LANES * k] = words.reshape(-1)

@@ -380,7 +380,9 @@ class RoundTrip:
     message: str = ""
 
 
-def _tags(tile: Tile, p: int) -> np.ndarray:
+def element_tags(tile: Tile, p: int) -> np.ndarray:
+    """Pass ``p`` of every element's tag: the element index, ``8 * elem_bytes`` bits at a time (an element
+    too narrow to hold its index is told apart over several passes)."""
     bits = 8 * tile.elem_bytes
     idx = np.arange(tile.elements, dtype=np.uint64)
     if bits >= 64:
@@ -388,13 +390,13 @@ def _tags(tile: Tile, p: int) -> np.ndarray:
     return ((idx >> np.uint64(bits * p)) & np.uint64((1 << bits) - 1)).astype(tile.bits_dtype)
 
 
-def _lane_bytes(tags: np.ndarray, elems: np.ndarray) -> np.ndarray:
+def lane_bytes(tags: np.ndarray, elems: np.ndarray) -> np.ndarray:
     """(32, E) element indices -> (32, E * element bytes) little-endian bytes of their tags."""
     v = np.where(elems >= 0, tags[np.maximum(elems, 0)], 0).astype(np.dtype(tags.dtype).newbyteorder("<"))
     return np.ascontiguousarray(v).view(np.uint8).reshape(elems.shape[0], -1)
 
 
-def _words(b: np.ndarray) -> np.ndarray:
+def bytes_to_words(b: np.ndarray) -> np.ndarray:
     """(..., nbytes) bytes -> (..., max(1, nbytes // 4)) little-endian uint32 words (zero-extended)."""
     nb = b.shape[-1]
     if nb < 4:
@@ -429,7 +431,7 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
     bits = 8 * tile.elem_bytes
     passes = max(1, -(-max(1, (tile.elements - 1).bit_length()) // bits))
     for p in range(passes):
-        tags = _tags(tile, p)
+        tags = element_tags(tile, p)
         # all-ones bytes: no element's tag while the tile has fewer elements than 2**bits - 1, so a read
         # of a byte nothing wrote cannot pass for an element
         smem = np.full(top, 0xFF, np.uint8)
@@ -438,13 +440,13 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
                 g, a = groups[gi], addrs[gi]
                 o = g.op
                 for i in range(len(g)):
-                    data = _lane_bytes(tags, g.elems[i])
+                    data = lane_bytes(tags, g.elems[i])
                     if o.family == "cp.async":
                         S.cp_async(smem, a[i], data, o.bytes_per_addr, g.mask[i], o.level)
                     elif o.family == "st.shared":
-                        S.st_shared(smem, a[i], _words(data), o.bytes_per_addr, g.mask[i])
+                        S.st_shared(smem, a[i], bytes_to_words(data), o.bytes_per_addr, g.mask[i])
                     else:
-                        S.stmatrix(smem, a[i], _words(data), o.num, o.trans)
+                        S.stmatrix(smem, a[i], bytes_to_words(data), o.num, o.trans)
             written = np.unique(np.concatenate([groups[gi].elems[groups[gi].elems >= 0] for gi in writes]))
             if addresses is None:
                 got = tile.read(smem).reshape(-1)
@@ -458,7 +460,7 @@ def round_trip(tile: Tile, groups, addresses=None) -> RoundTrip:
         for gi in reads:
             g, a = groups[gi], addrs[gi]
             o = g.op
-            want = _words(_lane_bytes(tags, g.elems.reshape(-1, g.elems.shape[2])).reshape(len(g), WARP_LANES, -1))
+            want = bytes_to_words(lane_bytes(tags, g.elems.reshape(-1, g.elems.shape[2])).reshape(len(g), WARP_LANES, -1))
             if o.family == "ldmatrix":
                 got = S.ldmatrix(smem, a, o.num, o.trans)
                 active = np.ones((len(g), WARP_LANES), bool)
