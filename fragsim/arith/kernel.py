@@ -31,11 +31,10 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, 
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 
-# Hash of simd.py (fragsim.arith.stamps.source_hash), whose intrinsics are compiled into these
-# kernels.  numba keys its disk cache on this file's content only: the stamp makes an edit of
-# simd.py change that key.  After editing simd.py run `python -m fragsim.arith.cachekey`
-# (tests/test_numba_cache_key.py fails until then).
-SIMD_SOURCE_HASH = "5f7ff047fa3bccebd826c60dd9800ba00a48ee341205ee4bdefcb8daef114242"
+# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py).
+# numba keys its disk cache on this file's content only: after editing one of them run
+# `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
+INLINED_SOURCE_HASH = "cea133594e09e3660225cb112333075b8b952ad57e72380da3e6734c89a402e7"
 
 LANES = 8
 # Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.

@@ -25,9 +25,10 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hs
                    i8_popc, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8, i8_where,
                    i8_xor)
 
-# Hash of simd.py (fragsim.arith.stamps.source_hash): see kernel.py; restamp with
-# `python -m fragsim.arith.cachekey` after editing simd.py.
-SIMD_SOURCE_HASH = "5f7ff047fa3bccebd826c60dd9800ba00a48ee341205ee4bdefcb8daef114242"
+# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py).
+# numba keys its disk cache on this file's content only: after editing one of them run
+# `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
+INLINED_SOURCE_HASH = "cea133594e09e3660225cb112333075b8b952ad57e72380da3e6734c89a402e7"
 
 LANES = 8                   # every form here is n8: one output row is one 8-lane vector
 OP_MUL, OP_AND, OP_XOR = 0, 1, 2

@@ -26,8 +26,6 @@ and Inf/NaN products enter through their float32 sum.  ``_warp`` remains for any
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange
@@ -46,11 +44,10 @@ from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s
                      s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
-# Hash of what this file inlines: fragsim/arith/kernel.py, simd.py and simd16.py
-# (fragsim.arith.stamps).  numba keys its disk cache on this file's content only; after one
-# changes run `python -m fragsim.arith.kernel_fp8` (tests/test_mma_fast_paths.py fails until then).
-SOURCES = tuple(Path(__file__).resolve().parent / f for f in ("kernel.py", "simd.py", "simd16.py"))
-KERNEL_SOURCE_HASH = "4036c6f976d3065e7f4987c70bcc4b641ab50970a47a6ae31471836d24c3f905"
+# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py, simd16.py, kernel.py).
+# numba keys its disk cache on this file's content only: after editing one of them run
+# `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
+INLINED_SOURCE_HASH = "b03faf612e97e0ea5ac31aae5e9dee1562054f40c4f673f6d6e07c91212403fc"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -374,10 +371,3 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
     else:
         _run_serial(*args)
     return d.reshape(batch, 32, nd)
-
-
-if __name__ == "__main__":
-    from .stamps import restamp
-
-    changed = restamp(Path(__file__).resolve(), "KERNEL_SOURCE_HASH", *SOURCES)
-    print(f"kernel_fp8.py: KERNEL_SOURCE_HASH {'updated' if changed else 'already current'}")

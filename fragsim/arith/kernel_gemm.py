@@ -18,8 +18,6 @@ Work items (prange): blocks of rows x columns of D, each run a pass of blocks at
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 from numba import njit, prange
 
@@ -31,13 +29,10 @@ from .simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, 
 from .simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
                            w16_lo, w16_load, w16_max, w16_zeros)
 
-# Hash of what this file inlines: fragsim/arith/simd.py, fragsim/arith/kernel.py and
-# fragsim/arith/simd16.py (fragsim.arith.stamps).  numba keys its disk cache on this file's content only;
-# after any of them changes run `python -m fragsim.arith.kernel_gemm` (tests/test_gemm.py fails until then).
-GEMM_SOURCE_HASH = "a421d521732c693c8359e32ac7ff90baae15040d9cf081752e911605000e19ae"
-
-_HERE = Path(__file__).resolve().parent
-SOURCES = (_HERE / "simd.py", _HERE / "kernel.py", _HERE / "simd16.py")
+# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py, simd16.py, kernel.py).
+# numba keys its disk cache on this file's content only: after editing one of them run
+# `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
+INLINED_SOURCE_HASH = "b03faf612e97e0ea5ac31aae5e9dee1562054f40c4f673f6d6e07c91212403fc"
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
@@ -357,10 +352,3 @@ def params(pl) -> np.ndarray:
 
 
 __all__ = ["chain", "decode", "supports", "params", "ROWS"]
-
-
-if __name__ == "__main__":
-    from .stamps import restamp
-
-    changed = restamp(Path(__file__).resolve(), "GEMM_SOURCE_HASH", *SOURCES)
-    print(f"gemm_kernel.py: GEMM_SOURCE_HASH {'updated' if changed else 'already current'}")

@@ -6,10 +6,10 @@ row.  LLVM's auto-vectoriser, as numba drives it, picks awkward shapes for such 
 gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 -- the same
 results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
 
-Only what the kernels (``kernel.py``, ``kernel_exact.py``) need is here.  Functions are numba
-intrinsics: call them from ``@njit`` code only.  numba's cache of a kernel file is keyed on that
-file's content alone, so after editing this file run ``python -m fragsim.arith.cachekey``: it
-writes this file's hash into both kernel files (a test fails until it is current).
+Only what the kernels need is here.  Functions are numba intrinsics: call them from ``@njit``
+code only.  numba's cache of a kernel file is keyed on that file's content alone, so after
+editing this file run ``python -m fragsim.arith.stamps``: it writes this file's hash into every
+kernel that compiles it in (``fragsim.arith.stamps.KERNELS``; a test fails until then).
 """
 
 from __future__ import annotations

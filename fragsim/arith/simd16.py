@@ -5,7 +5,7 @@ Why: where a product is exact in float32 and a block's truncated terms sum exact
 inputs in the GEMM kernel, fp8 inputs in the mma kernel), one 512-bit register holds 16 lanes
 where the float64 path holds 8.  numba intrinsics: call them from ``@njit`` code only.  The kernels
 that compile them (``fragsim.arith.kernel_fp8``, ``fragsim.arith.kernel_gemm``) stamp this file's hash
-into their own source (``fragsim.arith.stamps``).
+into their own source: after editing it run ``python -m fragsim.arith.stamps``.
 """
 
 from __future__ import annotations
