@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from fragsim.facts.arch import ArchParams, get_arch
+from fragsim.facts.arch import DEFAULT_ARCH, ArchParams, get_arch
 from fragsim.facts.formats import FloatFormat
 from fragsim.instructions import MmaForm, lookup
 from .chain import ChainPlan, chain_plan
@@ -45,7 +45,7 @@ class Plan:
         return [(k0, min(k0 + self.block, k)) for k0 in range(0, k, self.block)]
 
 
-def plan(form, arch="sm_90") -> Plan | IntPlan | F64Plan | Fp8Plan | ChainPlan:
+def plan(form, arch=DEFAULT_ARCH) -> Plan | IntPlan | F64Plan | Fp8Plan | ChainPlan:
     f = lookup(form)
     a = get_arch(arch)
     if f.min_cc > a.cc:

@@ -20,11 +20,12 @@ PROGRESS_MIN = 1 << 20
 
 
 def add_arguments(p):
-    from fragsim.facts.arch import ARCHS
+    from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 
     p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
     names = "; ".join(f"{a.name} ({', '.join(a.aliases)})" for a in ARCHS.values())
-    p.add_argument("--arch", default="sm_90", help=f"architecture row, or an alias: {names}; default sm_90")
+    p.add_argument("--arch", default=DEFAULT_ARCH,
+                   help=f"architecture row, or an alias: {names}; default {DEFAULT_ARCH}")
     for op, need, shape in (("a", True, "M x K"), ("b", True, "K x N"), ("c", False, "M x N")):
         p.add_argument(f"--{op}", required=need, metavar=f"{op.upper()}.npy",
                        help=f"matrix {op.upper()} ({shape}; M, N, K multiples of the form's): floats (rounded to "

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from fragsim.facts.arch import ARCHS
+from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 from .files import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"
@@ -80,7 +80,7 @@ def add_arguments(p):
                    help="mismatches shown in detail per op (default 5)")
     p.add_argument("--dry-run", action="store_true",
                    help="no GPU: fragsim stands in for the device (checks the pipeline, not the model)")
-    p.add_argument("--arch", choices=tuple(ARCHS), default="sm_90",
+    p.add_argument("--arch", choices=tuple(ARCHS), default=DEFAULT_ARCH,
                    help="model for --dry-run (on a GPU the device decides)")
     p.add_argument("--replay", metavar="DIR",
                    help="no GPU: take inputs and hardware outputs from the corpora recorded in DIR (gemm: the "
@@ -153,7 +153,7 @@ def _table(results) -> str:
 def _one_family_options(args):
     """Refuse, in one line, an option the family's runner does not take."""
     allowed = OWN_OPTIONS[args.family]
-    defaults = {"arch": "sm_90", "seed": 0}
+    defaults = {"arch": DEFAULT_ARCH, "seed": 0}
     for name, value in sorted(vars(args).items()):
         if name.startswith("_") or name in ("command", "family") or name in allowed:
             continue

@@ -17,10 +17,11 @@ HELP = "emulate one mma.sync bit-exactly (sm_80 / sm_90) and explain any output 
 
 def add_arguments(p):
     p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32")
-    from fragsim.facts.arch import ARCHS
+    from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 
     names = "; ".join(f"{a.name} ({', '.join(a.aliases)})" for a in ARCHS.values())
-    p.add_argument("--arch", default="sm_90", help=f"architecture row, or an alias: {names}; default sm_90")
+    p.add_argument("--arch", default=DEFAULT_ARCH,
+                   help=f"architecture row, or an alias: {names}; default {DEFAULT_ARCH}")
     # the shapes are the PTX ISA's: A is M x K, B is K x N, C (and D) M x N
     for op, need, shape in (("a", True, "M x K: 16x16 for m16n8k16, 16x8 for m16n8k8"),
                             ("b", True, "K x N: 16x8 for m16n8k16, 8x8 for m16n8k8"),

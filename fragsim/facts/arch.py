@@ -1,7 +1,10 @@
 """Architectures as data: one row per architecture, and the compute capabilities each models.
 
 A row holds every fact fragsim keeps about an architecture: its name and compute capability,
-the names users give it (aliases), and the parameters of the tensor-core arithmetic.  The
+the names users give it (aliases), and the parameters of the tensor-core arithmetic of
+``mma.sync`` (``ArchParams``, ``ARCHS``) and of ``wgmma`` (``WgmmaParams``, ``WGMMA_PARAMS``: the
+numbers it shares with the mma.sync row are read from that row, not written twice).
+``DEFAULT_ARCH`` is the row every function and command uses when given none.  The
 arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add of the
 reference doc (shared/reference/tensor-core-arithmetic.md), over these numbers.  Which
 instructions an architecture has follows from the instruction table (each entry's ``min_cc``).
@@ -19,7 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["ArchParams", "ARCHS", "ALIASES", "COMPUTE_CAPABILITIES", "get_arch", "arch_for_cc"]
+from fragsim.facts.formats import FORMATS
+from fragsim.validate import show
+
+__all__ = ["ArchParams", "ARCHS", "DEFAULT_ARCH", "ALIASES", "COMPUTE_CAPABILITIES", "get_arch", "arch_for_cc",
+           "WgmmaParams", "WGMMA_PARAMS", "get_params"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,11 @@ class ArchParams:
     fp8_c: str = "add"
     m884_f32: tuple = ()
     m884_f16: tuple = ()
+    # Bytes of shared memory one CTA can address: the opt-in maximum per thread block (CUDA C++
+    # Programming Guide, "Technical Specifications per Compute Capability", maximum shared memory per
+    # thread block: 227 KB on 9.0, 163 KB on 8.0 -- cudaDevAttrMaxSharedMemoryPerBlockOptin).  Tiles,
+    # smem arrays and lane addresses past it are refused by every shared-memory entry point.
+    smem_per_cta: int = 0
 
     def __post_init__(self):
         for f in fields(self):  # exact types: a string where a bool belongs would act as True
@@ -137,6 +149,8 @@ class ArchParams:
         for f in ("sat_block_8bit", "sat_block_4bit"):   # the kernel sums 8 k per vector
             if not (0 <= getattr(self, f) <= 256 and getattr(self, f) % 8 == 0):
                 raise ValueError(f"arch {self.name}: {f} must be a multiple of 8 in 0..256, got {getattr(self, f)}")
+        if not 0 < self.smem_per_cta < 1 << 32:     # shared-memory addresses are 32-bit
+            raise ValueError(f"arch {self.name}: smem_per_cta must be in 1..2**32-1 bytes, got {self.smem_per_cta}")
         for f in ("block_16bit", "block_tf32"):
             if not 1 <= getattr(self, f) <= 64:
                 raise ValueError(f"arch {self.name}: {f} must be in 1..64, got {getattr(self, f)}")
@@ -190,13 +204,18 @@ ARCHS: dict[str, ArchParams] = {
     a.name: a
     for a in (
         ArchParams("sm_80", "A100 (Ampere)", cc=80, aliases=("sm80", "80", "a100", "ampere"),
-                   block_16bit=8, block_tf32=4, frac_bits=24, e_zero_f32=-132, e_zero_f16=-20),
+                   block_16bit=8, block_tf32=4, frac_bits=24, e_zero_f32=-132, e_zero_f16=-20,
+                   smem_per_cta=163 * 1024),
         ArchParams("sm_90", "H100/H200 (Hopper)", cc=90, aliases=("sm90", "sm_90a", "90", "h100", "h200", "h800",
                                                                   "hopper"),
                    block_16bit=16, block_tf32=8, frac_bits=25, e_zero_f32=-133, e_zero_f16=-21,
-                   fp8_split="pairs", m884_f32=_M884_F32_SM90, m884_f16=_M884_F16_SM90),
+                   fp8_split="pairs", m884_f32=_M884_F32_SM90, m884_f16=_M884_F16_SM90,
+                   smem_per_cta=227 * 1024),
     )
 }
+
+#: The architecture of every ``arch`` argument and ``--arch`` option left out.
+DEFAULT_ARCH = "sm_90"
 
 ALIASES = {alias: a.name for a in ARCHS.values() for alias in (a.name, *a.aliases)}
 
@@ -238,3 +257,98 @@ def get_arch(name) -> ArchParams:
         return ARCHS[ALIASES[key]]
     raise ValueError(f"unsupported arch {name!r}; supported: {', '.join(ARCHS)} "
                      f"(aliases: a100/ampere -> sm_80, h100/h200/hopper -> sm_90)")
+
+
+@dataclass(frozen=True)
+class WgmmaParams:
+    """Arithmetic of wgmma on one architecture, per input class (16-bit: f16/bf16; tf32; fp8).
+
+    frac_bits_*: F, fractional bits kept below E_max.  block_*: products per block L.
+    f32_man_bits_*: mantissa bits of the grid an f32 result is rounded to (23: f32 itself; 13:
+        the e8m13 grid, f32 exponent range, subnormals down to 2**-139).
+    e_zero_f32 / e_zero_f16: exponent of a zero term (zero product, zero c) in the E_max race.
+    round_f32 / round_f16: 'rz' or 'rne' to the output grid.  Overflow gives Inf, NaN results are
+        the canonical all-ones NaN (0x7FFFFFFF, 0x7FFF), zero results +0.
+    sat_block_int: products per saturating step of .satfinite (0: c plus the exact dot product,
+        clamped once).
+    """
+
+    name: str
+    frac_bits_16bit: int
+    block_16bit: int
+    frac_bits_tf32: int
+    block_tf32: int
+    frac_bits_fp8: int
+    block_fp8: int
+    f32_man_bits_16bit: int
+    f32_man_bits_tf32: int
+    f32_man_bits_fp8: int
+    e_zero_f32: int
+    e_zero_f16: int
+    round_f32: str
+    round_f16: str
+    sat_block_int: int
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            want = str if f.name in ("name", "round_f32", "round_f16") else int
+            if type(v) is not want:
+                raise TypeError(f"wgmma params {self.name}: {f.name} must be {want.__name__}, got {show(v)}")
+        for f in ("round_f32", "round_f16"):
+            if getattr(self, f) not in ("rz", "rne"):
+                raise ValueError(f"wgmma params {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
+        for cls in ("16bit", "tf32", "fp8"):
+            if not 0 <= getattr(self, "frac_bits_" + cls) <= 40:
+                raise ValueError(f"wgmma params {self.name}: frac_bits_{cls} must be in 0..40")
+            if not 1 <= getattr(self, "block_" + cls) <= 32:
+                raise ValueError(f"wgmma params {self.name}: block_{cls} must be in 1..32")
+            if not 1 <= getattr(self, "f32_man_bits_" + cls) <= 23:
+                raise ValueError(f"wgmma params {self.name}: f32_man_bits_{cls} must be in 1..23")
+        for f in ("e_zero_f32", "e_zero_f16"):
+            if not -600 <= getattr(self, f) <= 0:
+                raise ValueError(f"wgmma params {self.name}: {f} must be in -600..0")
+        if not 0 <= self.sat_block_int <= 32:
+            raise ValueError(f"wgmma params {self.name}: sat_block_int must be in 0..32")
+
+    def with_(self, **changes) -> "WgmmaParams":
+        """A copy with some fields changed (to try an alternative: ``.with_(frac_bits_fp8=14)``)."""
+        return replace(self, **changes)
+
+    def of(self, in_name: str) -> tuple[int, int, int]:
+        """(F, L, f32 mantissa bits) for an input format name."""
+        cls = "tf32" if in_name == "tf32" else "fp8" if in_name in ("e4m3", "e5m2") else "16bit"
+        return (getattr(self, "frac_bits_" + cls), getattr(self, "block_" + cls), getattr(self, "f32_man_bits_" + cls))
+
+
+def _wgmma_row(mma: ArchParams, **own) -> WgmmaParams:
+    """The wgmma row of ``mma``'s architecture: the tensor core's F, L, rounding, zero exponents and
+    saturation step of the mma.sync row (the same numbers for 16-bit and tf32 inputs), their f32
+    results on f32's own grid, and ``own``: the fp8 numbers (only wgmma has fp8 blocks of its own)
+    and any value where wgmma differs."""
+    f32_man = FORMATS["f32"].man_bits
+    shared = dict(frac_bits_16bit=mma.frac_bits, block_16bit=mma.block_16bit, frac_bits_tf32=mma.frac_bits,
+                  block_tf32=mma.block_tf32, f32_man_bits_16bit=f32_man, f32_man_bits_tf32=f32_man,
+                  e_zero_f32=mma.e_zero_f32, e_zero_f16=mma.e_zero_f16,
+                  round_f32=mma.round_f32, round_f16=mma.round_f16, sat_block_int=mma.sat_block_8bit)
+    return WgmmaParams(mma.name, **{**shared, **own})
+
+
+# sm_90 (H100/H200).  MMA-Sim 2.1.1's Hopper WGMMA: the mma.sync row's numbers for 16-bit and tf32
+# inputs (F = 25, L = 32 bytes of products per block, e_zero -133 / -21, RZ to f32, RNE to f16, one
+# clamp under .satfinite), and for fp8 F = 13, one block of 32, f32 results on the e8m13 grid; every
+# value then checked on an H100 (README "wgmma arithmetic", gpu_check/wgmma_run.py).
+WGMMA_PARAMS: dict[str, WgmmaParams] = {
+    "sm_90": _wgmma_row(ARCHS["sm_90"], frac_bits_fp8=13, block_fp8=32, f32_man_bits_fp8=13),
+}
+
+
+def get_params(arch) -> WgmmaParams:
+    """An architecture name or alias (or a ``WgmmaParams`` row) -> its wgmma row."""
+    if isinstance(arch, WgmmaParams):
+        return arch
+    row = get_arch(arch)           # the names and aliases of ARCHS (refuses unknown ones)
+    if row.name not in WGMMA_PARAMS:
+        raise ValueError(f"arch {arch!r}: wgmma is an sm_90a instruction; fragsim models it for "
+                         f"{', '.join(WGMMA_PARAMS)} only")
+    return WGMMA_PARAMS[row.name]

@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.validate import array, show
 from fragsim.facts.formats import IntFormat
 from fragsim.instructions import lookup
@@ -94,7 +95,7 @@ def _tile(tile, f, M: int, N: int) -> tuple[int, int]:
     return tm, tn
 
 
-def gemm(form, A, B, C=None, arch="sm_90", k_order="ascending", tile=None, *,
+def gemm(form, A, B, C=None, arch=DEFAULT_ARCH, k_order="ascending", tile=None, *,
          progress: Callable[[int, int], None] | None = None) -> np.ndarray:
     """D = A*B + C as a GEMM of ``mma.sync`` computes it, bit for bit.
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from fragsim.arith import plan, run
+from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.validate import broadcast_shape
 from .registers import check_regs
 
 __all__ = ["mma"]
 
 
-def mma(form, a, b, c, arch="sm_90", *, parallel: bool = True) -> np.ndarray:
+def mma(form, a, b, c, arch=DEFAULT_ARCH, *, parallel: bool = True) -> np.ndarray:
     """D = A*B + C of one ``mma.sync`` per warp, as the tensor core computes it.
 
     ``form``: the PTX spelling, with or without ``mma.sync.aligned.``, e.g.

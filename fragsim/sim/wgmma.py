@@ -14,106 +14,24 @@ ascending k, each block's terms (L products and c) aligned to the largest nomina
 E_max, truncated F bits below it, summed exactly, and the sum rounded to the output grid; the
 rounded block result is the next block's c.  The integer forms are exact (c + sum of products,
 wrapped modulo 2**32, or clamped to s32 under ``.satfinite``), as ``fragsim.arith.exact``.
-The parameters are one ``WgmmaParams`` row per architecture (``WGMMA_PARAMS``); what each
-value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and the README.
+The parameters are one ``WgmmaParams`` row per architecture (``WGMMA_PARAMS``, in
+``fragsim.facts.arch`` beside the mma.sync rows; re-exported here for the instruction's users); what
+each value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and the README.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
-from dataclasses import dataclass, fields
 from functools import lru_cache
 
 import numpy as np
 
 from fragsim import validate
+from fragsim.facts.arch import DEFAULT_ARCH, WGMMA_PARAMS, WgmmaParams, get_params
 from fragsim.facts.formats import FORMATS, from_bits
 from fragsim.instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
 
 __all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg", "owners"]
-
-
-@dataclass(frozen=True)
-class WgmmaParams:
-    """Arithmetic of wgmma on one architecture, per input class (16-bit: f16/bf16; tf32; fp8).
-
-    frac_bits_*: F, fractional bits kept below E_max.  block_*: products per block L.
-    f32_man_bits_*: mantissa bits of the grid an f32 result is rounded to (23: f32 itself; 13:
-        the e8m13 grid, f32 exponent range, subnormals down to 2**-139).
-    e_zero_f32 / e_zero_f16: exponent of a zero term (zero product, zero c) in the E_max race.
-    round_f32 / round_f16: 'rz' or 'rne' to the output grid.  Overflow gives Inf, NaN results are
-        the canonical all-ones NaN (0x7FFFFFFF, 0x7FFF), zero results +0.
-    sat_block_int: products per saturating step of .satfinite (0: c plus the exact dot product,
-        clamped once).
-    """
-
-    name: str
-    frac_bits_16bit: int
-    block_16bit: int
-    frac_bits_tf32: int
-    block_tf32: int
-    frac_bits_fp8: int
-    block_fp8: int
-    f32_man_bits_16bit: int = 23
-    f32_man_bits_tf32: int = 23
-    f32_man_bits_fp8: int = 13
-    e_zero_f32: int = -133
-    e_zero_f16: int = -21
-    round_f32: str = "rz"
-    round_f16: str = "rne"
-    sat_block_int: int = 0
-
-    def __post_init__(self):
-        for f in fields(self):
-            v = getattr(self, f.name)
-            want = str if f.name in ("name", "round_f32", "round_f16") else int
-            if type(v) is not want:
-                raise TypeError(f"wgmma params {self.name}: {f.name} must be {want.__name__}, got {validate.show(v)}")
-        for f in ("round_f32", "round_f16"):
-            if getattr(self, f) not in ("rz", "rne"):
-                raise ValueError(f"wgmma params {self.name}: {f} must be 'rz' or 'rne', got {getattr(self, f)!r}")
-        for cls in ("16bit", "tf32", "fp8"):
-            if not 0 <= getattr(self, "frac_bits_" + cls) <= 40:
-                raise ValueError(f"wgmma params {self.name}: frac_bits_{cls} must be in 0..40")
-            if not 1 <= getattr(self, "block_" + cls) <= 32:
-                raise ValueError(f"wgmma params {self.name}: block_{cls} must be in 1..32")
-            if not 1 <= getattr(self, "f32_man_bits_" + cls) <= 23:
-                raise ValueError(f"wgmma params {self.name}: f32_man_bits_{cls} must be in 1..23")
-        for f in ("e_zero_f32", "e_zero_f16"):
-            if not -600 <= getattr(self, f) <= 0:
-                raise ValueError(f"wgmma params {self.name}: {f} must be in -600..0")
-        if not 0 <= self.sat_block_int <= 32:
-            raise ValueError(f"wgmma params {self.name}: sat_block_int must be in 0..32")
-
-    def with_(self, **changes) -> "WgmmaParams":
-        """A copy with some fields changed (to try an alternative: ``.with_(frac_bits_fp8=14)``)."""
-        return dataclasses.replace(self, **changes)
-
-    def of(self, in_name: str) -> tuple[int, int, int]:
-        """(F, L, f32 mantissa bits) for an input format name."""
-        cls = "tf32" if in_name == "tf32" else "fp8" if in_name in ("e4m3", "e5m2") else "16bit"
-        return (getattr(self, "frac_bits_" + cls), getattr(self, "block_" + cls), getattr(self, "f32_man_bits_" + cls))
-
-
-# sm_90 (H100/H200).  Starting point: MMA-Sim 2.1.1's Hopper WGMMA (F = 25, L = 32 bytes of products
-# per block, fp8 F = 13 with f32 results on the e8m13 grid, e_zero -133 / -21); every value then
-# checked on an H100 (README "wgmma arithmetic", tests/test_wgmma_arith.py).
-WGMMA_PARAMS: dict[str, WgmmaParams] = {
-    "sm_90": WgmmaParams("sm_90", frac_bits_16bit=25, block_16bit=16, frac_bits_tf32=25, block_tf32=8,
-                         frac_bits_fp8=13, block_fp8=32),
-}
-
-
-def get_params(arch) -> WgmmaParams:
-    if isinstance(arch, WgmmaParams):
-        return arch
-    from fragsim.facts.arch import get_arch
-    row = get_arch(arch)           # the names and aliases of fragsim.facts.arch (refuses unknown ones)
-    if row.name not in WGMMA_PARAMS:
-        raise ValueError(f"arch {arch!r}: wgmma is an sm_90a instruction; fragsim models it for "
-                         f"{', '.join(WGMMA_PARAMS)} only")
-    return WGMMA_PARAMS[row.name]
 
 
 # -- registers <-> matrices ------------------------------------------------------------------------------
@@ -348,17 +266,8 @@ def _is_regs(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype == np.uint32 and x.ndim >= 2
 
 
-def _batch_values(x, name: str, kind) -> np.ndarray:
-    arr = validate.array(x, name)
-    if kind is bool:
-        if arr.dtype != np.bool_:
-            raise TypeError(f"{name} must be True/False or a bool array (one per batch element), got {validate.show(x)}")
-        return arr
-    return arr
-
-
 def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
-          arch="sm_90") -> np.ndarray:
+          arch=DEFAULT_ARCH) -> np.ndarray:
     """D = A*B + C (or A*B when ``scale_d`` is False) of one ``wgmma.mma_async`` per warpgroup.
 
     ``form``: PTX's spelling after ``wgmma.mma_async.sync.aligned.``, e.g. ``"m64n64k16.f32.bf16.bf16"``.
