@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -82,3 +85,23 @@ def show(value) -> str:
         return f"an array of shape {value.shape}"
     r = repr(value)[:40].replace("\n", " ")
     return f"{type(value).__name__} {r}"
+
+
+# How a message tells the user to pass a parameter: Python's spelling (at=(0, 16)) from the library,
+# the option's (--at 0,16) when the command line called it (fragsim.cli sets this around a subcommand).
+_COMMAND_LINE: contextvars.ContextVar[bool] = contextvars.ContextVar("fragsim_command_line", default=False)
+
+
+@contextlib.contextmanager
+def command_line_spelling() -> Iterator[None]:
+    """Within this block, ``spell`` gives the command line's spelling."""
+    token = _COMMAND_LINE.set(True)
+    try:
+        yield
+    finally:
+        _COMMAND_LINE.reset(token)
+
+
+def spell(python: str, cli: str) -> str:
+    """The way to give a parameter, as the caller writes it: ``spell("at=(0, 16)", "--at 0,16")``."""
+    return cli if _COMMAND_LINE.get() else python

@@ -40,6 +40,10 @@ def lane_ranges(lanes) -> str:
     return format_ranges(lanes, sep=", ")
 
 
+def _regmap_hint(regmap) -> str:
+    return validate.spell(f"regmap={regmap}", "--regmap " + ",".join(f"{f}:{r}" for f, r in regmap))
+
+
 def toggled(op):
     """The ldmatrix/stmatrix entry with ``.trans`` toggled."""
     name = op.name[:-len(".trans")] if op.trans else op.name + ".trans"
@@ -377,11 +381,11 @@ class Diagnosis:
         regs = ", ".join(f"r{j * w} holds what r{k * w} needs" for j, k in sorted(src.items()))
         if fixed is not None and self.recheck(instrs=fixed[0]):
             return [Finding("matrix order", f"the 8x8 matrices come in the wrong order ({regs}); "
-                            + "; ".join(fixed[1]) + f"; or, if the registers are meant in this order, say so with "
-                            f"regmap={regmap}")]
+                            + "; ".join(fixed[1]) + "; or, if the registers are meant in this order, say so with "
+                            + _regmap_hint(regmap))]
         return [Finding("register order", f"the registers come in the wrong order ({regs}): reorder the "
-                        f"instructions' addresses, or if the registers are meant that way, say so with "
-                        f"regmap={regmap}")]
+                        "instructions' addresses, or if the registers are meant that way, say so with "
+                        + _regmap_hint(regmap))]
 
     def shifted(self) -> list[Finding]:
         ev = self.ev
@@ -410,7 +414,8 @@ class Diagnosis:
                 text = (f"{what}: the {self.noun}s reach the {fr.operand} fragment at tile({r0 + r}, {c0 + c}), "
                         f"not the one at tile({r0}, {c0})")
                 if 0 <= r0 + r and 0 <= c0 + c:
-                    text += f": if that is the one you mean, say so with at=({r0 + r}, {c0 + c})"
+                    text += (": if that is the one you mean, say so with "
+                             + validate.spell(f"at=({r0 + r}, {c0 + c})", f"--at {r0 + r},{c0 + c}"))
                 text += f"; otherwise the addresses point {self.shift_bytes(r, c)}"
             else:
                 lanes = self.lanes_of(regs, r, c)

@@ -129,7 +129,8 @@ def build(form, operand, tile, stream_bytes: int, *, at=None, fragments=None, re
         if total % nregs:
             raise ValueError(f"the instructions {verb} {total} registers per lane, but a fragment of operand {op} "
                              f"of {f.shape_name} has {nregs}: move whole fragments, or say which register is "
-                             "which with regmap=[(fragment, register), ...]")
+                             "which with " + validate.spell("regmap=[(fragment, register), ...]",
+                                                            "--regmap FRAGMENT:REGISTER,... (e.g. 0:0,0:1)"))
         rmap = np.stack(np.divmod(np.arange(total), nregs), axis=1)
     else:
         rmap = _regmap(regmap, total, nregs, op)
@@ -149,8 +150,9 @@ def build(form, operand, tile, stream_bytes: int, *, at=None, fragments=None, re
     for i, (r0, c0) in enumerate(origins):
         if r0 < 0 or c0 < 0 or r0 + shape[0] > tile.rows or c0 + shape[1] > tile.cols:
             raise ValueError(f"{op} fragment {i} ({shape[0]}x{shape[1]}) at tile({r0}, {c0}) does not fit in the "
-                             f"{tile.rows}x{tile.cols} tile; say where the fragments sit with at=(row, col) or "
-                             "fragments=[(row, col), ...]")
+                             f"{tile.rows}x{tile.cols} tile; say where the fragments sit with "
+                             + validate.spell("at=(row, col) or fragments=[(row, col), ...]",
+                                              "--at ROW,COL or one --fragment ROW,COL each"))
     rows, cols = f.coords(op)                                   # (32, nregs, epr)
     org = np.array(origins, np.int64)[rmap[:, 0]]              # (R, 2)
     r = org[None, :, None, 0] + rows[:, rmap[:, 1], :]

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from fragsim import validate
+
 # Subcommand modules, in the order --help lists them.
 COMMANDS = ["tour", "layout", "draw", "mma", "gemm", "conflicts", "swizzle", "check", "gpu_check"]
 
@@ -30,7 +32,7 @@ def one_line(text) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fragsim", description="Bit-exact simulator of the warp-level tensor-core data "
                 "path: fragment maps, mma arithmetic, ldmatrix/stmatrix, bank conflicts, GPU cross-check. "
-                "With no subcommand, runs `fragsim tour`.")
+                "Start with `fragsim tour`: it writes every picture and table into a folder.")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMANDS:
@@ -49,11 +51,15 @@ def _version() -> str:
 def main(argv=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
-        argv = ["tour"] + argv
+    if not argv:              # the bare command explains itself and writes nothing
+        parser.print_help()
+        return 0
     args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:    # options but no subcommand, e.g. `fragsim --out x`
+        parser.error("give a subcommand, e.g. `fragsim tour`; `fragsim --help` lists them")
     try:
-        return int(args._run(args) or 0)
+        with validate.command_line_spelling():
+            return int(args._run(args) or 0)
     except (ValueError, TypeError) as e:
         sys.stderr.write(f"fragsim {args.command}: error: {one_line(e)}\n")
         return 2

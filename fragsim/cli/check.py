@@ -9,8 +9,9 @@ deliver what fragsim says.
 from __future__ import annotations
 
 import json
-import re
 import sys
+
+from . import args as args_
 
 NAME = "check"
 HELP = ("check hand-written lane -> address math: do ldmatrix/ld.shared loads fill the mma fragments, "
@@ -56,8 +57,10 @@ def add_check_arguments(p):
                    "source matrix (once for all copies, or once per --copy); default: chunk 32*k + lane")
     p.add_argument("--mask", action="append", metavar="COND", help="active lanes of plain ops: a C condition in lane "
                    "(and tid), or an int bit mask (once for all, or once per instruction)")
-    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                   help="a variable of the expressions (repeatable); copies take ranges too: --var pass=0..3")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUES",
+                   help="values of a variable of the expressions (repeatable): 2, 0..3 (both included) or 0,2; "
+                   "a copy issues one instruction per value (--var pass=0..3), loads and stores are checked "
+                   "once per combination (--var k=0..3)")
     p.add_argument("--at", metavar="ROW,COL", help="where fragment 0 sits in the tile (default 0,0; expressions allowed)")
     p.add_argument("--fragment", action="append", metavar="ROW,COL", help="where each fragment sits, in order "
                    "(repeatable; instead of --at)")
@@ -79,39 +82,6 @@ def _item(text: str, option: str) -> tuple[str, str]:
     return op.strip(), expr.strip()
 
 
-def _range(name: str, value: str):
-    m = re.fullmatch(r"\s*(-?\w+)\s*\.\.\s*(-?\w+)\s*", value)
-    if not m:
-        return None
-    lo, hi = (_int(x, f"--var {name}") for x in m.groups())
-    if hi < lo:
-        raise ValueError(f"--var {name}={value}: the range is empty (write LOW..HIGH, both included)")
-    return range(lo, hi + 1)
-
-
-def _int(text: str, what: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise ValueError(f"{what}: {text!r} is not an integer (decimal or 0x hex)") from None
-
-
-def _variables(pairs, ranges: bool) -> dict:
-    out: dict = {}
-    for item in pairs:
-        name, eq, value = item.partition("=")
-        name = name.strip()
-        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):
-            raise ValueError(f"--var {item!r}: expected NAME=VALUE, e.g. --var k=2")
-        if name in out:
-            raise ValueError(f"--var {name} given twice; give each variable once")
-        r = _range(name, value)
-        if r is not None and not ranges:
-            raise ValueError(f"--var {name}={value}: loads and stores take one value per variable (ranges are for copies)")
-        out[name] = r if r is not None else _int(value.strip(), f"--var {name}")
-    return out
-
-
 def _per(values, n: int, option: str, what: str) -> list:
     if not values:
         return [None] * n
@@ -131,25 +101,11 @@ def _mask(text):
         return text
 
 
-def _pair(text: str, option: str) -> tuple:
-    parts = text.split(",")
-    if len(parts) != 2:
-        raise ValueError(f"{option} {text!r}: expected ROW,COL")
-    return tuple(int(p) if re.fullmatch(r"\s*-?\d+\s*", p) else p.strip() for p in parts)
+def checker(args, env: dict | None = None):
+    """The check the arguments ask for, as a function of ``gpu`` (True or False) returning the report.
 
-
-def _regmap(text: str) -> list:
-    out = []
-    for item in text.split(","):
-        f, sep, r = item.partition(":")
-        if not sep:
-            raise ValueError(f"--regmap {text!r}: expected FRAGMENT:REGISTER pairs, e.g. 0:0,0:1,1:0,1:1")
-        out.append((_int(f.strip(), "--regmap fragment"), _int(r.strip(), "--regmap register")))
-    return out
-
-
-def checker(args):
-    """The check the arguments ask for, as a function of ``gpu`` (True or False) returning the report."""
+    ``env``: one value per --var (loads and stores are checked once per combination of the values;
+    a copy takes every value at once, one instruction each)."""
     from fragsim.check import check_copy, check_load, check_store
     from fragsim.layout.tile import Tile
 
@@ -166,7 +122,7 @@ def checker(args):
                 raise ValueError(f"--{opt} is for loads and stores; a copy fills the whole tile")
         srcs = _per(args.src, len(items), "--src", "copies")
         copies = [(op, e, s, _mask(m)) for (op, e), s, m in zip(items, srcs, masks)]
-        call = lambda g: check_copy(tile, copies, variables=_variables(args.var, True) or None,  # noqa: E731
+        call = lambda g: check_copy(tile, copies, variables=args_.variables(args.var) or None,  # noqa: E731
                                     threads=args.threads, global_pitch=args.global_pitch, gpu=g)
     else:
         if args.src or args.threads or args.global_pitch is not None:
@@ -179,10 +135,10 @@ def checker(args):
         if args.at and args.fragment:
             raise ValueError("give either --at (fragment 0; the others follow) or --fragment for each, not both")
         ins = [(op, e) if m is None else (op, e, _mask(m)) for (op, e), m in zip(items, masks)]
-        kw = dict(variables=_variables(args.var, False) or None,
-                  at=_pair(args.at, "--at") if args.at else None,
-                  fragments=[_pair(f, "--fragment") for f in args.fragment] if args.fragment else None,
-                  regmap=_regmap(args.regmap) if args.regmap else None)
+        kw = dict(variables=env if env is not None else args_.one_value_each(args.var, "a picture shows one check"),
+                  at=args_.pair(args.at, "--at") if args.at else None,
+                  fragments=[args_.pair(f, "--fragment") for f in args.fragment] if args.fragment else None,
+                  regmap=args_.regmap(args.regmap) if args.regmap else None)
         fn = check_load if kind == "load" else check_store
         call = lambda g: fn(args.form, operand, tile, ins, gpu=g, **kw)  # noqa: E731
     return call
@@ -195,7 +151,30 @@ def run(args) -> int:
         return wgmma_cli.run(args, pictures)
     if args.major is not None or args.steps is not None:
         raise ValueError("--major and --steps are for --wgmma")
-    call = checker(args)
+    if args.copy:
+        return _run_one(args, checker(args), pictures)
+    many = args_.variables(args.var)
+    envs = args_.combinations(many)
+    if len(envs) == 1:
+        return _run_one(args, checker(args, envs[0]), pictures)
+    if pictures:
+        raise ValueError("--png/--svg draw one check: give each --var one value")
+    if args.gpu:
+        raise ValueError("--gpu runs one check: give each --var one value")
+    reports = [(env, checker(args, env)(False)) for env in envs]
+    varied = [k for k, v in many.items() if len(v) > 1]
+    if args.json:
+        print(json.dumps([{"variables": env, **r.to_dict()} for env, r in reports]))
+    else:
+        for env, r in reports:
+            print(f"== {args_.describe({k: env[k] for k in varied})}")
+            print(r)
+        bad = sum(not r.ok for _, r in reports)
+        print(f"{len(reports) - bad} of {len(reports)} combinations of {', '.join(varied)} correct")
+    return 0 if all(r.ok for _, r in reports) else EXIT_WRONG
+
+
+def _run_one(args, call, pictures) -> int:
     if args.gpu:
         from fragsim.gpu_check.runner import GpuUnavailable
 

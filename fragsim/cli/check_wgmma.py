@@ -47,7 +47,7 @@ def descriptor(text: str):
 def report_of(args):
     """The WgmmaReport the arguments ask for."""
     from fragsim.check.wgmma import check_wgmma
-    from .check import _pair, _variables
+    from . import args as args_
 
     for opt in ("src", "mask", "fragment", "regmap", "threads", "global_pitch"):
         if getattr(args, opt, None) is not None:
@@ -57,12 +57,12 @@ def report_of(args):
     if not args.form or not args.operand:
         raise ValueError("--wgmma needs --form (a wgmma form, e.g. m64n64k16.f32.bf16.bf16) and --operand A or B")
     descs = [descriptor(d) for d in args.wgmma]
-    at = _pair(args.at, "--at") if args.at else None
+    at = args_.pair(args.at, "--at") if args.at else None
     if at is not None and not all(isinstance(v, int) for v in at):
         raise ValueError(f"--at {args.at!r}: --wgmma takes integers ROW,COL")
     return check_wgmma(args.form, args.operand, args.tile, descs[0] if len(descs) == 1 else descs,
                        major=args.major or "K", at=at, steps=args.steps,
-                       variables=_variables(args.var, False) or None)
+                       variables=args_.one_value_each(args.var, "--wgmma checks one set of descriptors"))
 
 
 def run(args, pictures) -> int:

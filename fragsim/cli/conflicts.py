@@ -11,6 +11,8 @@ import re
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
+from . import args as args_
 from .files import load_npy, read_text, writable_dir
 
 NAME = "conflicts"
@@ -29,8 +31,9 @@ def add_arguments(p):
                    "in lane (\"lane < 16\")")
     p.add_argument("--src", metavar="EXPR", help="cp.async only: C expression of each lane's global source "
                    "byte address (default lane * size)")
-    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of a variable of the expressions (repeatable), e.g. --var k=2")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUES",
+                   help="values of a variable of the expressions (repeatable): 2, 0..3 (both included) or 0,2; "
+                   "with several values the instruction is issued once per combination, e.g. --var k=0..3")
     p.add_argument("--swizzle", action="append", metavar="B,M,S", help="apply Swizzle<B,M,S> (or none) to "
                    "every lane's address; repeat to compare several in one table")
     p.add_argument("--pitch", action="append", type=int, metavar="N", help="value of the variable `pitch` in "
@@ -44,36 +47,6 @@ def add_arguments(p):
     g.add_argument("--budget", type=float, default=300.0, help="seconds of profiling (with --ncu-measure)")
 
 
-INT64 = range(-(1 << 63), 1 << 63)
-
-
-def _parse_int(text: str, what: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise ValueError(f"{what}: {text!r} is not an integer (decimal or 0x hex)") from None
-    if v not in INT64:
-        raise ValueError(f"{what}: {text} does not fit in 64-bit signed (long)")
-    return v
-
-
-def _variables(pairs) -> dict:
-    out: dict[str, int] = {}
-    for item in pairs:
-        if "=" not in item:
-            raise ValueError(f"--var {item!r}: expected NAME=VALUE, e.g. --var k=2")
-        name, value = item.split("=", 1)
-        name = name.strip()
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", name):
-            raise ValueError(f"--var {item!r}: {name!r} is not a C identifier")
-        if name == "lane":
-            raise ValueError("--var lane=...: lane is the lane index 0..31 and cannot be set")
-        if name in out:
-            raise ValueError(f"--var {name} given twice ({name}={out[name]} and {item.strip()}); give each variable once")
-        out[name] = _parse_int(value.strip(), f"--var {name}")
-    return out
-
-
 ADDRS_FILE = ("byte offsets as text (32 per instruction, whitespace/comma separated, # comments) "
               "or a .npy integer array")
 
@@ -81,7 +54,7 @@ ADDRS_FILE = ("byte offsets as text (32 per instruction, whitespace/comma separa
 def _read_file(path: str) -> np.ndarray:
     if path.endswith(".npy"):
         a = load_npy(path, "--addrs-file", ADDRS_FILE)
-        if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != 32):
+        if a.ndim > 2 or (a.ndim == 2 and a.shape[1] != WARP_LANES):
             raise ValueError(f"--addrs-file {path}: expected an array shaped (32,), (32 * n,) or (n, 32), "
                              f"got shape {a.shape}")
     else:
@@ -90,27 +63,13 @@ def _read_file(path: str) -> np.ndarray:
         for i, line in enumerate(text.splitlines(), 1):
             for t in re.split(r"[\s,]+", re.sub(r"#.*", "", line)):
                 if t:
-                    nums.append(_parse_int(t, f"--addrs-file {path} line {i}"))
+                    nums.append(args_.integer(t, f"--addrs-file {path} line {i}"))
         a = np.array(nums, dtype=np.int64)
     if a.dtype.kind not in "iu":
         raise ValueError(f"--addrs-file {path}: expected integer byte offsets, got dtype {a.dtype}")
-    if a.size == 0 or a.size % 32:
+    if a.size == 0 or a.size % WARP_LANES:
         raise ValueError(f"--addrs-file {path}: expected 32 byte offsets per instruction, got {a.size} numbers")
-    return a.reshape(-1, 32)
-
-
-def _mask(text, variables):
-    if text is None:
-        return None
-    try:
-        v = int(text, 0)
-    except ValueError:
-        from fragsim.search.addrexpr import evaluate
-
-        return np.broadcast_to(evaluate(text, **variables) != 0, (32,)).copy()
-    if not 0 <= v <= 0xFFFFFFFF:
-        raise ValueError(f"--mask {text}: does not fit in 32 bits (bit i = lane i)")
-    return v
+    return a.reshape(-1, WARP_LANES)
 
 
 def run(args) -> int:
@@ -137,45 +96,67 @@ def run(args) -> int:
     from fragsim.instructions.shared_ops import parse_shared_op
 
     o = parse_shared_op(args.op)
-    variables = _variables(args.var)
+    many = args_.variables(args.var)
+    envs = args_.combinations(many)            # --var k=0..3: one instruction per value
     if args.swizzle or args.pitch:
         from .swizzle import conflicts_with_layouts
 
-        return conflicts_with_layouts(args, o, variables, _read_file, _mask)
-    if args.addrs is not None:
-        from fragsim.search.addrexpr import evaluate
-
-        addrs = np.broadcast_to(evaluate(args.addrs, **variables), (32,)).copy()
-    elif args.addrs_file is not None:
+        if len(envs) > 1:
+            raise ValueError("--swizzle/--pitch compare layouts of one instruction: give each --var one value")
+        return conflicts_with_layouts(args, o, envs[0], _read_file)
+    if o.kind in ("ldsm", "stsm") and args.mask is not None:
+        raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
+    if args.addrs_file is not None and args.addrs is None:
+        if len(envs) > 1:
+            raise ValueError("--addrs-file gives every instruction's addresses: give each --var one value "
+                             "(ranges issue an --addrs expression once per value)")
         addrs = _read_file(args.addrs_file)
         if addrs.shape[0] == 1:
             addrs = addrs[0]
+        src = None if args.src is None else _lanes(args.src, envs[0])
+        mask = args_.lane_mask(args.mask, envs[0])
+    elif args.addrs is not None:
+        addrs = np.stack([_lanes(args.addrs, env) for env in envs])
+        src = None if args.src is None else np.stack([_lanes(args.src, env) for env in envs])
+        masks = [args_.lane_mask(args.mask, env) for env in envs]
+        if len(envs) == 1:
+            addrs, src, mask = addrs[0], None if src is None else src[0], masks[0]
+        elif masks[0] is None:
+            mask = None
+        else:   # a batch takes one mask per instruction: bit masks as ints, conditions as 32 booleans
+            mask = (np.array(masks, np.int64) if isinstance(masks[0], int)
+                    else np.stack([np.asarray(m, bool) for m in masks]))
     else:
         raise ValueError("give the lane addresses: --addrs EXPR or --addrs-file FILE")
-    src = None
-    if args.src is not None:
-        from fragsim.search.addrexpr import evaluate
-
-        src = np.broadcast_to(evaluate(args.src, **variables), (32,)).copy()
-    mask = _mask(args.mask, variables)
-    if o.kind in ("ldsm", "stsm") and mask is not None:
-        raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
     r = bank_conflicts(o, addrs, mask, src)
+    labels = [args_.describe({k: v for k, v in env.items() if len(many[k]) > 1}) for env in envs]
     if args.json:
-        print(json.dumps(r.to_dict()))
+        out = r.to_dict()
+        if len(envs) > 1:
+            out["variables"] = [{k: v for k, v in env.items()} for env in envs]
+        print(json.dumps(out))
     elif addrs.ndim == 2:
-        print(_batch_text(r))
+        print(_batch_text(r, labels if len(envs) > 1 else None))
     else:
         print(r)
     return 0
 
 
-def _batch_text(r) -> str:
+def _lanes(expr: str, env: dict) -> np.ndarray:
+    """An expression in ``lane`` and the variables -> the 32 lanes' values."""
+    from fragsim.search.addrexpr import evaluate
+
+    return np.broadcast_to(evaluate(expr, **env), (WARP_LANES,)).copy()
+
+
+def _batch_text(r, labels=None) -> str:
+    """One row per instruction (``labels``: the --var values that issued it), then the sums."""
     wf_name, bc_name = r.entry.metrics
     lines = [f"{r.op}: {len(r)} instructions", "   #  wavefronts  ideal  conflicts"]
     for i in range(len(r)):
         flag = "" if r.exact is None or r.exact[i] else "  (estimate)"
-        lines.append(f"{i:4d}  {int(r.wavefronts[i]):10d}  {int(r.ideal[i]):5d}  {int(r.conflicts[i]):9d}{flag}")
+        label = f"  {labels[i]}" if labels else ""
+        lines.append(f"{i:4d}  {int(r.wavefronts[i]):10d}  {int(r.ideal[i]):5d}  {int(r.conflicts[i]):9d}{flag}{label}")
     lines.append("Nsight Compute (sum):")
     width = max(len(wf_name), len(bc_name))
     lines.append(f"  {wf_name:<{width}}  {int(r.wavefronts.sum())}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
+
 from .files import writable_file
 
 NAME = "draw"
@@ -135,17 +137,21 @@ def _tile(spec):
 
 def _addrs(args):
     from fragsim.search.addrexpr import evaluate
-    from .conflicts import _variables
     if args.addrs is None:
         return None
-    a = np.broadcast_to(evaluate(args.addrs, **_variables(args.var)), (32,)).copy()
+    a = np.broadcast_to(evaluate(args.addrs, **_env(args)), (WARP_LANES,)).copy()
     sw = _swizzle(args.swizzle)
     return a if sw is None else sw(a)
 
 
+def _env(args) -> dict:
+    from . import args as args_
+    return args_.one_value_each(args.var, "a picture shows one instruction") or {}
+
+
 def _mask(args):
-    from .conflicts import _mask as parse_mask, _variables
-    return parse_mask(args.mask, _variables(args.var))
+    from . import args as args_
+    return args_.lane_mask(args.mask, _env(args))
 
 
 def run(args) -> int:
@@ -176,8 +182,7 @@ def run(args) -> int:
         src = None
         if args.src is not None:
             from fragsim.search.addrexpr import evaluate
-            from .conflicts import _variables
-            src = np.broadcast_to(evaluate(args.src, **_variables(args.var)), (32,)).copy()
+            src = np.broadcast_to(evaluate(args.src, **_env(args)), (WARP_LANES,)).copy()
         draw(args.op, _addrs(args), mask=_mask(args), src=src, path=out)
     elif kind == "swizzle":
         from fragsim.viz.swizzle import draw_swizzle

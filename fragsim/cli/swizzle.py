@@ -13,14 +13,15 @@ Also the layout options of ``fragsim conflicts`` (``--swizzle``, ``--pitch``): `
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
+
+from . import args as args_
+from .args import variables as parse_variables
 
 NAME = "swizzle"
 HELP = "rank the layouts (swizzles, XOR maps, paddings) of a shared-memory tile for a CTA's access set"
 PRESETS = ("copy", "a", "b", "epilogue", "rows")
-MAX_VALUES = 1 << 14      # values of one --var
 
 
 def add_arguments(p):
@@ -51,8 +52,10 @@ def add_arguments(p):
                    help="a store or cp.async and its address expression; for cp.async '| src: EXPR' gives the "
                    "global source address; repeatable")
     u.add_argument("--var", action="append", default=[], metavar="NAME=VALUES",
-                   help="values of a variable: 3, 0..3 (inclusive) or 0,2,4; an expression is issued once per "
-                   "combination of the variables it reads (and of `warp`, which every warp issues)")
+                   help="values of a variable the expressions read: 3, 0..3 (both included) or 0,2,4; an "
+                   "expression is issued once per combination of the variables it reads. Nothing is supplied "
+                   "for you: an expression that reads warp needs --var warp=0..N-1 (one value per warp of the "
+                   "CTA), and then every warp issues every --read/--write of the set")
     s = p.add_argument_group("search")
     s.add_argument("--compare", nargs="+", metavar="CAND", help="score only these layouts: none, B,M,S "
                    "(Swizzle), pitch=N, xor:4^7,5^8 (bit 4 ^= bit 7, bit 5 ^= bit 8)")
@@ -72,39 +75,6 @@ def _address(text: str) -> int:
 
 
 _address.__name__ = "address"
-
-
-def parse_values(text: str) -> list[int]:
-    """'3' -> [3]; '0..3' -> [0, 1, 2, 3]; '0,2,4' -> [0, 2, 4]."""
-    t = text.strip()
-    m = re.fullmatch(r"(-?\w+)\s*\.\.\s*(-?\w+)", t)
-    try:
-        if not m:
-            return [int(x, 0) for x in t.split(",")]
-        lo, hi = int(m.group(1), 0), int(m.group(2), 0)
-    except ValueError:
-        raise ValueError(f"{text!r}: expected an integer, LOW..HIGH or a comma-separated list") from None
-    if hi < lo:
-        raise ValueError(f"{text!r}: empty range (write LOW..HIGH, inclusive)")
-    if hi - lo >= MAX_VALUES:    # each value issues the expression once more
-        raise ValueError(f"{text!r}: more than {MAX_VALUES} values")
-    return list(range(lo, hi + 1))
-
-
-def _variables(pairs) -> dict:
-    out: dict = {}
-    for item in pairs:
-        name, eq, value = item.partition("=")
-        name = name.strip()
-        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name):
-            raise ValueError(f"--var {item!r}: expected NAME=VALUES, e.g. --var warp=0..3")
-        if name == "lane":
-            raise ValueError("--var lane=...: lane is the lane index 0..31 and cannot be set")
-        try:
-            out[name] = parse_values(value)
-        except ValueError as e:
-            raise ValueError(f"--var {name}: {e}") from None
-    return out
 
 
 def parse_candidate(text: str, tile):
@@ -164,7 +134,7 @@ def build_access_sets(args, tile):
     from fragsim.search import access as A
 
     sets = []
-    warps = A._pair(args.warps, "--warps")
+    warps = A.shape_pair(args.warps, "--warps")
     threads = args.threads if args.threads is not None else warps[0] * warps[1] * 32
     for item in args.preset:
         name, _, op = item.partition(":")
@@ -184,7 +154,7 @@ def build_access_sets(args, tile):
         else:
             sets.append(A.epilogue(tile, args.form, warps=warps, warp_tile=args.warp_tile, store_op=op,
                                    dims=args.dims or "mn", threads=args.threads))
-    variables = _variables(args.var)
+    variables = parse_variables(args.var)
     for flag, items in (("--write", args.write), ("--read", args.read)):
         for k, item in enumerate(items):
             op, expr, src = _split_op(item, flag)
@@ -218,11 +188,10 @@ def run(args) -> int:
 # fragsim conflicts --swizzle B,M,S --pitch N: one instruction under several layouts
 # ---------------------------------------------------------------------------------------------
 
-def conflicts_with_layouts(args, o, variables, read_file, lane_mask) -> int:
+def conflicts_with_layouts(args, o, variables, read_file) -> int:
     """``fragsim conflicts`` with ``--swizzle``/``--pitch``: every (pitch, swizzle) combination in one
     labelled table.  ``--pitch N`` sets the variable ``pitch`` of the expressions; the swizzle is
-    applied to every lane's address.  ``read_file``/``lane_mask``: conflicts' readers of
-    ``--addrs-file`` and ``--mask``."""
+    applied to every lane's address.  ``read_file``: conflicts' reader of ``--addrs-file``."""
     from fragsim.search.addrexpr import evaluate
     from fragsim.banks import bank_conflicts
     from fragsim.layout.tile import parse_swizzle
@@ -243,7 +212,7 @@ def conflicts_with_layouts(args, o, variables, read_file, lane_mask) -> int:
         else:
             raise ValueError("give the lane addresses: --addrs EXPR or --addrs-file FILE")
         src = None if args.src is None else np.broadcast_to(evaluate(args.src, **env), (32,)).copy()
-        mask = lane_mask(args.mask, env)
+        mask = args_.lane_mask(args.mask, env)
         if o.kind in ("ldsm", "stsm") and mask is not None:
             raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
         for sw in swizzles:

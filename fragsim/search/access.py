@@ -238,7 +238,8 @@ def _plain_group(tile: Tile, op: SharedOp, lane_elems: np.ndarray, mask, name, l
 # presets
 # ---------------------------------------------------------------------------------------------
 
-def _pair(value, name: str) -> tuple[int, int]:
+def shape_pair(value, name: str) -> tuple[int, int]:
+    """'MxN' or (M, N): two positive integers (warps along M x N, a warp tile)."""
     if isinstance(value, str):
         parts = value.lower().split("x")
         if len(parts) == 2 and all(p.strip().isdigit() for p in parts):
@@ -253,7 +254,7 @@ def _pair(value, name: str) -> tuple[int, int]:
 
 
 def _warps(value) -> tuple[int, int]:
-    wm, wn = _pair(value, "warps")
+    wm, wn = shape_pair(value, "warps")
     if wm * wn * WARP_LANES > MAX_CTA_THREADS:
         raise ValueError(f"warps {wm}x{wn}: a CTA has at most {MAX_CTA_THREADS // WARP_LANES} warps "
                          f"({MAX_CTA_THREADS} threads)")
@@ -362,7 +363,7 @@ def mma_operand(tile, form, operand="A", *, warps=(2, 2), warp_tile=None, k_step
         raise ValueError(f"tile holds {tile.elem_bytes}-byte {tile.dtype}, but operand {operand} of {f.name} "
                          f"is {esize}-byte {f.fmt(operand).name}")
     wm, wn = _warps(warps)
-    tm, tn = (None, None) if warp_tile is None else _pair(warp_tile, "warp_tile")
+    tm, tn = (None, None) if warp_tile is None else shape_pair(warp_tile, "warp_tile")
     fr, fc = f.matrix_shape(operand)
     ext_r, ext_c = _extent(tile, dims)
     m, n, k = f.shape
@@ -522,7 +523,7 @@ def epilogue(tile, form, *, warps=(2, 2), warp_tile=None, store_op=None, read_op
     if dims not in DIMS["C"]:
         raise ValueError(f"dims for C must be 'mn' or 'nm', got {dims!r}")
     wm, wn = _warps(warps)
-    tm, tn = (None, None) if warp_tile is None else _pair(warp_tile, "warp_tile")
+    tm, tn = (None, None) if warp_tile is None else shape_pair(warp_tile, "warp_tile")
     ext_r, ext_c = _extent(tile, dims)
     sm = _warp_split(ext_r, wm, tm, "warp tile M")
     sn = _warp_split(ext_c, wn, tn, "warp tile N")
@@ -588,8 +589,9 @@ def _eval(expr, insts: list[dict], what: str) -> np.ndarray:
         env = {k: np.array([inst.get(k, 0) for inst in insts], np.int64)[:, None] for k in names}
         missing = [v for v in names if v not in (insts[0] if insts else {})]
         if missing:
-            raise ValueError(f"{what}: variable {missing[0]!r} has no value; give it in variables, e.g. "
-                             f"{{'{missing[0]}': range(4)}}")
+            raise ValueError(f"{what}: variable {missing[0]!r} has no value; give it "
+                             + validate.spell(f"in variables, e.g. {{'{missing[0]}': range(4)}}",
+                                              f"with --var, e.g. --var {missing[0]}=0..3"))
         out = e.evaluate(LANES[None, :], **env)
         return np.broadcast_to(out, (n, WARP_LANES)).astype(np.int64)
     if callable(expr):

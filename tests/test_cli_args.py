@@ -1,0 +1,84 @@
+"""The command line speaks its own language: one --var syntax in every subcommand, hints spelled as
+options (--at 0,16, --var warp=0..3), and the bare command explains itself without writing files."""
+
+import os
+
+import pytest
+
+import fragsim
+from fragsim.cli import main
+from fragsim.cli import args as A
+
+FORM = ["--form", "m16n8k16.row.col.f32.bf16.bf16.f32"]
+TILE = ["--tile", "128x32 bf16 row pitch=64 swizzle=2,4,3"]
+LOAD = ("ldmatrix.x4: int row = mf * 16 + (lane & 15); int atom = (kb << 1) + (lane >> 4); "
+        "row * 64 + (atom ^ ((row >> 1) & 3)) * 16")
+
+
+def test_bare_fragsim_prints_the_help_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([]) == 0
+    assert "fragsim tour" in capsys.readouterr().out
+    assert os.listdir(tmp_path) == []
+
+
+def test_options_without_a_subcommand_are_refused_not_a_tour(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["--json"])
+    assert e.value.code == 2 and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("text,values", [("3", [3]), ("0..3", [0, 1, 2, 3]), ("0,2,4", [0, 2, 4]),
+                                         ("0x10", [16]), ("-2..-1", [-2, -1])])
+def test_var_values_are_an_integer_a_range_with_both_ends_or_a_list(text, values):
+    assert A.variables([f"k={text}"]) == {"k": values}
+
+
+@pytest.mark.parametrize("cmd", [["conflicts", "ld.shared.b32", "--addrs", "lane * 4 * k"],
+                                 ["swizzle", "--tile", "32x32 bf16", "--read", "ld.shared.v4.b32: k * 16"],
+                                 ["check", *FORM, "--operand", "A", *TILE, "--load", LOAD, "--var", "mf=0"]])
+@pytest.mark.parametrize("bad,message", [("k", "expected NAME=VALUES, e.g. --var k=2 or --var warp=0..3"),
+                                         ("k=2.5", "--var k: '2.5' is not an integer (floats are not addresses"),
+                                         ("lane=3", "lane is the lane index 0..31 and cannot be set"),
+                                         ("k=3..1", "--var k=3..1: the range is empty")])
+def test_every_subcommand_refuses_a_bad_var_in_the_same_words(cmd, bad, message, capsys):
+    assert main([*cmd, "--var", bad]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_conflicts_takes_a_range_and_issues_the_instruction_once_per_value(capsys):
+    assert main(["conflicts", "ld.shared.b32", "--addrs", "lane * 4 * k", "--var", "k=1..3"]) == 0
+    rows = capsys.readouterr().out.splitlines()[2:5]
+    assert [r.split()[1] for r in rows] == ["1", "2", "1"]          # k=2: lanes 0 and 16 share bank 0
+    assert [r.split()[-1] for r in rows] == ["k=1", "k=2", "k=3"]
+
+
+def test_check_of_loads_takes_a_range_and_checks_each_combination(capsys):
+    assert main(["check", *FORM, "--operand", "A", *TILE, "--load", LOAD, "--var", "mf=0",
+                 "--var", "kb=0..1", "--at", "0,kb*16"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "2 of 2 combinations of kb correct"
+
+
+def test_a_misplaced_fragment_is_named_with_the_at_option_on_the_command_line(capsys):
+    assert main(["check", *FORM, "--operand", "A", *TILE, "--load", LOAD, "--var", "mf=1", "--var", "kb=0"]) == 1
+    out = capsys.readouterr().out
+    assert "say so with --at 16,0;" in out and "at=(" not in out
+
+
+def test_the_same_misplaced_fragment_is_named_with_the_at_parameter_in_python():
+    r = fragsim.check_load(FORM[1], "A", TILE[1], [tuple(s.strip() for s in LOAD.split(":", 1))],
+                           variables={"mf": 1, "kb": 0})
+    assert "say so with at=(16, 0);" in str(r)
+
+
+def test_a_variable_without_value_is_asked_for_with_var_on_the_command_line(capsys):
+    assert main(["swizzle", "--tile", "32x32 bf16", "--read", "ld.shared.v4.b32: warp * 512 + lane * 16"]) == 2
+    assert "with --var, e.g. --var warp=0..3" in capsys.readouterr().err
+
+
+def test_swizzle_help_says_warp_is_not_supplied(capsys):
+    with pytest.raises(SystemExit):
+        main(["swizzle", "--help"])
+    assert "Nothing is supplied for you" in " ".join(capsys.readouterr().out.split())
