@@ -15,6 +15,10 @@ def picture(obj):
     from fragsim.banks import BankReport
     from fragsim.check.report import CheckReport
     from fragsim.instructions import MmaForm
+    from fragsim.layout.descriptor import MatrixDescriptor
+    if isinstance(obj, MatrixDescriptor):      # the K-major canonical layout it reads
+        from .canonical import draw_descriptor
+        return draw_descriptor(obj)
     if isinstance(obj, CheckReport):
         from .check_result import draw_check
         return draw_check(obj)

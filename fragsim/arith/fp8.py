@@ -49,17 +49,17 @@ def _virtual(form: MmaForm, split: str) -> MmaForm:
     acc = form.types["D"]
     c = T.ACC_F32 if acc == "f32" else T.ACC_F16
     kb = {16: 3, 32: 4}[K]                    # bit of k (virtual) / register bit that picks the high halves
-    g, t = T._GROUP_ROWS_TIG_COLPAIRS, T._TIG_ROWPAIRS_GROUP_COLS
+    g, t = T.GROUP_ROWS_TIG_COLPAIRS, T.TIG_ROWPAIRS_GROUP_COLS
     if split == "halves":                     # virtual k = real k: the halves hold k = 4*tig + {0,1} / {2,3}
         lane_a = ["col2", "col3", "row0", "row1", "row2"]
         lane_b = ["row2", "row3", "col0", "col1", "col2"]
         a_reg = (["row3", "col4"] if K == 32 else ["row3"]) + ["col1"]
         b_reg = (["row4"] if K == 32 else []) + ["row1"]
-        a = T._map(lane_a, reg=a_reg, elem=["col0"])
-        b = T._map(lane_b, reg=b_reg, elem=["row0"])
+        a = T.fragment_map(lane_a, reg=a_reg, elem=["col0"])
+        b = T.fragment_map(lane_b, reg=b_reg, elem=["row0"])
     else:                                     # virtual k = the f16 fragment's k, + K/2 for the high halves
-        a = T._map(g, reg=(["row3", "col3"] if K == 32 else ["row3"]) + [f"col{kb}"], elem=["col0"])
-        b = T._map(t, reg=(["row3"] if K == 32 else []) + [f"row{kb}"], elem=["row0"])
+        a = T.fragment_map(g, reg=(["row3", "col3"] if K == 32 else ["row3"]) + [f"col{kb}"], elem=["col0"])
+        b = T.fragment_map(t, reg=(["row3"] if K == 32 else []) + [f"row{kb}"], elem=["row0"])
     return MmaForm(name=f"{form.name} (as f16, {split})", shape=(M, N, K), min_cc=form.min_cc,
                    types={"A": "f16", "B": "f16", "C": acc, "D": acc},
                    layouts={"A": a, "B": b, "C": c, "D": c})
@@ -126,6 +126,7 @@ def byte_groups(form: MmaForm, virtual: MmaForm) -> dict[str, np.ndarray]:
 
 def run(pl: Fp8Plan, a, b, c, parallel: bool = True) -> np.ndarray:
     """D registers (batch, 32, nregs_D) of an fp8 plan from register batches (batch, 32*nregs)."""
-    from . import index_maps, kernel_fp8
+    from . import kernel_fp8
+    from .gather import index_maps
     return kernel_fp8.run(pl, index_maps(pl.inner.form), byte_groups(pl.form, pl.inner.form), a, b, c,
                           parallel=parallel)

@@ -29,10 +29,10 @@ from .simd import (at, f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, 
 from .simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add, w16_bcast, w16_hi, w16_join,
                            w16_lo, w16_load, w16_max, w16_zeros)
 
-# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py, simd16.py, kernel.py).
-# numba keys its disk cache on this file's content only: after editing one of them run
+# Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
+# its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "b03faf612e97e0ea5ac31aae5e9dee1562054f40c4f673f6d6e07c91212403fc"
+INLINED_SOURCE_HASH = "6fbb158a2e8146a783286cf10878d10df095bd6b69dc7347875474cbefc81b1d"
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
@@ -345,7 +345,7 @@ def supports(pl) -> bool:
 
 
 def params(pl) -> np.ndarray:
-    from . import index_maps
+    from .gather import index_maps
     from .kernel import make_params
 
     return make_params(pl, index_maps(pl.form))

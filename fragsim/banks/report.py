@@ -116,12 +116,12 @@ class BankReport:
         return format_report(self)
 
     def _repr_png_(self):   # Jupyter: the phases and the histogram (matplotlib loads only here)
-        from fragsim.viz.notebook import repr_png
-        return repr_png(self)
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz.notebook import repr_svg
-        return repr_svg(self)
+        from fragsim import display
+        return display.svg(self)
 
 
 def _scratch():

@@ -154,12 +154,12 @@ class CheckReport:
         return self.ok
 
     def _repr_png_(self):   # Jupyter: expected vs received fragment map (matplotlib loads only here)
-        from fragsim.viz.notebook import repr_png
-        return repr_png(self)
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz.notebook import repr_svg
-        return repr_svg(self)
+        from fragsim import display
+        return display.svg(self)
 
     def first(self, n: int) -> list:
         """The first ``n`` mismatching registers (their first wrong element each; copies: elements)."""

@@ -14,6 +14,7 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.formats import FloatFormat, IntFormat, get_format
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.layout.linear import LinearLayout
 from . import ptx_mma
 from .mma import ALIASES, MMA_FORMS
@@ -93,7 +94,7 @@ class MmaForm:
         (for an f64 element, its low word's register)."""
         rows, cols = self.coords(operand)
         r, c = self.matrix_shape(operand)
-        L, R, E = np.meshgrid(np.arange(32), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
+        L, R, E = np.meshgrid(np.arange(WARP_LANES), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
                               indexing="ij")
         flat = (rows * c + cols).ravel()
         pos = np.empty(r * c, np.int64)
@@ -115,12 +116,12 @@ class MmaForm:
         return self.ptx
 
     def _repr_png_(self):   # Jupyter: the combined fragment map (matplotlib loads only here)
-        from fragsim.viz.notebook import repr_png
-        return repr_png(self)
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz.notebook import repr_svg
-        return repr_svg(self)
+        from fragsim import display
+        return display.svg(self)
 
 
 FORMS: dict[str, MmaForm] = {f["name"]: MmaForm(**f) for f in MMA_FORMS}

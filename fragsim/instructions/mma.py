@@ -16,31 +16,32 @@ from fragsim.layout.linear import from_bit_positions
 RC = ("row", "col")
 
 
-def _map(lane, reg=(), elem=()):
+def fragment_map(lane, reg=(), elem=()):
+    """A fragment map (lane, reg, elem) -> (row, col), each input bit naming the row/col bit it sets."""
     return from_bit_positions(RC, {"lane": lane, "reg": list(reg), "elem": list(elem)})
 
 
 # Lane bits: tig (threadID_in_group) is lane bits 0-1, groupID lane bits 2-4.
-_GROUP_ROWS_TIG_COLPAIRS = ["col1", "col2", "row0", "row1", "row2"]   # row = groupID, col = 2*tig
-_TIG_ROWPAIRS_GROUP_COLS = ["row1", "row2", "col0", "col1", "col2"]   # row = 2*tig, col = groupID
-_GROUP_ROWS_TIG_COLS = ["col0", "col1", "row0", "row1", "row2"]       # row = groupID, col = tig
-_TIG_ROWS_GROUP_COLS = ["row0", "row1", "col0", "col1", "col2"]       # row = tig, col = groupID
+GROUP_ROWS_TIG_COLPAIRS = ["col1", "col2", "row0", "row1", "row2"]   # row = groupID, col = 2*tig
+TIG_ROWPAIRS_GROUP_COLS = ["row1", "row2", "col0", "col1", "col2"]   # row = 2*tig, col = groupID
+GROUP_ROWS_TIG_COLS = ["col0", "col1", "row0", "row1", "row2"]       # row = groupID, col = tig
+TIG_ROWS_GROUP_COLS = ["row0", "row1", "col0", "col1", "col2"]       # row = tig, col = groupID
 
 # Accumulators (all shapes here): c0,c1 row groupID; c2,c3 row groupID+8; col 2*tig + (i&1).
-ACC_F16 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["row3"], elem=["col0"])
-ACC_F32 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["col0", "row3"])
+ACC_F16 = fragment_map(GROUP_ROWS_TIG_COLPAIRS, reg=["row3"], elem=["col0"])
+ACC_F32 = fragment_map(GROUP_ROWS_TIG_COLPAIRS, reg=["col0", "row3"])
 
 # m16n8k16, .f16/.bf16 inputs (PTX ISA figures "A/B fragment layout for m16n8k16 .f16/.bf16").
-A_M16K16_B16 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["row3", "col3"], elem=["col0"])
-B_K16N8_B16 = _map(_TIG_ROWPAIRS_GROUP_COLS, reg=["row3"], elem=["row0"])
+A_M16K16_B16 = fragment_map(GROUP_ROWS_TIG_COLPAIRS, reg=["row3", "col3"], elem=["col0"])
+B_K16N8_B16 = fragment_map(TIG_ROWPAIRS_GROUP_COLS, reg=["row3"], elem=["row0"])
 
 # m16n8k8, .f16/.bf16 inputs.
-A_M16K8_B16 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["row3"], elem=["col0"])
-B_K8N8_B16 = _map(_TIG_ROWPAIRS_GROUP_COLS, elem=["row0"])
+A_M16K8_B16 = fragment_map(GROUP_ROWS_TIG_COLPAIRS, reg=["row3"], elem=["col0"])
+B_K8N8_B16 = fragment_map(TIG_ROWPAIRS_GROUP_COLS, elem=["row0"])
 
 # m16n8k8, .tf32 inputs: one element per register.
-A_M16K8_TF32 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3", "col2"])
-B_K8N8_TF32 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2"])
+A_M16K8_TF32 = fragment_map(GROUP_ROWS_TIG_COLS, reg=["row3", "col2"])
+B_K8N8_TF32 = fragment_map(TIG_ROWS_GROUP_COLS, reg=["row2"])
 
 
 # Integer and single-bit inputs (PTX ISA figures "A/B fragment layout for m16n8k16/k32 .u8/.s8",
@@ -49,28 +50,28 @@ B_K8N8_TF32 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2"])
 # log2(elements per register): A's row = groupID + 8*(reg & 1), col = tig*2**p + elem + (reg >> 1)*2**(p+2);
 # B's row = tig*2**p + elem + reg*2**(p+2), col = groupID.  (The 16-bit maps above are p = 1.)
 def _int_a(p, nregs):
-    return _map([f"col{p}", f"col{p + 1}", "row0", "row1", "row2"], reg=["row3", f"col{p + 2}"][:nregs.bit_length() - 1],
+    return fragment_map([f"col{p}", f"col{p + 1}", "row0", "row1", "row2"], reg=["row3", f"col{p + 2}"][:nregs.bit_length() - 1],
                 elem=[f"col{i}" for i in range(p)])
 
 
 def _int_b(p, nregs):
-    return _map([f"row{p}", f"row{p + 1}", "col0", "col1", "col2"], reg=[f"row{p + 2}"][:nregs.bit_length() - 1],
+    return fragment_map([f"row{p}", f"row{p + 1}", "col0", "col1", "col2"], reg=[f"row{p + 2}"][:nregs.bit_length() - 1],
                 elem=[f"row{i}" for i in range(p)])
 
 
 # f64 (PTX ISA "Matrix Fragments for mma.m8n8k4 / m16n8k4 / m16n8k8 / m16n8k16 with .f64"), in units
 # of f64 registers (each two uint32 words, low word first: the table's ``nregs`` counts words).
 # m8n8k4: a0 at (groupID, tig), b0 at (tig, groupID), c0,c1 at (groupID, 2*tig + i).
-A_M8K4_F64 = _map(_GROUP_ROWS_TIG_COLS)
-B_K4N8_F64 = _map(_TIG_ROWS_GROUP_COLS)
-ACC_M8N8_F64 = _map(_GROUP_ROWS_TIG_COLPAIRS, reg=["col0"])
+A_M8K4_F64 = fragment_map(GROUP_ROWS_TIG_COLS)
+B_K4N8_F64 = fragment_map(TIG_ROWS_GROUP_COLS)
+ACC_M8N8_F64 = fragment_map(GROUP_ROWS_TIG_COLPAIRS, reg=["col0"])
 # m16n8k{4,8,16}: a_i at (groupID + 8*(i & 1), tig + 4*(i >> 1)); b_i at (tig + 4*i, groupID);
 # c/d as the f32 accumulators (ACC_F32).
-A_M16K4_F64 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3"])
+A_M16K4_F64 = fragment_map(GROUP_ROWS_TIG_COLS, reg=["row3"])
 A_M16K8_F64 = A_M16K8_TF32
-A_M16K16_F64 = _map(_GROUP_ROWS_TIG_COLS, reg=["row3", "col2", "col3"])
+A_M16K16_F64 = fragment_map(GROUP_ROWS_TIG_COLS, reg=["row3", "col2", "col3"])
 B_K8N8_F64 = B_K8N8_TF32
-B_K16N8_F64 = _map(_TIG_ROWS_GROUP_COLS, reg=["row2", "row3"])
+B_K16N8_F64 = fragment_map(TIG_ROWS_GROUP_COLS, reg=["row2", "row3"])
 
 
 def _form(name, shape, D, A, B, C, layout_a, layout_b, layout_c, layout_d=None, *, min_cc=None, sass="HMMA",
@@ -143,12 +144,12 @@ def _fp8_forms():
 # B row-major: row = tig, col = i (+4); column-major: row = i, col = tig (+4).  C/D .f16: row = tig (+4),
 # col = i; .f32: row = (lane & 1) + (i & 2) (+4), col = (i & 4) + (lane & 2) + (i & 1).
 _QP = ["row3", "row4"]                   # lane bits 2-3 (quad pair) -> rows 8q of A, C, D
-A_M884 = {"row": _map(["row0", "row1"] + _QP + ["row2"], reg=["col1"], elem=["col0"]),
-          "col": _map(["col0", "col1"] + _QP + ["row2"], reg=["row1"], elem=["row0"])}
-B_M884 = {"row": _map(["row0", "row1", "row2", "row3", "col2"], reg=["col1"], elem=["col0"]),
-          "col": _map(["col0", "col1", "row2", "row3", "col2"], reg=["row1"], elem=["row0"])}
-ACC_M884_F16 = _map(["row0", "row1"] + _QP + ["row2"], reg=["col1", "col2"], elem=["col0"])
-ACC_M884_F32 = _map(["row0", "col1"] + _QP + ["row2"], reg=["col0", "row1", "col2"])
+A_M884 = {"row": fragment_map(["row0", "row1"] + _QP + ["row2"], reg=["col1"], elem=["col0"]),
+          "col": fragment_map(["col0", "col1"] + _QP + ["row2"], reg=["row1"], elem=["row0"])}
+B_M884 = {"row": fragment_map(["row0", "row1", "row2", "row3", "col2"], reg=["col1"], elem=["col0"]),
+          "col": fragment_map(["col0", "col1", "row2", "row3", "col2"], reg=["row1"], elem=["row0"])}
+ACC_M884_F16 = fragment_map(["row0", "row1"] + _QP + ["row2"], reg=["col1", "col2"], elem=["col0"])
+ACC_M884_F32 = fragment_map(["row0", "col1"] + _QP + ["row2"], reg=["col0", "row1", "col2"])
 
 
 def _m884_forms():

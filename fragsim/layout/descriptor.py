@@ -154,14 +154,12 @@ class MatrixDescriptor:
         return {"value": f"{self.encode():#018x}", **dataclasses.asdict(self)}
 
     def _repr_png_(self):   # Jupyter: the K-major canonical layout this descriptor reads (matplotlib loads here)
-        from fragsim.viz._figure import png_bytes
-        from fragsim.viz.canonical import draw_descriptor
-        return png_bytes(draw_descriptor(self))
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz._figure import svg_text
-        from fragsim.viz.canonical import draw_descriptor
-        return svg_text(draw_descriptor(self))
+        from fragsim import display
+        return display.svg(self)
 
 
 def as_descriptor(value, name: str = "descriptor") -> MatrixDescriptor:

@@ -125,12 +125,12 @@ class Swizzle:
         return hash(("Swizzle", self.B, self.M, self.S))
 
     def _repr_png_(self):   # Jupyter: the swizzle view (matplotlib loads only here)
-        from fragsim.viz.notebook import repr_png
-        return repr_png(self)
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz.notebook import repr_svg
-        return repr_svg(self)
+        from fragsim import display
+        return display.svg(self)
 
     def __repr__(self):
         return f"Swizzle<{self.B},{self.M},{self.S}>"

@@ -1,7 +1,7 @@
 """``fragsim.Tile``: where a matrix lives in shared memory.
 
-``Tile(rows, cols, dtype, order="row", pitch=None, swizzle=None, base=0)``: a ``rows x cols``
-matrix of ``dtype`` elements.  ``order="row"`` stores each row contiguously (a *line* is a row),
+``Tile(rows, cols, dtype, order="row", pitch=None, swizzle=None, base=0, space="shared")``: a
+``rows x cols`` matrix of ``dtype`` elements.  ``order="row"`` stores each row contiguously (a *line* is a row),
 ``"col"`` each column.  Lines start ``pitch`` bytes apart (default: a line's bytes; larger means
 padding).  The byte address of element (row, col) is
 
@@ -18,6 +18,12 @@ tile's footprint (the bytes its elements occupy) onto itself; the base must be a
 element size and, for Swizzle/XorMap, aligned to the map's ``alignment`` (so that swizzling the
 absolute address, as sm_90's TMA and wgmma do, or the offset, as CuTe does, agree).
 
+A tile lives in shared memory: base + footprint must fit in what one CTA can address
+(``ArchParams.smem_per_cta`` of the default architecture: 227 KB on sm_90), and every
+shared-memory entry point takes it.  ``space="global"`` (tile spec word ``global``) declares a
+matrix in global memory instead: up to ``MAX_TILE_BYTES``, no swizzle, and refused by the
+shared-memory entry points (the swizzle search, the access sets, the checks' tiles).
+
 Elements are numbered row-major whatever the storage order: ``index = row * cols + col``.
 """
 
@@ -30,6 +36,7 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.formats import FORMATS
+from fragsim.facts.smem import human_bytes, smem_limit, smem_per_cta
 from .swizzle import Swizzle
 from .xor_map import XorMap
 
@@ -45,9 +52,11 @@ _NUMPY_NAMES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64
                 "int8": "s8", "uint16": "u16", "int16": "s16", "uint32": "u32", "int32": "s32",
                 "uint64": "u64", "int64": "s64", "float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
 ORDERS = ("row", "col")
-#: Largest footprint a tile may have (64x the largest shared memory of any GPU).
+SPACES = ("shared", "global")
+#: Largest footprint of a global tile (its element arrays stay a few hundred MB at most).
 MAX_TILE_BYTES = 1 << 24
-SMEM_ADDRESS_LIMIT = 1 << 32
+#: Global addresses are kept below this (the bank model's bound on a cp.async source address).
+GLOBAL_ADDRESS_LIMIT = 1 << 62
 _KEEP = object()
 
 
@@ -99,16 +108,17 @@ def describe_swizzle(swizzle) -> str:
 class Tile:
     """A ``rows x cols`` matrix of ``dtype`` in shared memory (see the module docstring)."""
 
-    __slots__ = ("rows", "cols", "dtype", "elem_bytes", "order", "pitch", "swizzle", "base",
+    __slots__ = ("rows", "cols", "dtype", "elem_bytes", "order", "pitch", "swizzle", "base", "space",
                  "_map", "_inverse")
 
-    def __init__(self, rows, cols, dtype, order="row", pitch=None, swizzle=None, base=0):
+    def __init__(self, rows, cols, dtype, order="row", pitch=None, swizzle=None, base=0, space="shared"):
         self.rows = validate.integer(rows, "Tile rows")
         self.cols = validate.integer(cols, "Tile cols")
         if self.rows < 1 or self.cols < 1:
             raise ValueError(f"Tile: rows and cols must be >= 1, got {self.rows} x {self.cols}")
         self.dtype, self.elem_bytes = element_type(dtype)
         self.order = validate.choice(order, "Tile order", ORDERS)
+        self.space = validate.choice(space, "Tile space", SPACES)
         line = self.line_bytes
         if pitch is None:
             pitch = line
@@ -121,21 +131,35 @@ class Tile:
         if self.pitch % self.elem_bytes:
             raise ValueError(f"Tile: pitch {self.pitch} is not a multiple of the element size "
                              f"({self.elem_bytes} bytes, {self.dtype})")
-        if self.span > MAX_TILE_BYTES:
-            raise ValueError(f"Tile: footprint of {self.span} bytes ({self.rows} rows x {self.cols} cols of {self.dtype}, "
-                             f"pitch {self.pitch}) exceeds {MAX_TILE_BYTES} (a shared-memory tile)")
-        self.base = validate.integer(base, "Tile base", hint="byte address of the tile in shared memory")
+        glob = self.space == "global"
+        if glob and self.span > MAX_TILE_BYTES:
+            raise ValueError(f"Tile: a global tile of {self._extent()} exceeds {human_bytes(MAX_TILE_BYTES)} "
+                             f"(MAX_TILE_BYTES)")
+        self.base = validate.integer(base, "Tile base", hint=f"byte address of the tile in {self.space} memory")
         if self.base < 0 or self.base % self.elem_bytes:
             raise ValueError(f"Tile: base {validate.hex_int(self.base)} must be a non-negative multiple of the "
                              f"element size ({self.elem_bytes} bytes, {self.dtype})")
-        if self.size > SMEM_ADDRESS_LIMIT:
-            raise ValueError(f"Tile: base {validate.hex_int(self.base)} + footprint {self.span} bytes passes 2**32 "
-                             "(shared-memory addresses are 32-bit)")
+        if glob and self.size > GLOBAL_ADDRESS_LIMIT:
+            raise ValueError(f"Tile: base {validate.hex_int(self.base)} + footprint {self.span} bytes passes 2**62")
+        if not glob and self.size > smem_per_cta():
+            at = f" at base {validate.hex_int(self.base)}" if self.base else ""
+            raise ValueError(f"Tile: {self._extent()}{at} does not fit in {smem_limit()}; a matrix in global "
+                             "memory is declared with " + validate.spell("Tile(..., space='global')",
+                                                                          "the word global in the tile spec"))
+        if glob and swizzle is not None:
+            raise ValueError(f"Tile: a global tile takes no swizzle (got {describe_swizzle(swizzle)}): swizzles "
+                             "permute shared-memory addresses")
         self.swizzle = swizzle
         self._inverse = None
         self._map = self._check_swizzle(swizzle)
 
     # -- geometry ----------------------------------------------------------------------------------
+    def _extent(self) -> str:
+        """"2048x2048 f16 (8 MiB)", with the pitch where it pads: the tile's size in words."""
+        pad = f", pitch {self.pitch}" if self.pitch != self.line_bytes else ""
+        size = human_bytes(self.span) if self.span >= 1 << 20 else f"{self.span} bytes"
+        return f"{self.rows}x{self.cols} {self.dtype} ({size}{pad})"
+
     @property
     def lines(self) -> int:
         """Rows of a row-order tile, columns of a column-order one."""
@@ -272,6 +296,8 @@ class Tile:
         if smem.size < self.size:
             raise ValueError(f"smem of {smem.size} bytes is too small for the tile (it needs {self.size}: "
                              f"base {validate.hex_int(self.base)} + {self.span} bytes)")
+        if self.space == "shared" and smem.size > smem_per_cta():
+            raise ValueError(f"smem of {smem.size} bytes is larger than {smem_limit()}")
         if stores and not smem.flags.writeable:
             raise ValueError("smem is read-only; Tile.write writes into it in place")
         return smem
@@ -315,11 +341,18 @@ class Tile:
         return Tile(self.rows, self.cols, self.dtype, self.order,
                     self.pitch if pitch is _KEEP else pitch,
                     self.swizzle if swizzle is _KEEP else swizzle,
-                    self.base if base is _KEEP else base)
+                    self.base if base is _KEEP else base, self.space)
+
+    def shared_only(self, what: str) -> "Tile":
+        """This tile, for an entry point ``what`` that lays it out in shared memory (a global tile refused)."""
+        if self.space != "shared":
+            raise ValueError(f"{what}: the tile {self._extent()} is in global memory; {what} works on a "
+                             "tile in shared memory")
+        return self
 
     @classmethod
     def parse(cls, text: str) -> "Tile":
-        """``"128x32 bf16 [row|col] [pitch=N] [swizzle=B,M,S|none] [base=N]"`` -> a Tile."""
+        """``"128x32 bf16 [row|col] [pitch=N] [swizzle=B,M,S|none] [base=N] [shared|global]"`` -> a Tile."""
         if not isinstance(text, str):
             raise TypeError(f"tile spec must be a str, got {type(text).__name__}")
         words = text.replace(",", " , ").split()
@@ -333,13 +366,15 @@ class Tile:
             key, eq, value = item.partition("=")
             if not eq and key in ORDERS:
                 kw["order"] = key
+            elif not eq and key in SPACES:
+                kw["space"] = key
             elif key in ("pitch", "base") and eq:
                 kw[key] = _int(value, f"tile spec {text!r}: {key}")
             elif key == "swizzle" and eq:
                 kw["swizzle"] = parse_swizzle(value)
             else:
                 raise ValueError(f"tile spec {text!r}: unexpected {item!r} (expected row, col, pitch=N, "
-                                 "swizzle=B,M,S or none, base=N)")
+                                 "swizzle=B,M,S or none, base=N, shared or global)")
         return cls(int(m.group(1)), int(m.group(2)), **kw)
 
     def spec(self) -> str:
@@ -353,7 +388,8 @@ class Tile:
             sw = f" swizzle={s.B},{s.M},{s.S}" if not x.is_identity else ""
         pitch = f" pitch={self.pitch}" if self.pitch != self.line_bytes else ""
         base = f" base={validate.hex_int(self.base)}" if self.base else ""
-        return f"{self.rows}x{self.cols} {self.dtype}{'' if self.order == 'row' else ' col'}{pitch}{sw}{base}"
+        space = " global" if self.space == "global" else ""
+        return f"{self.rows}x{self.cols} {self.dtype}{'' if self.order == 'row' else ' col'}{pitch}{sw}{base}{space}"
 
     # -- checks ------------------------------------------------------------------------------------
     def _check_swizzle(self, swizzle):
@@ -406,13 +442,32 @@ class Tile:
             e = int(np.flatnonzero(~inside)[0])
             raise ValueError(f"Tile: {name} is not a bijection on the tile's footprint: it sends element "
                              f"{self._rc(e)} (offset {lin[e]:#x}) to offset {validate.hex_int(img[e])}, outside "
-                             f"the bytes the tile occupies (a swizzle must permute them)")
+                             f"the bytes the tile occupies (a swizzle must permute them)" + self._whole_tile_hint(xm))
         order = np.argsort(img, kind="stable")
         dup = np.flatnonzero(img[order][1:] == img[order][:-1])
         if dup.size:
             a, b = int(order[dup[0]]), int(order[dup[0] + 1])
             raise ValueError(f"Tile: {name} is not a bijection on the tile's footprint: elements "
                              f"{self._rc(a)} and {self._rc(b)} both land at offset {img[a]:#x}")
+
+    def _whole_tile_hint(self, xm) -> str:
+        """Where the map reaches the padding or lines past the tile, the tile may be a fragment of the
+        tile the swizzle was made for: that whole tile (every line a full pitch, and as many lines as
+        the map's bits span), if the swizzle is a bijection on it."""
+        if xm is None:
+            return ""
+        lines = max(self.lines, -(-xm.alignment // self.pitch))
+        elems = self.pitch // self.elem_bytes
+        if (lines, elems) == (self.lines, self.line_elems):
+            return ""
+        rows, cols = (lines, elems) if self.order == "row" else (elems, lines)
+        try:
+            whole = Tile(rows, cols, self.dtype, self.order, swizzle=self.swizzle, base=self.base)
+        except ValueError:
+            return ""
+        return (f"; if the {self.rows}x{self.cols} tile is a fragment of a larger one, declare the whole tile "
+                f"({rows} x {cols}), " + validate.spell(repr(whole), f"--tile '{whole.spec()}'")
+                + ", and place the fragment in it with " + validate.spell("at=(row, col)", "--at ROW,COL"))
 
     def _rc(self, index: int) -> tuple[int, int]:
         return divmod(int(index), self.cols)
@@ -422,7 +477,7 @@ class Tile:
         sw = self._map if isinstance(self._map, XorMap) else self.swizzle
         if isinstance(sw, XorMap) and sw.is_identity:
             sw = None
-        return (self.rows, self.cols, self.dtype, self.order, self.pitch, sw, self.base)
+        return (self.rows, self.cols, self.dtype, self.order, self.pitch, sw, self.base, self.space)
 
     def __eq__(self, other):
         return isinstance(other, Tile) and self._key() == other._key()
@@ -431,12 +486,12 @@ class Tile:
         return hash(self._key())
 
     def _repr_png_(self):   # Jupyter: the elements coloured by bank (matplotlib loads only here)
-        from fragsim.viz.notebook import repr_png
-        return repr_png(self)
+        from fragsim import display
+        return display.png(self)
 
     def _repr_svg_(self):
-        from fragsim.viz.notebook import repr_svg
-        return repr_svg(self)
+        from fragsim import display
+        return display.svg(self)
 
     def __repr__(self):
         parts = [str(self.rows), str(self.cols), repr(self.dtype)]
@@ -448,12 +503,15 @@ class Tile:
             parts.append(f"swizzle={describe_swizzle(self.swizzle)}")
         if self.base:
             parts.append(f"base={validate.hex_int(self.base)}")
+        if self.space != "shared":
+            parts.append(f"space={self.space!r}")
         return f"Tile({', '.join(parts)})"
 
     def describe(self) -> str:
         kind = "row-major" if self.order == "row" else "column-major"
         return (f"{self.rows}x{self.cols} {self.dtype} {kind} ({self.line_bytes}-byte {self.order}s), "
-                f"layout {self.layout_name}, base {validate.hex_int(self.base)}")
+                f"layout {self.layout_name}, base {validate.hex_int(self.base)}"
+                + (" in global memory" if self.space == "global" else ""))
 
 
 def _call(fn, offsets: np.ndarray, name: str = "swizzle") -> np.ndarray:
