@@ -1,6 +1,6 @@
 """A slow, obviously-correct model of mma.sync arithmetic, for the tests only.
 
-It follows shared/reference/tensor-core-arithmetic.md line by line with exact rationals
+It follows the published truncated fused dot-product-add model line by line with exact rationals
 (``fractions.Fraction``) and shares no arithmetic with fragsim: its own bit decoding, its
 own rounding.  It reads the architecture's numbers from an ``ArchParams`` row, and
 implements each open choice of the row (zero_sign, c_subnormal_exp, tf32_nan_low_bits) by

@@ -1,5 +1,5 @@
-"""Documented cases of mma.sync arithmetic, one per test: the worked examples of
-shared/reference/tensor-core-arithmetic.md, the cases MMA-Sim checked, and the probes the
+"""Documented cases of mma.sync arithmetic, one per test: the worked examples of the
+published tensor-core arithmetic studies (the truncated fused dot-product-add), the cases MMA-Sim checked, and the probes the
 H200 corpus recorded (tests/data/hw).  Each builds row 0 of A, column 0 of B and C[0, 0]
 (everything else zero) and reads D[0, 0]."""
 

@@ -5,8 +5,9 @@ the names users give it (aliases), and the parameters of the tensor-core arithme
 ``mma.sync`` (``ArchParams``, ``ARCHS``) and of ``wgmma`` (``WgmmaParams``, ``WGMMA_PARAMS``: the
 numbers it shares with the mma.sync row are read from that row, not written twice).
 ``DEFAULT_ARCH`` is the row every function and command uses when given none.  The
-arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add of the
-reference doc (shared/reference/tensor-core-arithmetic.md), over these numbers.  Which
+arithmetic (``fragsim.arith``) is ONE function, the truncated fused dot-product-add
+(products aligned to the largest exponent, truncated to F fraction bits, summed per block of L), over
+these numbers.  Which
 instructions an architecture has follows from the instruction table (each entry's ``min_cc``).
 ``COMPUTE_CAPABILITIES`` says which row models a GPU of a given compute capability, or why none
 does; gpu_check, the ``--arch`` choices and the dry-run backend read it.  Adding an architecture is

@@ -184,6 +184,3 @@ MMA_FORMS = [
 # Spellings PTX gives the same instruction: .rn is the only (and default) rounding of .f64 mma.
 ALIASES = {f["name"].replace(".row.col.", ".row.col.rn."): f["name"] for f in MMA_FORMS if f["types"]["A"] == "f64"}
 
-# Combinations PTX/ptxas rejects, with the reason a user gets (checked with ptxas 13.0).
-SHAPES_BY_INPUT = {"f16": ("m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
-                   "tf32": ("m16n8k4", "m16n8k8")}
