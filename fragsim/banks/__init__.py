@@ -52,7 +52,8 @@ def bank_conflicts(op, addrs, mask=None, src=None):
 
     ``op`` is a shared-memory instruction in PTX spelling (``"ldmatrix.x4"``,
     ``"ld.shared.v4.b32"``, ``"cp.async.cg.16"`` ...) or its table entry; ``addrs`` the lanes' byte
-    offsets in shared memory; ``mask`` the active lanes (an int, bit i = lane i, or 32 booleans;
+    offsets in one CTA's shared memory (the bytes of an active lane must lie below the default
+    architecture's ``smem_per_cta``: 227 KB on sm_90); ``mask`` the active lanes (an int, bit i = lane i, or 32 booleans;
     batched: ``(n,)`` ints or ``(n, 32)`` booleans).  ldmatrix/stmatrix take no mask (all lanes
     execute them).  ``src`` (cp.async only): the lanes' absolute global source byte addresses (the
     source-line class hash reads bits 7..21: for offsets into a buffer, add its address or assume

@@ -6,6 +6,7 @@ import numpy as np
 
 from fragsim.validate import array, hex_int
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.facts.smem import beyond_smem, smem_per_cta
 from fragsim.instructions.shared_op import SharedOp
 from fragsim.ranges import format_ranges
 from fragsim.sim.smem import lane_mask
@@ -74,7 +75,20 @@ def address_problem(o: SharedOp, v: int) -> str:
         return f"{o.what} {v:#x} does not fit in 32 bits"
     if v % o.bytes_per_addr:
         return f"{o.what} {v:#x} is not {o.bytes_per_addr}-byte aligned"
-    return ""
+    return beyond_smem(v, o.bytes_per_addr, o.what)
+
+
+def check_batch_extent(o: SharedOp, a: np.ndarray, m: np.ndarray) -> None:
+    """Batch (n, 32) int64 addresses, (n,) uint32 masks: the first active lane whose bytes pass one
+    CTA's shared memory is refused (the kernel checks sign, 32 bits and alignment)."""
+    over = a > smem_per_cta() - o.bytes_per_addr
+    if not over.any():
+        return
+    active = ((m[:, None] >> LANES.astype(np.uint32)) & 1).astype(bool) & (LANES < o.address_lanes)
+    bad = over & active
+    if bad.any():
+        i, lane = (int(x) for x in np.argwhere(bad)[0])
+        raise ValueError(f"instruction {i}, lane {lane}: {address_problem(o, int(a[i, lane]))}")
 
 
 def check_addrs(o: SharedOp, addrs, active) -> np.ndarray:

@@ -28,15 +28,15 @@ from .runs import LOST, NONE, NOT_RUN, CopyRun, LoadRun, StoreRun
 __all__ = ["check_load", "check_store", "check_copy", "CheckReport", "Mismatch", "GpuVerdict"]
 
 
-def _tile(tile):
+def _tile(tile, what: str):
     from fragsim.layout.tile import Tile
 
     if isinstance(tile, str):
-        return Tile.parse(tile)
+        tile = Tile.parse(tile)
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a fragsim.Tile or a tile spec such as '128x32 bf16 swizzle=2,4,3', "
                         f"got {type(tile).__name__}")
-    return tile
+    return tile.shared_only(what)
 
 
 def check_load(form, operand, tile, loads, *, variables=None, at=None, fragments=None, regmap=None,
@@ -52,7 +52,7 @@ def check_load(form, operand, tile, loads, *, variables=None, at=None, fragments
     says which fragment register each loaded register is.  ``gpu``: also run the loads on this
     machine's GPU (True) or replay a recorded run (``fragsim.check.gpu.Recorded``).
     """
-    t = _tile(tile)
+    t = _tile(tile, "check_load")
     instrs = P.instructions(loads, "load", variables)
     fr = F.build(form, operand, t, sum(i.nbytes for i in instrs), at=at, fragments=fragments, regmap=regmap,
                  env=variables)
@@ -67,7 +67,7 @@ def check_store(form, operand, tile, stores, *, variables=None, at=None, fragmen
     of the form's shape (f32 accumulators converted before the store).  The other arguments are
     ``check_load``'s: the stores' registers, in order, are whole fragments at ``at`` / ``fragments``.
     """
-    t = _tile(tile)
+    t = _tile(tile, "check_store")
     instrs = P.instructions(stores, "store", variables)
     fr = F.build(form, operand, t, sum(i.nbytes for i in instrs), at=at, fragments=fragments, regmap=regmap,
                  env=variables, store=True)
@@ -75,23 +75,30 @@ def check_store(form, operand, tile, stores, *, variables=None, at=None, fragmen
     return _check("store", title, t, instrs, lambda tt, ii: StoreRun(tt, ii, fr), _layout(instrs, fr), gpu)
 
 
-def check_copy(tile, copies, *, variables=None, threads=None, global_pitch=None, gpu=False) -> CheckReport:
+def check_copy(tile, copies, *, variables=None, threads=None, global_pitch=None, source=None,
+               gpu=False) -> CheckReport:
     """Does a CTA's global -> shared fill write every element of ``tile`` exactly once, where the
     tile (its swizzle included) says?
 
     ``copies``: a list of ``(op, dst[, src[, mask]])`` with ``op`` a ``cp.async`` or
     ``st.shared`` spelling, ``dst`` each lane's shared-memory address and ``src`` each lane's
     global byte offset into the source matrix, stored line by line like the tile with
-    ``global_pitch`` bytes between lines (default: the tile's line).  Without ``src`` the k-th
+    ``global_pitch`` bytes between lines (default: the tile's line), or as ``source`` says: the same
+    matrix as a global tile, ``Tile(rows, cols, dtype, order, pitch=..., space="global")``.  Without ``src`` the k-th
     instruction's lane l copies chunk ``32 * k + l`` of the dense matrix (CUTLASS's thread t, chunk
     ``t + pass * threads``).  ``variables`` may give a name several values (``{"pass": range(4)}``):
     one instruction per combination, in order; ``threads`` adds the warps of the CTA (innermost) and
     the variables ``warp`` and ``tid = 32 * warp + lane``.  ``mask``: active lanes (an int bit mask or
     a C condition such as ``"tid < 16"``).
     """
-    t = _tile(tile)
+    t = _tile(tile, "check_copy")
     instrs = P.instructions(copies, "copy", variables, threads)
-    gp = t.line_bytes if global_pitch is None else _global_pitch(global_pitch, t)
+    if source is not None and global_pitch is not None:
+        raise ValueError("check_copy: give the source's pitch once, as global_pitch or as source's pitch")
+    if source is not None:
+        gp = _source_pitch(source, t)
+    else:
+        gp = t.line_bytes if global_pitch is None else _global_pitch(global_pitch, t)
     run = CopyRun(t, instrs, gp)
     given = any(i.src is not None for i in instrs)
     layout = [f"{len(instrs)} instruction{'s' * (len(instrs) > 1)} ({', '.join(sorted({i.op.name for i in instrs}))})"
@@ -111,6 +118,23 @@ def _global_pitch(value, tile) -> int:
     if gp * tile.lines >= 1 << 62:        # the bank model's bound on a global source address
         raise ValueError(f"global_pitch {gp}: {tile.lines} lines of the source matrix would pass 2**62 bytes")
     return gp
+
+
+def _source_pitch(source, tile) -> int:
+    """The global pitch of check_copy's ``source``: the tile's matrix in global memory."""
+    from fragsim.layout.tile import Tile
+
+    if isinstance(source, str):
+        source = Tile.parse(source)
+    if not isinstance(source, Tile):
+        raise TypeError(f"source must be a fragsim.Tile in global memory, got {type(source).__name__}")
+    if source.space != "global":
+        raise ValueError(f"source {source!r} is a shared-memory tile; the copies' source is global: "
+                         "Tile(..., space='global')")
+    if (source.rows, source.cols, source.dtype, source.order) != (tile.rows, tile.cols, tile.dtype, tile.order):
+        raise ValueError(f"source {source!r} is not the tile's matrix ({tile.rows}x{tile.cols} {tile.dtype}, "
+                         f"{tile.order} order): the copies move that matrix from global to shared memory")
+    return _global_pitch(source.pitch, tile)
 
 
 def _layout(instrs, fr) -> list[str]:

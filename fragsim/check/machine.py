@@ -19,11 +19,9 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.hardware import BANK_BYTES
+from fragsim.facts.smem import beyond_smem, smem_per_cta
 from .program import Instr
 
-#: Shared memory one CTA can use on sm_90 (227 KB; CUDA C++ Programming Guide, "Features and
-#: Technical Specifications"): an address past it is a fault, not a read of another tile.
-SMEM_LIMIT = 227 * 1024
 #: Shared memory is sized to whole 128-byte lines past the highest byte the program touches.
 SMEM_ROUND = 128
 
@@ -33,12 +31,13 @@ def problem(ins: Instr) -> str | None:
     op = ins.op
     use = ins.address_lanes
     a = ins.addrs
-    for bad, why in ((use & (a < 0), "is negative"),
-                     (use & (a > SMEM_LIMIT - op.bytes_per_addr),
-                      f"(+{op.bytes_per_addr} bytes) lies past the {SMEM_LIMIT // 1024} KB of shared memory a CTA can have"),
+    # an address past the shared memory a CTA can have is a fault, not a read of another tile
+    for bad, why in ((use & (a < 0), "is negative"), (use & (a > smem_per_cta() - op.bytes_per_addr), ""),
                      (use & (a % op.bytes_per_addr != 0), f"is not {op.bytes_per_addr}-byte aligned")):
         if bad.any():
             lane = int(np.flatnonzero(bad)[0])
+            if not why:
+                return f"lane {lane}: {beyond_smem(int(a[lane]), op.bytes_per_addr, op.what)}"
             return f"lane {lane}: {op.what} {validate.hex_int(a[lane])} {why}"
     return None
 

@@ -179,7 +179,7 @@ def _items(items, what: str) -> list:
 def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
     """The user's instructions, one ``Instr`` each: loads/stores ``(op, addrs[, mask])``, copies
     ``(op, dst[, src[, mask]])`` expanded over every combination of the variables and warps."""
-    what = NOUN[kind] + "s"
+    what = {"load": "loads", "store": "stores", "copy": "copies"}[kind]
     items = _items(items, what)
     sets = _variable_sets(variables, several=kind == "copy")
     warps: list[int | None] = [None]
@@ -191,6 +191,11 @@ def instructions(items, kind: str, variables=None, threads=None) -> list[Instr]:
         if any(k in ("warp", "tid") for k in sets[0]):
             raise ValueError("variables: warp and tid come from threads (tid = 32 * warp + lane); do not set them too")
         warps = list(range(n // WARP_LANES))
+    total = len(items) * len(sets) * len(warps)
+    if total > MAX_INSTRUCTIONS:
+        raise ValueError(f"{what}: {len(items)} item(s) x {len(sets)} combination(s) of the variables x {len(warps)} "
+                         f"warp(s) = {total:,} instructions; the limit is {MAX_INSTRUCTIONS:,} (a CTA's program, "
+                         "checked instruction by instruction)")
     out: list[Instr] = []
     for j, item in enumerate(items):
         if not isinstance(item, (tuple, list)):

@@ -204,7 +204,7 @@ def _tile(tile):
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a fragsim.Tile or a tile spec such as '64x64 bf16 swizzle=3,4,3', "
                         f"got {validate.show(tile)}")
-    return tile
+    return tile.shared_only("check_wgmma")
 
 
 def check_wgmma(form, operand, tile, descriptor, *, major="K", at=None, steps=None, variables=None) -> WgmmaReport:

@@ -29,6 +29,7 @@ Element numbering: ``row * tile.cols + col`` (``Tile.offset_of``).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,8 @@ from fragsim.instructions.shared_ops import parse_shared_op
 from fragsim.layout.tile import Tile
 
 MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
+#: Instances (warp instructions) one address expression may stand for: every combination of its variables.
+MAX_INSTANCES = 1 << 16
 
 __all__ = ["AccessGroup", "AccessSet", "mma_operand", "copy", "row_reads", "epilogue", "from_exprs"]
 
@@ -158,7 +161,7 @@ class AccessSet:
 def _tile(tile) -> Tile:
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a fragsim.Tile, got {type(tile).__name__}")
-    return tile
+    return tile.shared_only("an access set")
 
 
 def _shape(tile: Tile) -> tuple:
@@ -570,11 +573,18 @@ def _instances(variables) -> list[dict]:
     for k, v in variables.items():
         if not isinstance(k, str) or not k.isidentifier() or k == "lane":
             raise ValueError(f"variables: {k!r} is not a variable name (lane is the lane index, not a variable)")
-        vals = [v] if not hasattr(v, "__iter__") else list(v)
+        # an iterator is read no further than the limit: range(10**12) is refused, not listed
+        vals = [v] if not hasattr(v, "__iter__") else list(itertools.islice(v, MAX_INSTANCES + 1))
         if not vals:
             raise ValueError(f"variables: {k} has no values")
+        if len(vals) > MAX_INSTANCES:
+            raise ValueError(f"variables: {k} has more than {MAX_INSTANCES:,} values (one instruction each)")
         names.append(k)
         values.append([validate.integer(x, f"variable {k}") for x in vals])
+    total = math.prod(len(v) for v in values)
+    if total > MAX_INSTANCES:
+        raise ValueError(f"variables: {' x '.join(str(len(v)) for v in values)} = {total:,} combinations of "
+                         f"{', '.join(names)} (one instruction each); the limit is {MAX_INSTANCES:,}")
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from fragsim import validate
 from .access import AccessGroup, AccessSet
 from fragsim.facts.hardware import SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.facts.smem import human_bytes, smem_per_cta
 from fragsim.instructions.shared_op import SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS
 from fragsim.layout.swizzle import Swizzle
@@ -41,6 +42,10 @@ __all__ = ["swizzle_search", "SearchResult", "Candidate", "round_trip", "RoundTr
 MAX_XOR_MAPS = 4096
 CHUNK_BYTES = 16          # the unit XOR maps permute: an ldmatrix row, a 16-byte copy
 MAX_PADDING = 4096        # bytes of padding per line the search tries at most
+#: Lane addresses (layouts x instructions x 32) a search may score: beyond it the search is refused
+#: before it starts (scoring runs at a few million lane addresses per second: this is about a minute).
+MAX_SCORED_ADDRESSES = 1 << 27
+SCORE_CHUNK = 1 << 20     # lane addresses laid out and scored at a time (8 MiB per int64 array)
 FAMILY_RANK = {"none": 0, "padding": 1, "Swizzle": 2, "XOR": 3, "yours": 4, "given": 5}
 
 
@@ -276,14 +281,18 @@ def _xor_family(tile: Tile, row_bits) -> tuple[list, str]:
     return out, desc
 
 
-def _paddings(tile: Tile, max_padding: int) -> list:
+def _paddings(tile: Tile, max_padding: int) -> tuple[list, int]:
+    """The padded pitches, and how many more would not fit in a CTA's shared memory."""
     start = -(-tile.line_bytes // CHUNK_BYTES) * CHUNK_BYTES
-    out = []
+    out, too_big = [], 0
     for pitch in range(start, tile.line_bytes + max_padding + 1, CHUNK_BYTES):
         if pitch == tile.line_bytes:
             continue
+        if tile.base + (tile.lines - 1) * pitch + tile.line_bytes > smem_per_cta():
+            too_big += 1
+            continue
         out.append(_Layout("padding", f"pitch {pitch} (+{pitch - tile.line_bytes} B)", pitch, XorMap(())))
-    return out
+    return out, too_big
 
 
 def _as_layout(x, tile: Tile) -> _Layout:
@@ -351,13 +360,57 @@ def _scoring_op(op: SharedOp) -> SharedOp:
 
 
 def _batch(op: SharedOp, addrs: np.ndarray, group: AccessGroup, copies: int):
+    """int32 (copies, n) wavefronts and ideal of ``group`` at ``addrs`` (copies, n, 32)."""
     from fragsim.banks import bank_conflicts_batch
 
     masks = np.tile(group.mask, (copies, 1))
     src = None if group.src is None else np.tile(group.src, (copies, 1))
     r = bank_conflicts_batch(op, addrs.reshape(-1, WARP_LANES), masks, src)
     n = len(group)
-    return r.wavefronts.reshape(copies, n).astype(np.int64), r.ideal.reshape(copies, n).astype(np.int64)
+    return r.wavefronts.reshape(copies, n), r.ideal.reshape(copies, n)
+
+
+def _score_group(tile: Tile, layouts: list, group: AccessGroup):
+    """``group`` under every layout, ``SCORE_CHUNK`` lane addresses at a time (the addresses of all
+    layouts at once would take 8 bytes per layout, instruction and lane): (misaligned (L,) bool,
+    wavefronts and ideal int32 (L, n), follows (L,) bool -- the layout gives the user's own addresses
+    -- or None for a group without them)."""
+    n = len(group)
+    L = len(layouts)
+    bad = np.zeros(L, bool)
+    wf = np.zeros((L, n), np.int32)
+    ideal = np.zeros((L, n), np.int32)
+    use = group.address_lanes
+    user = None if group.user_addrs is None else np.where(use, group.user_addrs, 0)
+    same = np.zeros(L, bool)
+    op = _scoring_op(group.op)
+    step = max(1, SCORE_CHUNK // max(1, n * WARP_LANES))
+    for j0 in range(0, L, step):
+        js = slice(j0, min(L, j0 + step))
+        a = _addresses(tile, layouts[js], group)
+        bad[js] = (use[None] & (a % group.width != 0)).any(axis=(1, 2))
+        good = np.flatnonzero(~bad[js])
+        if good.size:
+            w, i = _batch(op, a[good], group, good.size)
+            wf[j0 + good], ideal[j0 + good] = w, i
+        if user is not None:
+            same[js] = (a == user[None]).all(axis=(1, 2))
+    return bad, wf, ideal, None if user is None else same
+
+
+def _check_work(layouts: list, groups) -> None:
+    """Refuse a search whose scoring would run past ``MAX_SCORED_ADDRESSES``, before any of it runs."""
+    n = sum(len(g) for g in groups)
+    work = len(layouts) * n * WARP_LANES
+    if work <= MAX_SCORED_ADDRESSES:
+        return
+    memory = len(layouts) * n * 8 + 8 * 8 * SCORE_CHUNK     # the figures, and a chunk's address arrays
+    raise ValueError(f"swizzle_search: {len(layouts):,} layouts x {n:,} instructions x {WARP_LANES} lanes = "
+                     f"{work:,} addresses to score (~{human_bytes(memory)} of working memory); the limit is "
+                     f"{MAX_SCORED_ADDRESSES:,} addresses: score fewer layouts ("
+                     + validate.spell("swizzles=False, xor_maps=False, xor_row_bits, max_padding or candidates",
+                                      "--no-swizzles, --no-xor, --xor-row-bits, --max-padding or --compare")
+                     + ") or fewer instructions")
 
 
 def _source_floor(group: AccessGroup) -> np.ndarray:
@@ -528,6 +581,7 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
     t0 = time.perf_counter()
     if not isinstance(tile, Tile):
         raise TypeError(f"tile must be a fragsim.Tile, got {type(tile).__name__}")
+    tile.shared_only("swizzle_search")
     groups = _groups(tile, reads, writes)
     keep = _pieces(groups)
     if top is not None:
@@ -560,9 +614,10 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
             if not 0 <= mp <= MAX_PADDING:
                 raise ValueError(f"max_padding must be in 0..{MAX_PADDING} bytes (bank patterns repeat every "
                                  f"{WAVEFRONT_BYTES} bytes), got {mp}")
-            pads = _paddings(tile, mp)
+            pads, too_big = _paddings(tile, mp)
             layouts += pads
-            space.append(("padding", len(pads), f"pitches {tile.line_bytes}+16..{tile.line_bytes + mp} in 16-byte steps"))
+            space.append(("padding", len(pads), f"pitches {tile.line_bytes}+16..{tile.line_bytes + mp} in 16-byte steps"
+                          + (f", {too_big} of them too large for shared memory (not scored)" if too_big else "")))
     yours_layout = None
     if tile.swizzle is not None or tile.pitch != tile.line_bytes:
         yours_layout = _as_layout(tile, tile)
@@ -583,12 +638,12 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
             continue
         seen[k] = lay
         unique.append(lay)
-    # addresses, alignment, then one batched bank-model call per group for every layout
-    addrs = [_addresses(tile, unique, g) for g in groups]
+    # addresses, alignment, then batched bank-model calls per group for every layout
+    _check_work(unique, groups)
+    scores = [_score_group(tile, unique, g) for g in groups]
     rejected = []
     ok = np.ones(len(unique), bool)
-    for g, a in zip(groups, addrs):
-        bad = (g.address_lanes[None] & (a % g.width != 0)).any(axis=(1, 2))
+    for g, (bad, *_) in zip(groups, scores):
         for jj in np.flatnonzero(bad & ok):
             rejected.append((unique[jj].name, f"{g.name}: {g.op.what}es are not {g.width}-byte aligned in this layout"))
         ok &= ~bad
@@ -599,13 +654,11 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
     figures: list = [[] for _ in live]
     floors = []
     ideal_total: int = 0
-    for g, a in zip(groups, addrs):
-        o = _scoring_op(g.op)
-        wf, ideals = _batch(o, a[idx], g, len(live))
-        for j in range(len(live)):
-            figures[j].append(GroupFigures(g.name, g.op.name, wf[j], ideals[j], g.op.counted, g.labels))
+    for g, (_, wf, ideals, _) in zip(groups, scores):
+        for j, i in enumerate(idx):
+            figures[j].append(GroupFigures(g.name, g.op.name, wf[i], ideals[i], g.op.counted, g.labels))
         # the ideal does not depend on the layout: lanes share an address exactly when they share an element
-        g_ideal = int(ideals[0].sum())
+        g_ideal = int(ideals[idx[0]].sum())
         g_floor = int(_source_floor(g).sum()) if g.op.family == "cp.async" else g_ideal
         floors.append((g.name, g.op.name, g_ideal, g_floor))
         ideal_total += g_ideal
@@ -637,7 +690,7 @@ def swizzle_search(tile, reads=None, writes=None, *, candidates=None, swizzles=T
     if yours is not None:
         _verify(yours, tile, groups)
     floor = sum(f for *_, f in floors)
-    as_written = _as_written(tile, groups, unique, addrs, ok, notes)
+    as_written = _as_written(tile, groups, unique, [sc[3] for sc in scores], notes)
     _explain(notes, floors, floor, ideal_total, none_c, ranked)
     res = SearchResult(tile, groups, ranked, none_c, floor, ideal_total,
                        [{"group": n, "op": o, "ideal": i, "floor": f} for n, o, i, f in floors],
@@ -660,7 +713,7 @@ def _verify(c: Candidate, tile: Tile, groups) -> None:
     c.verified, c.failure = rt.ok, rt.message
 
 
-def _as_written(tile, groups, layouts, addrs, ok, notes) -> Candidate | None:
+def _as_written(tile, groups, layouts, follows_by_group, notes) -> Candidate | None:
     """The user's own addresses (``from_exprs`` groups), scored and round-tripped as they are, and
     which layouts of the space each group's addresses follow."""
     if not any(g.user_addrs is not None for g in groups):
@@ -675,10 +728,9 @@ def _as_written(tile, groups, layouts, addrs, ok, notes) -> Candidate | None:
     rt = round_trip(tile, groups, addresses={i: np.where(g.address_lanes, user[i], 0) for i, g in enumerate(groups)})
     c.verified, c.failure = rt.ok, rt.message
     follows = {}
-    for g, a in zip(groups, addrs):
-        if g.user_addrs is None:
+    for g, same in zip(groups, follows_by_group):
+        if same is None:
             continue
-        same = (~g.address_lanes[None] | (a == np.where(g.address_lanes, g.user_addrs, 0)[None])).all(axis=(1, 2))
         names = [layouts[j].name for j in np.flatnonzero(same)]
         follows[g.name] = names
         if g.note:

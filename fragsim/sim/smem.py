@@ -1,7 +1,8 @@
 """Shared memory as a 1-D array of bytes, and the warp instructions that read and write it.
 
-``smem`` is a 1-D ``uint8`` array; ``addrs`` are the 32 lanes' byte offsets into it (lane
-order), batched as ``(..., 32)`` for the loads.  Values move as little-endian words, as on the
+``smem`` is a 1-D ``uint8`` array, one CTA's shared memory (no larger than the default
+architecture's ``smem_per_cta``: 227 KB on sm_90); ``addrs`` are the 32 lanes' byte offsets into it
+(lane order), batched as ``(..., 32)`` for the loads.  Values move as little-endian words, as on the
 GPU.  Each function picks its instruction's entry from the shared-memory table
 (``fragsim.instructions.SHARED_OPS``) and takes every fact from it: which lanes give addresses,
 the bytes per lane, the ldmatrix data movement, and how overlapping stores resolve (PTX leaves
@@ -16,6 +17,7 @@ import numpy as np
 
 from fragsim.validate import array, hex_int
 from fragsim.facts.hardware import BANK_BYTES, WARP_LANES
+from fragsim.facts.smem import beyond_smem, smem_limit, smem_per_cta
 from fragsim.instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
 from fragsim.instructions.shared_ops import cp_async_op, matrix_op, plain_op
 
@@ -29,6 +31,8 @@ def check_smem(smem, stores: bool = False) -> np.ndarray:
         raise TypeError(f"smem must be a 1-D numpy uint8 array of bytes, got {type(smem).__name__}")
     if smem.dtype != np.uint8 or smem.ndim != 1:
         raise TypeError(f"smem must be a 1-D uint8 array of bytes, got dtype {smem.dtype} with shape {smem.shape}")
+    if smem.size > smem_per_cta():
+        raise ValueError(f"smem of {smem.size} bytes is larger than {smem_limit()}")
     if stores and not smem.flags.writeable:
         raise ValueError("smem is read-only; stores write into it in place")
     return smem
@@ -54,8 +58,9 @@ def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", 
         bad |= used & (a < 0)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
-        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {hex_int(a[idx])} (+{nbytes} bytes) lies "
-                         f"outside smem of {smem_size} bytes")
+        v = int(a[idx])
+        why = beyond_smem(v, nbytes, what) or f"{what} {hex_int(v)} (+{nbytes} bytes) lies outside smem of {smem_size} bytes"
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {why}")
     a = np.where(used, a, 0).astype(np.int64)
     align = nbytes if align is None else align
     bad = used & (a % align != 0)
