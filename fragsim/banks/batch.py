@@ -74,6 +74,7 @@ def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
     n = a0.shape[0]
     a = _int64_rows(a0, "addrs", "byte offsets into shared memory", n)
     m = inputs.batch_masks(o, mask, n)
+    inputs.check_batch_extent(o, a, m)
     from . import kernel_generated as K
 
     wf = np.zeros(n, np.int32)
