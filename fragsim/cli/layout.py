@@ -1,5 +1,6 @@
-"""fragsim layout FORM OPERAND: which lane and register hold which matrix element (as text, JSON,
-or with --png/--svg the picture); ``fragsim layout movmatrix``: who holds each element of the 8x8
+"""fragsim layout FORM OPERAND: which thread and register hold which matrix element of an mma.sync
+or wgmma operand (as text -- the grid in column blocks that fit --width, or --by-lane --, JSON, or
+with --png/--svg the picture); ``fragsim layout movmatrix``: who holds each element of the 8x8
 source matrix before and after the transpose."""
 
 from __future__ import annotations
@@ -8,51 +9,48 @@ import json
 
 import numpy as np
 
-from fragsim.instructions import check_operand, lookup
-from fragsim.layout.text import fragment_grid, fragment_json, lane_list
+from fragsim.layout.text import DEFAULT_WIDTH, fragment_grid, fragment_json, fragment_map, lane_list
 
 NAME = "layout"
-HELP = "print the lane/register map of an mma operand (PTX ISA figure order)"
+HELP = "print the thread/register map of an mma or wgmma operand (PTX ISA figure order)"
 
 
 def add_arguments(p):
-    p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32, a wgmma form, or movmatrix")
-    p.add_argument("operand", nargs="?", help="A, B, C or D (none for movmatrix)")
-    p.add_argument("--by-lane", action="store_true", help="list each lane's registers instead of the matrix grid")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("form", help="mma form, e.g. m16n8k16.row.col.f32.f16.f16.f32, a wgmma form (after "
+                   "wgmma.mma_async.sync.aligned., e.g. m64n64k16.f32.bf16.bf16), or movmatrix")
+    p.add_argument("operand", nargs="?", help="A, B, C or D (wgmma: A, C or D; none for movmatrix)")
+    p.add_argument("--by-lane", action="store_true", help="list each lane's (wgmma: thread's) registers and the "
+                   "elements they hold instead of the matrix grid")
+    p.add_argument("--cols", metavar="LOW..HIGH", help="print only these columns of the grid (both included), "
+                   "e.g. --cols 0..31, or one column: --cols 5")
+    p.add_argument("--width", type=int, metavar="CHARS", help=f"characters per line: wider grids come in blocks of "
+                   f"columns, longer --by-lane lines continue below; default {DEFAULT_WIDTH}, 0: no limit")
+    p.add_argument("--json", action="store_true", help="machine-readable output (one schema for mma and wgmma maps)")
     p.add_argument("--png", metavar="FILE", help="draw the map as a PNG picture (as `fragsim draw fragment`)")
     p.add_argument("--svg", metavar="FILE", help="draw the map as an SVG picture")
 
 
-def _run_wgmma(args, pictures) -> int:
-    """A wgmma form (PTX spelling after wgmma.mma_async.sync.aligned.): the warpgroup maps of A, C, D."""
-    from fragsim.instructions.wgmma import lookup_wgmma
-    from fragsim.sim.wgmma import owners
-    form = lookup_wgmma(args.form)
-    op = check_operand(args.operand)
-    form.coords(op)                       # B (shared memory only) refused in one line
-    if pictures:
-        from fragsim.viz.warpgroup_map import draw_warpgroup_map
-        from .files import writable_file
-        for path, ext in pictures:
-            if not path.lower().endswith(ext):
-                raise ValueError(f"--{ext[1:]} {path}: expected a file name ending in {ext}")
-            writable_file(path, f"--{ext[1:]}")
-        for path, _ in pictures:
-            draw_warpgroup_map(form, op, path)
-            print(f"wrote {path}")
-        return 0
-    thread, reg, half = owners(form, op)
-    epr = form.elems_per_reg(op)
-    names = [[f"T{t}:{op.lower()}{g * epr + h}" for t, g, h in zip(*row)] for row in zip(thread, reg, half)]
-    if args.json:
-        print(json.dumps({"form": form.ptx, "operand": op, "threads": 128, "nregs": form.nregs(op),
-                          "cells": [[{"thread": int(t), "reg": int(g), "half": int(h)} for t, g, h in zip(*row)]
-                                    for row in zip(thread, reg, half)]}))
-    else:
-        w = max(len(x) for r in names for x in r)
-        print("\n".join(" ".join(x.ljust(w) for x in r) for r in names))
-    return 0
+def _cols(text: str, ncols: int) -> range:
+    """--cols LOW..HIGH (both included) or one column."""
+    low, dots, high = text.partition("..")
+    try:
+        lo = int(low.strip(), 0)
+        hi = int(high.strip(), 0) if dots else lo
+    except ValueError:
+        raise ValueError(f"--cols {text!r}: expected LOW..HIGH (both included), e.g. --cols 0..31, "
+                         f"or one column number") from None
+    if hi < lo:
+        raise ValueError(f"--cols {text}: the range is empty (write LOW..HIGH, LOW <= HIGH)")
+    if lo < 0 or hi >= ncols:
+        raise ValueError(f"--cols {text}: the matrix has columns 0..{ncols - 1}")
+    return range(lo, hi + 1)
+
+
+def _refuse(args, options, why: str):
+    """Options that do not apply to what is printed: refused, not silently ignored."""
+    given = [o for o in options if getattr(args, o.lstrip("-").replace("-", "_")) not in (None, False)]
+    if given:
+        raise ValueError(f"{given[0]}: {why}; leave it out")
 
 
 def _is_movmatrix(spelling) -> bool:
@@ -105,36 +103,36 @@ def _writable(pictures):
         writable_file(path, f"--{ext[1:]}")
 
 
-def _is_wgmma(spelling) -> bool:
-    return isinstance(spelling, str) and spelling.strip().lower().startswith(("wgmma.", "m64n"))
-
-
 def run(args) -> int:
     pictures = [(path, ext) for path, ext in ((args.png, ".png"), (args.svg, ".svg")) if path is not None]
+    if args.width is not None and args.width < 0:
+        raise ValueError(f"--width {args.width}: expected a number of characters per line (0: no limit)")
     if _is_movmatrix(args.form):
+        _refuse(args, ("--cols", "--width"), "movmatrix's grids are 8 columns wide")
         return _run_movmatrix(args, pictures)
     if args.operand is None:
         raise ValueError(f"operand: expected A, B, C or D after the form {args.form!r}")
-    if _is_wgmma(args.form):
-        return _run_wgmma(args, [(p, e) for p, e in ((args.png, ".png"), (args.svg, ".svg")) if p is not None])
-    form = lookup(args.form)
-    op = check_operand(args.operand)
-    pictures = [(path, ext) for path, ext in ((args.png, ".png"), (args.svg, ".svg")) if path is not None]
+    m = fragment_map(args.form, args.operand)
     if pictures:
-        from fragsim.viz.fragment_map import draw_fragment_map
-        from .files import writable_file
-        for path, ext in pictures:
-            if not path.lower().endswith(ext):
-                raise ValueError(f"--{ext[1:]} {path}: expected a file name ending in {ext}")
-            writable_file(path, f"--{ext[1:]}")
+        _refuse(args, ("--by-lane", "--json", "--cols", "--width"), "--png/--svg draw the whole map")
+        _writable(pictures)
         for path, _ in pictures:
-            draw_fragment_map(form, op, path)
+            if m.warpgroup:
+                from fragsim.viz.warpgroup_map import draw_warpgroup_map
+                draw_warpgroup_map(m.form, m.operand, path)
+            else:
+                from fragsim.viz.fragment_map import draw_fragment_map
+                draw_fragment_map(m.form, m.operand, path)
             print(f"wrote {path}")
         return 0
+    width = DEFAULT_WIDTH if args.width is None else args.width
     if args.json:
-        print(json.dumps(fragment_json(form, op)))
+        _refuse(args, ("--by-lane", "--cols", "--width"), "--json gives the whole map")
+        print(json.dumps(fragment_json(m)))
     elif args.by_lane:
-        print(lane_list(form, op))
+        _refuse(args, ("--cols",), "--cols selects columns of the grid; --by-lane lists every thread")
+        print(lane_list(m, width=width))
     else:
-        print(fragment_grid(form, op))
+        cols = None if args.cols is None else _cols(args.cols, m.shape[1])
+        print(fragment_grid(m, width=width, cols=cols))
     return 0

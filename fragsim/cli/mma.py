@@ -31,7 +31,10 @@ def add_arguments(p):
                        f"format) or raw bits (unsigned integers); integer forms: integer values (s8: -128..127)"
                        + ("" if need else "; default all zero"))
     p.add_argument("--explain", nargs=2, type=int, metavar=("ROW", "COL"),
-                   help="print the computation of D[ROW, COL] step by step")
+                   help="print the computation of D[ROW, COL] step by step, as the architecture row models it: "
+                   "f16/bf16/tf32 blocks (E_max, truncation, rounding); fp8 as exact f16 conversions, two f16 HMMAs "
+                   "and the IEEE add of C; integers as exact sums, wrapped or clamped (.satfinite), b1 as popc of "
+                   "words; f64 as a chain of IEEE fma; m8n8k4 .f16 as its tree of binary32 operations")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
