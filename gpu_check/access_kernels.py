@@ -29,6 +29,7 @@ from fragsim.layout.tile import Tile
 from fragsim.layout.xor_map import XorMap
 
 from .kernels import shared_asm
+from .prelude import unit
 
 F16 = "m16n8k16.row.col.f32.f16.f16.f32"
 BF16 = "m16n8k16.row.col.f32.bf16.bf16.f32"
@@ -186,7 +187,7 @@ def kernel_source(case: AccessCase, s: A.AccessSet | None = None) -> str:
              "    const unsigned* __restrict__ VALS, const unsigned long long* __restrict__ SRC,",
              "    const unsigned char* __restrict__ G, unsigned* __restrict__ OUT, unsigned* __restrict__ INFO) {",
              "  extern __shared__ __align__(1024) unsigned char smem[];",
-             "  const unsigned warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;",
+             "  const unsigned warp = threadIdx.x / FS_LANES, lane = threadIdx.x % FS_LANES;",
              "  const unsigned base = fs_smem_addr(smem);",
              "  if (threadIdx.x == 0) INFO[0] = base;"]
     wrote = False
@@ -198,7 +199,7 @@ def kernel_source(case: AccessCase, s: A.AccessSet | None = None) -> str:
         lines.append(f"  // {g.describe()}")
         for j in range(p.index.shape[0]):
             cell = f"({j} * {nw} + warp)"
-            a = f"base + ADDR[{p.addr_off} + {cell} * 32 + lane]"
+            a = f"base + ADDR[{p.addr_off} + {cell} * FS_LANES + lane]"
             body = [f"    const unsigned m = MASK[{p.mask_off} + {cell}];",
                     "    if (m != 0u) {"]
             if o.kind in ("ldsm", "ld"):
@@ -207,14 +208,14 @@ def kernel_source(case: AccessCase, s: A.AccessSet | None = None) -> str:
                 outs = "".join(f" o[{k}] = r{k};" for k in range(o.nregs))
                 inner = [f"unsigned {', '.join(f'{r} = 0u' for r in regs)};",
                          f"const unsigned a = {a};", stmt,
-                         f"unsigned* o = OUT + {p.out_off} + ({cell} * 32 + lane) * {o.nregs};{outs}"]
+                         f"unsigned* o = OUT + {p.out_off} + ({cell} * FS_LANES + lane) * {o.nregs};{outs}"]
             elif o.kind in ("stsm", "st"):
-                v = f"VALS + {p.vals_off} + ({cell} * 32 + lane) * {o.nregs}"
+                v = f"VALS + {p.vals_off} + ({cell} * FS_LANES + lane) * {o.nregs}"
                 inner = [f"const unsigned* v = {v};", f"const unsigned a = {a};",
                          shared_asm(o, "a", vals=[f"v[{k}]" for k in range(o.nregs)])]
             else:
                 inner = [f"const unsigned a = {a};",
-                         f"const unsigned long long src = fs_global_addr(G + SRC[{p.addr_off} + {cell} * 32 + lane]);",
+                         f"const unsigned long long src = fs_global_addr(G + SRC[{p.addr_off} + {cell} * FS_LANES + lane]);",
                          shared_asm(o, "a", src="src")]
             if o.kind in ("ldsm", "stsm"):
                 body += ["      " + x for x in inner]
@@ -229,21 +230,8 @@ def kernel_source(case: AccessCase, s: A.AccessSet | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-PRELUDE = """\
-// fragsim gpu_check access-set kernels (gpu_check/access_kernels.py): one CTA kernel per access set.
-__device__ __forceinline__ unsigned fs_smem_addr(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ unsigned long long fs_global_addr(const void* p) {
-  unsigned long long r;
-  asm("cvta.to.global.u64 %0, %1;" : "=l"(r) : "l"(p));
-  return r;
-}
-"""
-
-
 def module_source(cases=CASES) -> str:
-    return PRELUDE + "\n".join(kernel_source(c) for c in cases)
+    return unit(*(kernel_source(c) for c in cases))
 
 
 def expected_sass(case: AccessCase, s: A.AccessSet | None = None) -> dict:

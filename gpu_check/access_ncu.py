@@ -29,24 +29,13 @@ import time
 import numpy as np
 
 from . import access_kernels as K
+from . import compile, record
 from .ncu_probe import NcuUnavailable, sass_functions
+from .ncu_run import COUNTERS, INSTRUCTIONS, figures, metrics, ncu_version
 
-METRICS = (
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
-    "smsp__inst_executed_op_ldsm.sum",
-    "smsp__inst_executed_op_shared_stsm.sum",
-    "smsp__inst_executed_op_shared_ld.sum",
-    "smsp__inst_executed_op_shared_st.sum",
-    "smsp__inst_executed_op_ldgsts.sum",
-)
-SHORT = {m: m.split("__", 1)[1].replace(".sum", "") for m in METRICS}
+METRICS = metrics()             # the table's counters and op_misc (ncu_run.py)
 RECORD = "access_ncu.npz"
+RECORD_KIND = "access-ncu"
 DEFAULT_SMEM = 48 * 1024      # dynamic shared memory a launch gets without cudaFuncSetAttribute
 
 
@@ -86,31 +75,15 @@ def choose_layouts(case: K.AccessCase, n_random: int, rng) -> list:
 # build and check the kernels
 # ---------------------------------------------------------------------------------------------
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        nvcc = shutil.which("nvcc")
-        cand = os.path.join(os.path.dirname(os.path.realpath(nvcc)), name) if nvcc else ""
-        if cand and os.path.exists(cand):
-            return cand
-        raise NcuUnavailable(f"{name} not found on PATH (needed to measure access sets)")
-    return path
-
-
 def build(out: str, arch: str) -> str:
-    cu = os.path.join(out, "access_kernels.cu")
-    cubin = os.path.join(out, "access_kernels.cubin")
-    with open(cu, "w") as f:
-        f.write(K.module_source())
-    r = subprocess.run([_tool("nvcc"), f"-arch={arch}", "-cubin", "-o", cubin, cu], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise NcuUnavailable(f"nvcc failed on the access-set kernels: {r.stderr.strip().splitlines()[-1:]}")
+    (cubin,) = compile.nvcc([(K.module_source(), os.path.join(out, "access_kernels.cubin"))], [f"-arch={arch}", "-cubin"],
+                            "the access-set kernels", NcuUnavailable)
     return cubin
 
 
 def check_sass(cubin: str, out: str) -> None:
     """Every kernel holds exactly the shared-memory instructions its access set issues per warp."""
-    text = subprocess.run([_tool("cuobjdump"), "-sass", cubin], capture_output=True, text=True, check=True).stdout
+    text = compile.sass(cubin, NcuUnavailable)
     with open(os.path.join(out, "access_kernels.sass"), "w") as f:
         f.write(text)
     funcs = sass_functions(text)
@@ -206,10 +179,10 @@ def measure(out: str, n_random: int = 3, seed: int = 0, verbose: bool = True) ->
     check_sass(cubin, out)
     say("SASS check passed: every kernel holds one shared-memory instruction per slot of its access set")
     avail = available_metrics(ncu)
-    metrics = [m for m in METRICS if avail is None or m.split(".")[0] in avail]
+    names = [m for m in METRICS if avail is None or m.split(".")[0] in avail]
     log = os.path.join(out, "ncu.csv")
     cmd = [ncu, "--clock-control", "none", "--cache-control", "none", "--csv", "--print-units", "base",
-           "-k", "regex:^fs_acc_", "--metrics", ",".join(metrics), "--log-file", log,
+           "-k", "regex:^fs_acc_", "--metrics", ",".join(names), "--log-file", log,
            sys.executable, "-m", "fragsim.gpu_check.access_ncu", "launch", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
     text = open(log).read() if os.path.exists(log) else ""
@@ -219,13 +192,13 @@ def measure(out: str, n_random: int = 3, seed: int = 0, verbose: bool = True) ->
         raise NcuUnavailable(f"ncu profiled {len(rows)} of {len(plan)} launches (exit {r.returncode}): {' | '.join(tail)}")
     with open(os.path.join(out, "launched.json")) as f:
         launched = json.load(f)
-    values = {SHORT[m]: [] for m in metrics}
+    values: dict[str, list[int]] = {m: [] for m in names}
     for (kname, vals), item in zip(rows, plan):
         if not kname.startswith(K.kernel_name(K.AccessCase.from_json(item["case"]))):
             raise NcuUnavailable(f"ncu row {kname!r} does not match the planned launch of {item['name']}")
-        for m in metrics:
-            values[SHORT[m]].append(int(vals.get(m, -1)))
-    meta = {"device": info, "ncu": _ncu_version(ncu), "gbase": launched["gbase"], "metrics": metrics,
+        for m in names:
+            values[m].append(int(vals.get(m, -1)))
+    meta = {"device": info, "ncu": ncu_version(ncu), "gbase": launched["gbase"],
             "date": time.strftime("%Y-%m-%d"), "seed": seed, "random": n_random}
     path = os.path.join(out, RECORD)
     save_record(path, meta, plan, launched["launches"], values)
@@ -234,52 +207,38 @@ def measure(out: str, n_random: int = 3, seed: int = 0, verbose: bool = True) ->
     return path
 
 
-def _ncu_version(ncu: str) -> str:
-    try:
-        r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
-        return r.stdout.strip().splitlines()[-1]
-    except Exception:  # informational only
-        return "unknown"
-
-
 # ---------------------------------------------------------------------------------------------
 # records
 # ---------------------------------------------------------------------------------------------
 
 def save_record(path: str, meta: dict, plan: list, launches: list, values: dict) -> None:
-    np.savez_compressed(
-        path, meta=np.array(json.dumps(meta)), case=np.array([p["case"] for p in plan]),
-        role=np.array([p["role"] for p in plan]), layout=np.array([json.dumps(p["layout"]) for p in plan]),
-        data_ok=np.array([x["data_ok"] for x in launches]), bad_words=np.array([x["bad_words"] for x in launches]),
-        smem_base=np.array([x["smem_base"] for x in launches], np.int64),
-        **{f"m_{k}": np.asarray(v, np.int64) for k, v in values.items()})
+    """A record of kind "access-ncu": per launch its case, layout role and layout, the data check,
+    the shared window's base, and ``m_<metric>``: each metric's values (``meta["metrics"]`` lists them)."""
+    record.save(path, RECORD_KIND, dict(meta, metrics=list(values)),
+                {"case": np.array([p["case"] for p in plan]), "role": np.array([p["role"] for p in plan]),
+                 "layout": np.array([json.dumps(p["layout"]) for p in plan]),
+                 "data_ok": np.array([x["data_ok"] for x in launches]),
+                 "bad_words": np.array([x["bad_words"] for x in launches]),
+                 "smem_base": np.array([x["smem_base"] for x in launches], np.int64),
+                 **{f"m_{k}": np.asarray(v, np.int64) for k, v in values.items()}})
 
 
 def load_record(path: str) -> dict:
-    z = np.load(path, allow_pickle=False)
-    rec = {k: z[k] for k in z.files}
-    rec["meta"] = json.loads(str(rec["meta"]))
+    meta, rec = record.load(path, (RECORD_KIND,))
+    rec["meta"] = meta
     rec["metrics"] = {k[2:]: rec.pop(k) for k in list(rec) if k.startswith("m_")}
     return rec
 
 
 def measured(rec: dict, i: int) -> dict:
-    """Launch i's counters, in predict()'s shape.  cp.async's wavefronts have no op_ counter: they are
-    the shared total less op_misc (the commit/wait and barrier bookkeeping), op_ld and op_st."""
-    m = {k: int(v[i]) for k, v in rec["metrics"].items()}
-    get = m.get
-    cp_wf = get("data_pipe_lsu_wavefronts_mem_shared", 0) - get("data_pipe_lsu_wavefronts_mem_shared_op_misc", 0) \
-        - get("data_pipe_lsu_wavefronts_mem_shared_op_ld", 0) - get("data_pipe_lsu_wavefronts_mem_shared_op_st", 0)
-    return {
-        "ld": {"wavefronts": get("data_pipe_lsu_wavefronts_mem_shared_op_ld", -1),
-               "conflicts": get("data_bank_conflicts_pipe_lsu_mem_shared_op_ld", -1)},
-        "st": {"wavefronts": get("data_pipe_lsu_wavefronts_mem_shared_op_st", -1),
-               "conflicts": get("data_bank_conflicts_pipe_lsu_mem_shared_op_st", -1)},
-        "ldgsts": {"wavefronts": cp_wf, "conflicts": get("data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts", -1)},
-        "inst": {"ldsm": get("inst_executed_op_ldsm", -1), "ld": get("inst_executed_op_shared_ld", -1),
-                 "stsm": get("inst_executed_op_shared_stsm", -1), "st": get("inst_executed_op_shared_st", -1),
-                 "ldgsts": get("inst_executed_op_ldgsts", -1)},
-    }
+    """Launch i's counters, in predict()'s shape (cp.async's wavefronts: ncu_run.figures)."""
+    out: dict = {}
+    for counter in COUNTERS:
+        wf, bc = figures(rec["metrics"], counter)
+        out[counter] = {"wavefronts": int(wf[i]), "conflicts": int(bc[i])}
+    m = rec["metrics"]
+    out["inst"] = {kind: int(m[name][i]) if name in m else -1 for kind, name in INSTRUCTIONS.items()}
+    return out
 
 
 def differences(rec: dict) -> list:

@@ -18,26 +18,25 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 import fragsim
-from fragsim.facts.arch import get_arch
+from fragsim.facts.arch import DEFAULT_ARCH, arch_for_cc, get_arch
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup, parse_shared_op
 
-from . import corpus
+from . import compile, corpus, runner
 from . import generate as G
 from . import kernels as K
+from .prelude import THREADS_PER_BLOCK, TILE_BYTES, WARPS_PER_BLOCK
 
 DEFAULT_CHUNK = 1 << 16
 SHARED_LOOP_PART = 4096      # cases per worker task for per-case shared-memory models
-
-
-def kind_of(op: str) -> str:
-    k = K.kernel_for(op)
-    return k.kind
 
 
 def canonical(op: str) -> str:
@@ -56,7 +55,7 @@ def _loop_shared(op, tiles, addrs, mask, payload):
     sop = parse_shared_op(op)
     n = addrs.shape[0]
     if sop.kind == "ld":
-        out = np.zeros((n, 32, max(1, sop.bytes_per_addr // 4)), np.uint32)
+        out = np.zeros((n, WARP_LANES, max(1, sop.bytes_per_addr // 4)), np.uint32)
         for i in range(n):
             out[i] = fragsim.ld_shared(tiles[i], addrs[i], sop.bytes_per_addr, int(mask[i]))
         return out
@@ -85,6 +84,17 @@ def _parallel_loop(op, tiles, addrs, mask, payload, pool):
     return np.concatenate([f.result() for f in futs])
 
 
+def _side_by_side(load, tiles: np.ndarray, addrs: np.ndarray) -> np.ndarray:
+    """A full-warp load of every case at once: as many cases' tiles side by side as one CTA's shared
+    memory holds, each case's addresses moved to its tile."""
+    per = max(1, get_arch(DEFAULT_ARCH).smem_per_cta // TILE_BYTES)
+    parts = []
+    for s in range(0, max(len(tiles), 1), per):     # no cases: one empty load, for the output's shape
+        t = tiles[s:s + per]
+        parts.append(load(t.reshape(-1), addrs[s:s + per] + (np.arange(len(t), dtype=np.int64) * TILE_BYTES)[:, None]))
+    return np.concatenate(parts)
+
+
 def model_outputs(op: str, inp: dict, arch: str, pool=None) -> dict:
     """What fragsim says the instruction produces for these inputs."""
     k = K.kernel_for(op)
@@ -95,17 +105,14 @@ def model_outputs(op: str, inp: dict, arch: str, pool=None) -> dict:
     tiles = _case_tiles(inp)
     addrs = inp["addrs"].astype(np.int64)
     if sop.kind == "ldsm":
-        flat = tiles.reshape(-1)
-        a = addrs + (np.arange(n, dtype=np.int64) * K.TILE_BYTES)[:, None]
-        return {"out": fragsim.ldmatrix(flat, a, sop.num, sop.trans)}
+        return {"out": _side_by_side(lambda smem, a: fragsim.ldmatrix(smem, a, sop.num, sop.trans), tiles, addrs)}
     if sop.kind == "ld":
         nb = sop.bytes_per_addr
-        out = np.zeros((n, 32, max(1, nb // 4)), np.uint32)
+        out = np.zeros((n, WARP_LANES, max(1, nb // 4)), np.uint32)
         full = inp["mask"] == 0xFFFFFFFF
         if full.any():
             fi = np.flatnonzero(full)
-            a = addrs[fi] + (fi.astype(np.int64) * K.TILE_BYTES)[:, None]
-            out[fi] = fragsim.ld_shared(tiles.reshape(-1), a, nb)
+            out[fi] = _side_by_side(lambda smem, a: fragsim.ld_shared(smem, a, nb), tiles[fi], addrs[fi])
         pi = np.flatnonzero(~full)
         if pi.size:
             out[pi] = _parallel_loop(k.op, tiles[pi], addrs[pi], inp["mask"][pi], None, pool)
@@ -153,7 +160,7 @@ def describe(op: str, inp: dict, hw: dict, exp: dict, i: int, case_no: int) -> d
                 "c": _hex(Cm[r, c], fc.storage_bits),
                 "expected": _hex(want[r, c], fd.storage_bits), "got": _hex(got[r, c], fd.storage_bits)}
     addrs = [int(x) for x in inp["addrs"][i]]
-    base = {"op": k.op, "case": case_no, "class": tag, "addrs": addrs, "mask": _hex(inp["mask"][i], 32)}
+    base = {"op": k.op, "case": case_no, "class": tag, "addrs": addrs, "mask": _hex(inp["mask"][i], WARP_LANES)}
     if "out" in exp:
         g, w = hw["out"][i], exp["out"][i]
         lane, reg = (int(x) for x in np.argwhere(g != w)[0])
@@ -227,23 +234,75 @@ class Recorder:
 # backends
 
 class GpuBackend:
-    def __init__(self, ops=None):
-        from .runner import GpuRunner
-        self.runner = GpuRunner(ops)
-        self.info = dict(self.runner.info)
-        self.arch = self.runner.arch
+    """The table's kernels on device 0, one warp per case: ``run(op, inputs) -> outputs`` with the
+    array conventions of ``kernels.py`` and ``generate.py``.  Compiles the kernels of ``ops`` (default:
+    every op the device has, each entry's ``min_cc``) with NVRTC; ``GpuUnavailable`` in one line when
+    CuPy, a driver, a GPU or NVRTC is missing."""
 
-    def available_ops(self):
+    def __init__(self, ops: Sequence[str] | None = None):
+        cp = runner.import_cupy()
+        self.cp = cp
+        self.info = runner.device_info(cp)
+        cc = self.info["cc_int"]
+        self.arch = arch_for_cc(cc // 10, cc % 10, self.info["device"])
+        self.info["arch"] = self.arch
+        available = K.all_ops(cc)
+        ops = available if ops is None else ops
+        missing = [K.kernel_for(o) for o in ops if K.kernel_for(o).op not in available]
+        if missing:
+            raise ValueError(f"{self.info['device']} (compute capability {self.info['cc']}) lacks "
+                             + ", ".join(f"{k.op} (needs {k.min_cc // 10}.{k.min_cc % 10})" for k in missing))
+        self.kernels = {k.op: k for k in K.kernels(cc, ops)}
+        fns = compile.nvrtc(K.module_source(cc, list(self.kernels)), [k.name for k in self.kernels.values()],
+                            f"the kernels for compute capability {self.info['cc']}", cp)
+        self.functions = {op: fns[k.name] for op, k in self.kernels.items()}
+
+    def available_ops(self) -> list[str]:
         return K.all_ops(self.info["cc_int"])
 
-    def run(self, op, inp):
-        return self.runner.run(op, inp)
+    def _launch(self, op: str, n: int, *args: Any) -> None:
+        blocks = (n + WARPS_PER_BLOCK - 1) // WARPS_PER_BLOCK
+        self.functions[op]((blocks,), (THREADS_PER_BLOCK,), args + (np.int64(n),))
+
+    def run(self, op: str, inp: dict) -> dict:
+        cp = self.cp
+        k = self.kernels[K.kernel_for(op).op]
+        if k.kind == "mma":
+            a, b, c = (cp.asarray(np.ascontiguousarray(inp[x], dtype=np.uint32)) for x in "abc")
+            n = a.shape[0]
+            d = cp.empty((n, WARP_LANES, k.nregs_out()), dtype=cp.uint32)
+            if n:
+                self._launch(k.op, n, a, b, c, d)
+            return {"d": cp.asnumpy(d)}
+        n = inp["addrs"].shape[0]
+        smem = cp.asarray(np.ascontiguousarray(inp["tiles"][inp["tile_idx"]]))
+        addrs = cp.asarray(np.ascontiguousarray(inp["addrs"], dtype=np.uint32))
+        if k.kind in ("ldsm", "ld"):
+            out = cp.zeros((n, WARP_LANES, k.nregs_out()), dtype=cp.uint32)
+            if n:
+                if k.kind == "ldsm":
+                    self._launch(k.op, n, smem, addrs, out)
+                else:
+                    mask = cp.asarray(np.ascontiguousarray(inp["mask"], dtype=np.uint32))
+                    self._launch(k.op, n, smem, addrs, mask, out)
+            return {"out": cp.asnumpy(out)}
+        smem_out = cp.empty((n, TILE_BYTES), dtype=cp.uint8)
+        if n:
+            if k.kind == "stsm":
+                regs = cp.asarray(np.ascontiguousarray(inp["regs"], dtype=np.uint32))
+                self._launch(k.op, n, smem, addrs, regs, smem_out)
+            else:
+                mask = cp.asarray(np.ascontiguousarray(inp["mask"], dtype=np.uint32))
+                payload = inp["vals"] if k.kind == "st" else inp["src"]
+                pay = cp.asarray(np.ascontiguousarray(payload))
+                self._launch(k.op, n, smem, addrs, mask, pay, smem_out)
+        return {"smem_out": cp.asnumpy(smem_out)}
 
 
 class ModelBackend:
     """fragsim in place of the GPU (dry run): every case agrees by construction."""
 
-    def __init__(self, arch="sm_90", pool=None):
+    def __init__(self, arch=DEFAULT_ARCH, pool=None):
         row = get_arch(arch)
         self.arch = row.name
         self.cc = row.cc
@@ -487,11 +546,11 @@ def run_overlap_probes(backend, op, seed=0) -> list[dict]:
             unit = parse_shared_op(k.op).bytes_per_addr
             landed = hw["smem_out"][i][a0:a0 + unit]
             if k.kind == "st":
-                data = inp["vals"][i].astype("<u4").view(np.uint8).reshape(32, -1)[:, :unit]
+                data = inp["vals"][i].astype("<u4").view(np.uint8).reshape(WARP_LANES, -1)[:, :unit]
             else:
                 data = inp["src"][i][:, :unit]
             m = int(inp["mask"][i])
-            lanes = [lane for lane in range(32) if (m >> lane) & 1 and (data[lane] == landed).all()]
+            lanes = [lane for lane in range(WARP_LANES) if (m >> lane) & 1 and (data[lane] == landed).all()]
             row["winning_lanes"] = lanes
         out.append(row)
     return out

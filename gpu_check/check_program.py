@@ -20,8 +20,10 @@ import numpy as np
 from fragsim.facts.arch import arch_for_cc
 from fragsim.facts.hardware import WARP_LANES
 
-from .kernels import PRELUDE, shared_asm
-from .runner import GpuUnavailable, device_info, import_cupy
+from .kernels import shared_asm
+from .prelude import unit
+from . import compile
+from .runner import device_info, import_cupy
 
 #: Dynamic shared memory a kernel gets without opting in (CUDA C++ Programming Guide).
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
@@ -45,22 +47,21 @@ def program_source(ops) -> str:
             call = f"if (on) {{ {call} }}"
         cases.append(f"      case {k}: {{ {call} break; }}  // {op.ptx}")
     body = "\n".join(cases)
-    return PRELUDE + f"""
-extern "C" __global__ void fs_check_program(const unsigned char* __restrict__ SMEM, const int* __restrict__ OPS,
-    const unsigned* __restrict__ ADDR, const unsigned* __restrict__ MASK, const unsigned* __restrict__ PAY,
-    const unsigned char* __restrict__ SRC, unsigned* __restrict__ OUT, unsigned char* __restrict__ SMEM_OUT,
-    int n, int size) {{
+    return unit(f"""extern "C" __global__ void fs_check_program(const unsigned char* __restrict__ SMEM,
+    const int* __restrict__ OPS, const unsigned* __restrict__ ADDR, const unsigned* __restrict__ MASK,
+    const unsigned* __restrict__ PAY, const unsigned char* __restrict__ SRC, unsigned* __restrict__ OUT,
+    unsigned char* __restrict__ SMEM_OUT, int n, int size) {{
   extern __shared__ __align__(1024) unsigned char fs_smem[];
-  const unsigned lane = threadIdx.x & 31u;
+  const unsigned lane = threadIdx.x % FS_LANES;
   const long long p = blockIdx.x;
   {{ const unsigned* src = (const unsigned*)(SMEM + p * size);
      unsigned* dst = (unsigned*)fs_smem;
-     for (int i = lane; i < size / 4; i += 32) dst[i] = src[i]; }}
+     for (int i = lane; i < size / 4; i += FS_LANES) dst[i] = src[i]; }}
   __syncwarp();
   const unsigned base = fs_smem_addr(fs_smem);
   for (int i = 0; i < n; ++i) {{
-    const long long slot = (p * n + i) * 32 + lane;
-    const unsigned addr = base + ADDR[i * 32 + lane];
+    const long long slot = (p * n + i) * FS_LANES + lane;
+    const unsigned addr = base + ADDR[i * FS_LANES + lane];
     const bool on = (MASK[i] >> lane) & 1u;
     const unsigned* v = PAY + slot * {MAX_REGS};
     const unsigned long long g = fs_global_addr(SRC + slot * {MAX_COPY});
@@ -77,9 +78,9 @@ extern "C" __global__ void fs_check_program(const unsigned char* __restrict__ SM
   __syncwarp();
   {{ const unsigned* src = (const unsigned*)fs_smem;
      unsigned* dst = (unsigned*)(SMEM_OUT + p * size);
-     for (int i = lane; i < size / 4; i += 32) dst[i] = src[i]; }}
+     for (int i = lane; i < size / 4; i += FS_LANES) dst[i] = src[i]; }}
 }}
-"""
+""")
 
 
 class GpuMachine:
@@ -98,13 +99,9 @@ class GpuMachine:
     def _function(self, ops):
         key = tuple(op.name for op in ops)
         if key not in self._modules:
-            try:
-                mod = self.cp.RawModule(code=program_source(ops), backend="nvrtc")
-                self._modules[key] = mod.get_function("fs_check_program")
-            except Exception as e:
-                msg = str(e).strip().splitlines()
-                raise GpuUnavailable(f"NVRTC could not build the check program for compute capability "
-                                     f"{self.info['cc']}: {msg[0] if msg else type(e).__name__}") from None
+            self._modules[key] = compile.nvrtc(program_source(ops), ["fs_check_program"],
+                                               f"the check program for compute capability {self.info['cc']}",
+                                               self.cp)["fs_check_program"]
         return self._modules[key]
 
     def run(self, instrs, smem: np.ndarray, payloads: list) -> tuple[list, np.ndarray]:

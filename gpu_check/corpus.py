@@ -1,35 +1,40 @@
-"""Hardware corpora: register-level inputs and the outputs a real GPU gave, with the
-device, architecture, driver and CUDA version that produced them.
+"""Warp corpora: register-level inputs and the outputs a real GPU gave, with the device,
+architecture, driver and CUDA version that produced them -- records (gpu_check/record.py) of kind
+"mma", "shared" or "movmatrix".
 
-One compressed ``.npz`` per instruction: ``mma.<form>.npz`` or ``<shared op>.npz``
-(e.g. ``ldmatrix.x4.trans.npz``).  Arrays:
+One file per instruction: ``mma.<form>.npz``, ``<shared op>.npz`` (e.g. ``ldmatrix.x4.trans.npz``)
+or ``movmatrix.trans.npz``.  Arrays:
 
 - mma:    ``a``, ``b``, ``c`` (inputs), ``d`` (hardware output): uint32 (n, 32, nregs)
+- movmatrix: ``a`` (input), ``d`` (hardware output): uint32 (n, 32, 1)
 - shared: ``tiles`` (G, TILE) u8 and ``tile_idx`` (n,) pick each case's initial tile;
   ``addrs`` (n, 32) byte offsets, ``mask`` (n,) active lanes, and ``regs`` (stmatrix),
   ``vals`` (st.shared) or ``src`` (cp.async, (n,32,16) u8);  hardware output ``out``
   (n, 32, k) for loads, or ``smem_xor`` (n, TILE) for stores: the tile after the store
   XOR the tile before (``load`` turns it back into ``smem_out``).
-- both:   ``tag`` (n,) index into ``tag_names`` (input class or probe name), ``meta``
-  (a JSON string: format, kind, op, ptx, device, cc, arch, driver, CUDA, NVRTC, date, and
-  ``subset`` where the file keeps a subset of the recorded cases: see ``shrink``).
+- all:    ``tag`` (n,) index into ``tag_names`` (input class or probe name); the metadata holds
+  op, ptx, device, cc, arch, driver, CUDA, NVRTC, date, and ``subset`` where the file keeps a
+  subset of the recorded cases (see ``shrink``).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from fragsim.instructions import lookup, parse_shared_op
+from fragsim.instructions import REGISTER_OPS, lookup, parse_shared_op
 
-from .kernels import TILE_BYTES, kernel_for
+from . import record
+from .kernels import kernel_for
+from .prelude import TILE_BYTES
 
-FORMAT = "fragsim-hw-corpus/1"
+KINDS = ("mma", "shared", "movmatrix")
 META_KEYS = ("device", "cc", "arch", "driver", "cuda_runtime")
+OUTPUTS = ("d", "out", "smem_out", "smem_xor")
 
 
 @dataclass
@@ -54,10 +59,10 @@ class Corpus:
         return int(self.arrays["tag"].shape[0])
 
     def inputs(self) -> dict:
-        return {k: v for k, v in self.arrays.items() if k not in ("d", "out", "smem_out", "smem_xor")}
+        return {k: v for k, v in self.arrays.items() if k not in OUTPUTS}
 
     def outputs(self) -> dict:
-        if self.kind == "mma":
+        if self.kind != "shared":
             return {"d": self.arrays["d"]}
         if "out" in self.arrays:
             return {"out": self.arrays["out"]}
@@ -75,28 +80,36 @@ class Corpus:
         return Corpus(self.path, dict(self.meta, cases=int(idx.size)), arr)
 
 
-def file_name(op: str) -> str:
+def identify(op: str) -> tuple[str, str, str]:
+    """(kind, canonical name, PTX) of an mma form (any spelling), a shared op or a register op."""
+    if op in REGISTER_OPS:
+        return "movmatrix", op, REGISTER_OPS[op].ptx
     k = kernel_for(op)
-    return f"mma.{k.op}.npz" if k.kind == "mma" else f"{k.op}.npz"
+    return ("mma" if k.kind == "mma" else "shared"), k.op, k.ptx
+
+
+def file_name(op: str) -> str:
+    kind, name, _ = identify(op)
+    return f"mma.{name}.npz" if kind == "mma" else f"{name}.npz"
 
 
 def save(directory: str, op: str, inputs: dict, outputs: dict, info: dict, extra_meta=None) -> str:
     """Write one corpus file; returns its path."""
-    k = kernel_for(op)
-    kind = "mma" if k.kind == "mma" else "shared"
+    kind, name, ptx = identify(op)
     missing = [m for m in META_KEYS if not info.get(m)]
     if missing:
         raise ValueError(f"corpus metadata lacks {', '.join(missing)}")
-    meta = {"format": FORMAT, "kind": kind, "op": k.op, "ptx": k.ptx,
-            **{key: info[key] for key in ("device", "cc", "arch", "driver", "cuda_driver_api",
-                                          "cuda_runtime", "nvrtc", "cupy", "date") if key in info}}
+    meta: dict[str, Any] = {"op": name, "ptx": ptx,
+                            **{key: info[key] for key in ("device", "cc", "arch", "driver", "cuda_driver_api",
+                                                          "cuda_runtime", "nvrtc", "cupy", "date") if key in info}}
     if kind == "shared":
         meta["tile_bytes"] = TILE_BYTES
     meta.update(extra_meta or {})
-    arrays = {"tag": np.asarray(inputs["tag"], np.uint8), "tag_names": np.array(list(inputs["tag_names"]))}
+    arrays: dict[str, Any] = {"tag": np.asarray(inputs["tag"], np.uint8),
+                              "tag_names": np.array(list(inputs["tag_names"]))}
     meta["cases"] = int(arrays["tag"].shape[0])
-    if kind == "mma":
-        for x in "abc":
+    if kind != "shared":
+        for x in ("abc" if kind == "mma" else "a"):
             arrays[x] = np.asarray(inputs[x], np.uint32)
         arrays["d"] = np.asarray(outputs["d"], np.uint32)
     else:
@@ -112,25 +125,17 @@ def save(directory: str, op: str, inputs: dict, outputs: dict, info: dict, extra
         else:
             before = arrays["tiles"][arrays["tile_idx"]]
             arrays["smem_xor"] = np.asarray(outputs["smem_out"], np.uint8) ^ before
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, file_name(op))
-    np.savez_compressed(path, meta=np.array(json.dumps(meta, sort_keys=True)), **arrays)
-    return path
+    return record.save(os.path.join(directory, file_name(op)), kind, meta, arrays)
 
 
-def load(path: str) -> Corpus:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        meta = json.loads(str(arrays.pop("meta")))
-    except (OSError, ValueError, KeyError, AttributeError, TypeError, zipfile.BadZipFile) as e:
-        # not an .npz (a .npy loads as an array), a damaged one, or one without the corpus's meta record
-        raise ValueError(f"{path}: not a fragsim hardware corpus ({type(e).__name__}: {e})") from None
-    fmt = meta.get("format") if isinstance(meta, dict) else None
-    if fmt != FORMAT:
-        raise ValueError(f"{path}: not a fragsim hardware corpus (format {fmt!r})")
+def load(path: str, kinds: Collection[str] = KINDS) -> Corpus:
+    """A corpus of one of ``kinds``; ValueError naming the file when it is not one."""
+    meta, arrays = record.load(path, kinds)
     if meta["kind"] == "mma":
         lookup(meta["op"])
+    elif meta["kind"] == "movmatrix":
+        if meta["op"] not in REGISTER_OPS:
+            raise ValueError(f"{path}: unknown register op {meta['op']!r}")
     else:
         parse_shared_op(meta["op"])
         arrays["addrs"] = arrays["addrs"].astype(np.uint32)
@@ -238,5 +243,5 @@ def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16, always=None
 
 def write(directory: str, c: Corpus) -> str:
     """Save a loaded (or shrunk) corpus again, metadata kept."""
-    extra = {k: v for k, v in c.meta.items() if k not in ("format", "kind", "op", "ptx", "cases")}
+    extra = {k: v for k, v in c.meta.items() if k not in ("format", "version", "kind", "op", "ptx", "cases")}
     return save(directory, c.op, c.inputs(), c.outputs(), c.meta, extra)

@@ -11,27 +11,32 @@ Matrices travel as 32-bit element words (two per f64 element, low word first), r
 
 Cases: per form ``n`` GEMMs drawn from one seed each (``case_inputs``): sizes of 1..4 tiles,
 K log-uniform up to ``K_MAX`` (some exactly ``K_MAX``), k order ascending, descending or a random
-permutation, and one input class (``CLASSES``).  A recording keeps, per GEMM, the seed and a digest
-of D (``digest``), plus a few small GEMMs in full; ``replay`` recomputes them on the CPU.
-
-    python -m fragsim.gpu_check.gemm record OUT.json [--n 100] [--forms S ...]     (on a GPU)
+permutation, and one input class (``CLASSES``).  A recording (a JSON record of kind "gemm",
+gpu_check/record.py) keeps, per GEMM, the seed and a digest of D (``digest``), plus a few small GEMMs
+in full; ``replay`` recomputes them on the CPU.  ``FAMILIES["gemm"]`` is ``fragsim gpu-check --family gemm``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
-import json
-import sys
+import os
+import shutil
+import tempfile
+from typing import Any
 
 import numpy as np
 
 from fragsim.facts.formats import FloatFormat, IntFormat, from_float, int_to_bits, to_float
 from fragsim.instructions import FORMS, lookup
 
+from . import compile, record as R, runner
+from .family import RunnerFamily, Say
+from .prelude import THREADS_PER_BLOCK, WARPS_PER_BLOCK, unit
+
 K_MAX = 8192
 CLASSES = ("normal", "spread", "cancel", "special", "extreme")
 ORDERS = ("ascending", "descending", "permuted")
-WARPS_PER_BLOCK = 4
 
 
 def _ident(s: str) -> str:
@@ -146,8 +151,8 @@ def kernel_source(form) -> str:
     return f"""extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned* __restrict__ B,
     const unsigned* __restrict__ C, unsigned* __restrict__ D, const int* __restrict__ order, int nsteps,
     long long M, long long N, long long K) {{
-  const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  const int lane = threadIdx.x & 31;
+  const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / FS_LANES;
+  const int lane = threadIdx.x % FS_LANES;
   const long long NT = N / {fn}, ntiles = (M / {fm}) * NT;
   if (warp * {g} >= ntiles) return;
   unsigned a[{n['A']}], b[{n['B']}], c[{n['C']}];
@@ -163,8 +168,8 @@ def kernel_source(form) -> str:
 
 
 def module_source(forms) -> str:
-    return "// fragsim GEMM cross-check kernels, generated from the instruction table (gpu_check/gemm.py).\n" + \
-        "".join(kernel_source(f) for f in forms)
+    """One translation unit holding the GEMM kernels of ``forms``."""
+    return unit(*(kernel_source(f) for f in forms))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -306,15 +311,14 @@ class GemmRunner:
     """The GEMM kernels of ``forms`` on device 0 (CuPy, NVRTC)."""
 
     def __init__(self, forms):
-        from .runner import device_info, import_cupy
-
-        cp = import_cupy()
+        cp = runner.import_cupy()
         self.cp = cp
-        self.info = device_info(cp)
+        self.info = runner.device_info(cp)
         cc = self.info["cc_int"]
         self.forms = [lookup(x) for x in forms if lookup(x).min_cc <= cc]
-        mod = cp.RawModule(code=module_source(self.forms), backend="nvrtc")
-        self.fn = {f.name: mod.get_function(kernel_name(f)) for f in self.forms}
+        fns = compile.nvrtc(module_source(self.forms), [kernel_name(f) for f in self.forms],
+                            f"the GEMM kernels for compute capability {self.info['cc']}", cp)
+        self.fn = {f.name: fns[kernel_name(f)] for f in self.forms}
 
     def gemm(self, form, A, B, C, order) -> np.ndarray:
         cp = self.cp
@@ -329,7 +333,7 @@ class GemmRunner:
         o = cp.asarray(np.ascontiguousarray(order, np.int32))
         warps = -(-(M // fm) * (N // fn) // g)
         blocks = -(-warps // WARPS_PER_BLOCK)
-        self.fn[f.name]((blocks,), (32 * WARPS_PER_BLOCK,),
+        self.fn[f.name]((blocks,), (THREADS_PER_BLOCK,),
                         (a, b, c, d, o, np.int32(order.size), np.int64(M), np.int64(N), np.int64(K)))
         out = cp.asnumpy(d).astype(np.uint64)
         if wd > 1:
@@ -362,8 +366,7 @@ def record(path: str, n: int = 100, forms=None, full: int = 2, log=print) -> dic
                 rec["full"][f"{f.name}/{seed}"] = D.astype(np.uint64).tolist()
         rec["forms"][f.name] = rows
         log(f"{f.name}: {n} GEMMs on the GPU, K up to {max(r[3] for r in rows)}")
-    with open(path, "w") as fh:
-        json.dump(rec, fh, separators=(",", ":"))
+    R.save_json(path, "gemm", rec)
     return rec
 
 
@@ -388,26 +391,52 @@ def replay(rec: dict, cases=None) -> list[str]:
     return bad
 
 
-def main(argv=None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m fragsim.gpu_check.gemm", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("record", help="run the GEMMs on the GPU, compare, write a recording")
-    r.add_argument("out")
-    r.add_argument("--n", type=int, default=100)
-    r.add_argument("--forms", nargs="*", help="keep forms whose name contains one of these")
-    s = sub.add_parser("source", help="print the generated CUDA")
-    s.add_argument("--forms", nargs="*")
-    args = p.parse_args(argv)
-    forms = [x for x in FORMS if not args.forms or any(k in x for k in args.forms)]
-    if args.cmd == "source":
-        sys.stdout.write(module_source(forms))
-        return 0
-    rec = record(args.out, args.n, forms)
-    print(f"{sum(len(v) for v in rec['forms'].values())} GEMMs recorded in {args.out}")
-    return 0
+def _forms(args: argparse.Namespace, names: list[str]) -> list[str]:
+    keep = [n for n in names if not args.forms or any(k in n for k in args.forms)]
+    if not keep:
+        raise ValueError(f"--forms {' '.join(args.forms)}: no GEMM form's name contains any of these")
+    return keep
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+class GemmFamily(RunnerFamily):
+    name = "gemm"
+    summary = "whole mma.sync GEMMs of every form against fragsim.gemm (--cases: GEMMs per form, default 100)"
+    default_cases = 100
+    options = frozenset({"cases", "forms", "record", "record_only", "replay", "quiet", "json", "json_file"})
+    replay_file = True
+    replay_expects = "the GEMM recording's .json file (e.g. tests/data/gemm/gemm_h100.json)"
+
+    def source(self, cc: int) -> str:
+        return module_source([f for f in FORMS.values() if f.min_cc <= cc])
+
+    def compile(self, info: dict[str, Any]) -> Any:
+        return GemmRunner(list(FORMS))
+
+    def check(self, args: argparse.Namespace, info: dict[str, Any], say: Say) -> dict[str, Any]:
+        path = os.path.join(args.record or tempfile.mkdtemp(prefix="fragsim_gemm_"), "gemm.json")
+        rec = record(path, args.cases, _forms(args, list(FORMS)), log=say)
+        n = sum(len(v) for v in rec["forms"].values())
+        if args.record_only:
+            return {"cases": n, "mismatches": 0, "compared": False, "recorded": path}
+        bad = replay(rec)
+        for line in bad:
+            say(line)
+        if not args.record:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        return {"cases": n, "mismatches": len(bad), "mismatching": bad} | ({"recorded": path} if args.record else {})
+
+    def replay_cases(self, args: argparse.Namespace, say: Say) -> dict[str, Any]:
+        try:
+            rec = R.load_json(args.replay, "gemm")
+            forms = rec["forms"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"--replay {args.replay}: not a GEMM recording ({runner.one_line(e)}); expected the "
+                             ".json fragsim gpu-check --family gemm --record wrote") from None
+        cases = [(name, r[0]) for name in _forms(args, sorted(forms)) for r in forms[name][: args.cases]]
+        bad = replay(rec, cases)
+        for line in bad:
+            say(line)
+        return {"cases": len(cases), "mismatches": len(bad), "mismatching": bad}
+
+
+FAMILIES = {"gemm": GemmFamily()}

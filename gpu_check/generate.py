@@ -34,7 +34,7 @@ from fragsim.facts.formats import FloatFormat, from_float, to_float
 from fragsim.instructions import lookup, parse_shared_op
 
 from . import generate_exact as X
-from .kernels import TILE_BYTES
+from .prelude import TILE_BYTES
 
 MMA_CLASSES = ("uniform", "special", "subnormal", "cancel", "spread", "zeros")
 MMA_WEIGHTS = (0.20, 0.17, 0.15, 0.20, 0.23, 0.05)

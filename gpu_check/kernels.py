@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from fragsim.instructions import FORMS, lookup, parse_shared_op
 from fragsim.instructions import SHARED_OPS as TABLE
 
-TILE_BYTES = 1024          # shared-memory tile per warp (per case)
-WARPS_PER_BLOCK = 4
-THREADS_PER_BLOCK = 32 * WARPS_PER_BLOCK
+from .prelude import unit
+
 
 # Every shared-memory variant the cross-check covers: the table's, in its order.
 SHARED_OPS = tuple(TABLE)
@@ -56,46 +55,6 @@ class Kernel:
 
     def nregs_out(self) -> int:
         return _nregs_out(self)
-
-
-PRELUDE = f"""\
-// fragsim gpu_check kernels: generated from the instruction table (gpu_check/kernels.py).
-#define FS_TILE {TILE_BYTES}
-#define FS_WARPS {WARPS_PER_BLOCK}
-
-__device__ __forceinline__ unsigned fs_smem_addr(const void* p) {{
-  unsigned r;
-  asm("{{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }}" : "=r"(r) : "l"(p));
-  return r;
-}}
-
-__device__ __forceinline__ unsigned long long fs_global_addr(const void* p) {{
-  unsigned long long r;
-  asm("cvta.to.global.u64 %0, %1;" : "=l"(r) : "l"(p));
-  return r;
-}}
-
-// This warp's case index (or -1 past the end) and its lane.
-#define FS_CASE(n) \\
-  const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; \\
-  const unsigned lane = threadIdx.x & 31u; \\
-  if (w >= (n)) return;
-
-// The warp's tile: copied in from global memory, one 32-byte slice per lane.
-#define FS_TILE_IN(SMEM) \\
-  __shared__ __align__(128) unsigned char fs_tiles[FS_WARPS][FS_TILE]; \\
-  unsigned char* tile = fs_tiles[threadIdx.x >> 5]; \\
-  {{ const unsigned* src = (const unsigned*)((SMEM) + w * FS_TILE); \\
-     unsigned* dst = (unsigned*)tile; \\
-     for (int i = lane; i < FS_TILE / 4; i += 32) dst[i] = src[i]; }} \\
-  __syncwarp();
-
-#define FS_TILE_OUT(SMEM_OUT) \\
-  __syncwarp(); \\
-  {{ const unsigned* src = (const unsigned*)tile; \\
-     unsigned* dst = (unsigned*)((SMEM_OUT) + w * FS_TILE); \\
-     for (int i = lane; i < FS_TILE / 4; i += 32) dst[i] = src[i]; }}
-"""
 
 
 def _ident(s: str) -> str:
@@ -141,14 +100,14 @@ def mma_kernel(form) -> Kernel:
 extern "C" __global__ void {name}(const unsigned* __restrict__ A, const unsigned* __restrict__ B,
     const unsigned* __restrict__ C, unsigned* __restrict__ D, long long n) {{
   FS_CASE(n)
-  const unsigned* a = A + (w * 32 + lane) * {n['A']};
-  const unsigned* b = B + (w * 32 + lane) * {n['B']};
-  const unsigned* c = C + (w * 32 + lane) * {n['C']};
+  const unsigned* a = A + (w * FS_LANES + lane) * {n['A']};
+  const unsigned* b = B + (w * FS_LANES + lane) * {n['B']};
+  const unsigned* c = C + (w * FS_LANES + lane) * {n['C']};
   {decl}
   asm volatile("{asm}"
       : {outs}
       : {ins});
-  unsigned* d = D + (w * 32 + lane) * {n['D']};
+  unsigned* d = D + (w * FS_LANES + lane) * {n['D']};
 {store}}}
 """
     return Kernel(name, form.name, "mma", form.ptx, form.sass, form.min_cc, src)
@@ -179,7 +138,7 @@ def _shared_kernel(opname) -> Kernel:
     head = (f'extern "C" __global__ void {name}(const unsigned char* __restrict__ SMEM,\n'
             f"    const unsigned* __restrict__ ADDR, {mask_arg}")
     setup = ("  FS_CASE(n)\n  FS_TILE_IN(SMEM)\n"
-             "  const unsigned addr = fs_smem_addr(tile) + ADDR[w * 32 + lane];\n")
+             "  const unsigned addr = fs_smem_addr(tile) + ADDR[w * FS_LANES + lane];\n")
 
     def guarded(stmt: str) -> str:
         return f"  if ((MASK[w] >> lane) & 1u) {{\n    {stmt}\n  }}\n" if masked else f"  {stmt}\n"
@@ -188,18 +147,18 @@ def _shared_kernel(opname) -> Kernel:
         call = shared_asm(op, "addr", regs=regs)
         src = (head + "unsigned* __restrict__ OUT, long long n) {\n" + setup
                + f"  unsigned {', '.join(f'{r} = 0u' for r in regs)};\n" + guarded(call)
-               + f"  unsigned* o = OUT + (w * 32 + lane) * {op.nregs};\n"
+               + f"  unsigned* o = OUT + (w * FS_LANES + lane) * {op.nregs};\n"
                + "".join(f"  o[{i}] = r{i};\n" for i in range(op.nregs)) + "}\n")
     elif op.kind in ("stsm", "st"):
         payload = "REGS" if op.kind == "stsm" else "VALS"
         call = shared_asm(op, "addr", vals=[f"v[{i}]" for i in range(op.nregs)])
         src = (head + f"const unsigned* __restrict__ {payload}, unsigned char* __restrict__ SMEM_OUT, "
-               "long long n) {\n" + setup + f"  const unsigned* v = {payload} + (w * 32 + lane) * {op.nregs};\n"
+               "long long n) {\n" + setup + f"  const unsigned* v = {payload} + (w * FS_LANES + lane) * {op.nregs};\n"
                + guarded(call) + "  FS_TILE_OUT(SMEM_OUT)\n}\n")
     else:  # cp.async: the lane's 16-byte slot of SRC holds the bytes it copies
         call = shared_asm(op, "addr", src="g")
         src = (head + "const unsigned char* __restrict__ SRC, unsigned char* __restrict__ SMEM_OUT, long long n) {\n"
-               + setup + "  const unsigned long long g = fs_global_addr(SRC + (w * 32 + lane) * 16);\n"
+               + setup + "  const unsigned long long g = fs_global_addr(SRC + (w * FS_LANES + lane) * 16);\n"
                + guarded(call)
                + '  asm volatile("cp.async.commit_group;" ::: "memory");\n'
                + '  asm volatile("cp.async.wait_group 0;" ::: "memory");\n'
@@ -215,8 +174,8 @@ def register_kernel(op) -> Kernel:
 extern "C" __global__ void {name}(const unsigned* __restrict__ A, unsigned* __restrict__ D, long long n) {{
   FS_CASE(n)
   unsigned d;
-  asm volatile("{op.ptx} %0, %1;" : "=r"(d) : "r"(A[w * 32 + lane]));
-  D[w * 32 + lane] = d;
+  asm volatile("{op.ptx} %0, %1;" : "=r"(d) : "r"(A[w * FS_LANES + lane]));
+  D[w * FS_LANES + lane] = d;
 }}
 """
     return Kernel(name, op.name, op.kind, op.ptx, op.sass, op.min_cc, src)
@@ -252,4 +211,4 @@ def kernels(cc: int = 90, ops=None) -> list[Kernel]:
 
 def module_source(cc: int = 90, ops=None) -> str:
     """One CUDA translation unit holding the kernels of ``ops`` (default: all for ``cc``)."""
-    return PRELUDE + "\n" + "\n".join(k.source for k in kernels(cc, ops))
+    return unit(*(k.source for k in kernels(cc, ops)))

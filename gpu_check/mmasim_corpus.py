@@ -10,27 +10,27 @@ with the input classes of tests/mma_cases.py (uniform words, specials with NaN p
 subnormals, narrow and wide exponent bands, the e_zero edge, zeros; and the scenarios exact
 cancellation, C cancelling the dot product, sparse terms, all -0 rows).
 
-One ``mmasim.<form>.npz`` per form, matrix-level bit patterns:
+One ``mmasim.<form>.npz`` per form (a record of kind "mmasim", gpu_check/record.py), matrix-level bit patterns:
 
 - ``a`` (n, M, K), ``b`` (n, K, N), ``c`` (n, M, N): inputs, in the operand's storage width
 - ``d`` (n, len(archs), M, N): MMA-Sim's result on each architecture (same inputs)
 - ``classes`` (n, 3) and ``scenario`` (n,): indexes into ``class_names``/``scenario_names``
   (how each case was drawn), ``case_seed`` (n,): the seed handed to ``mma_cases.matrices``
-- ``meta``: a JSON string (format, form, archs, the generator and its versions, seed, command)
+- metadata: form, archs, the generator and its versions, seed, command
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
 import zlib
 
 import numpy as np
 
-FORMAT = "fragsim-mmasim-corpus/1"
+from . import record
+
 MMASIM_VERSION = "2.1.1"
 ARCHS = {"sm_80": "Ampere", "sm_90": "Hopper"}
 CASES_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "mma_cases.py")
@@ -104,7 +104,7 @@ def generate(form: str, cases: int, seed: int) -> dict:
         ta, tb, tc = to_torch(torch, a[i], fa), to_torch(torch, b[i], fb), to_torch(torch, c[i], fc)
         for j, sim in enumerate(sims):
             d[i, j] = from_torch(torch, sim(ta, tb, tc), fd)
-    meta = {"format": FORMAT, "form": form, "archs": ARCHS, "cases": cases, "seed": seed,
+    meta = {"form": form, "archs": ARCHS, "cases": cases, "seed": seed,
             "generator": f"MMA-Sim (PyPI mmasim {MMASIM_VERSION}), mmasim.nv_ptx.MMA(arch, form)",
             "mmasim": MMASIM_VERSION, "torch": torch.__version__, "numpy": np.__version__,
             "python": sys.version.split()[0], "pythonhashseed": 0,
@@ -115,20 +115,14 @@ def generate(form: str, cases: int, seed: int) -> dict:
 
 
 def save(directory: str, corpus: dict) -> str:
-    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, file_name(corpus["meta"]["form"]))
-    arrays = {k: v for k, v in corpus.items() if k != "meta"}
-    np.savez_compressed(path, meta=np.array(json.dumps(corpus["meta"], sort_keys=True)), **arrays)
-    return path
+    return record.save(path, "mmasim", corpus["meta"], {k: v for k, v in corpus.items() if k != "meta"})
 
 
 def load(path: str) -> dict:
     """A corpus file as a dict of arrays, ``meta`` parsed, names as lists of str."""
-    with np.load(path, allow_pickle=False) as z:
-        out = {k: z[k] for k in z.files}
-    out["meta"] = json.loads(str(out["meta"]))
-    if out["meta"].get("format") != FORMAT:
-        raise ValueError(f"{path}: not an MMA-Sim corpus (format {out['meta'].get('format')!r})")
+    meta, arrays = record.load(path, ("mmasim",))
+    out: dict = {**arrays, "meta": meta}
     for k in ("class_names", "scenario_names"):
         out[k] = [str(s) for s in out[k]]
     return out

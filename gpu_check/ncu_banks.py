@@ -22,10 +22,8 @@ Nsight Compute missing, or unable to read the counters: one line on stderr and e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,69 +33,32 @@ import numpy as np
 
 from fragsim.instructions.shared_ops import parse_shared_op
 
-from .bank_cases import LANE, cases_for, write_case_file  # noqa: F401  (LANE: the record loader's default)
+from . import compile, record
+from .bank_cases import LANE, cases_for, write_case_file
 from .cp_async_cases import FAMILIES as CP_FAMILIES
-from .ncu_probe import OPS, SMEM_BYTES, NcuUnavailable, build_probe, check_sass, kernel_name  # noqa: F401
-from .ncu_run import available_metrics, find_ncu, run_ncu  # noqa: F401
+from .ncu_probe import OPS, SMEM_BYTES, NcuUnavailable, build_probe, check_sass, kernel_name
+from .ncu_run import SASS_WAVEFRONTS, available_metrics, figures, find_ncu, metrics, ncu_version, run_ncu
 
-# instrumented wavefront/ideal figures, bank reads/writes).  Those the device lacks are skipped.
-METRICS = (
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum",
-    "l1tex__data_bank_reads.sum",
-    "l1tex__data_bank_writes.sum",
-    "smsp__inst_executed_op_ldsm.sum",
-    "smsp__inst_executed_op_shared_stsm.sum",
-    "smsp__inst_executed_op_shared_ld.sum",
-    "smsp__inst_executed_op_shared_st.sum",
-    "smsp__inst_executed_op_ldgsts.sum",
-)
-# ncu's own SASS-instrumented estimate; slow to collect, measured in the first record only
-SASS_METRICS = ("smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum",)
-
-# short names used in records and by the replay test
-SHORT = {
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "wf_ld",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "wf_st",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "wf_shared",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "bc_ld",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "bc_st",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum": "bc_ldgsts",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": "bc_shared",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_read.sum": "wf_read",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_cmd_write.sum": "wf_write",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum": "wf_ldgsts",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum": "wf_ldsm",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_stsm.sum": "wf_stsm",
-    "l1tex__data_bank_reads.sum": "bank_reads",
-    "l1tex__data_bank_writes.sum": "bank_writes",
-    "smsp__inst_executed_op_ldsm.sum": "inst_ldsm",
-    "smsp__inst_executed_op_shared_stsm.sum": "inst_stsm",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum": "wf_op_misc",
-    "smsp__inst_executed_op_shared_ld.sum": "inst_ld",
-    "smsp__inst_executed_op_shared_st.sum": "inst_st",
-    "smsp__inst_executed_op_ldgsts.sum": "inst_ldgsts",
-    "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum": "sass_wf",
-    "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum": "sass_ideal",
-}
+# What each launch reads: the table's counters and the shared-memory totals (ncu_run.metrics); ncu's
+# SASS-instrumented estimate is slow to collect (measured in the first record only).  Those the device
+# lacks are skipped.
+METRICS = metrics(totals=True)
+SASS_METRICS = (SASS_WAVEFRONTS,)
+RECORD_KIND = "ncu-banks"
 
 
 # ---------------------------------------------------------------------------------------------
 # records
 # ---------------------------------------------------------------------------------------------
 
-def save_record(path: str, meta: dict, ops, labels, addrs, masks, srcs, values: dict):
-    np.savez_compressed(
-        path, meta=np.array(json.dumps(meta)), ops=np.array(OPS), op=np.asarray(ops, np.int16),
-        label=np.array(labels), addrs=np.asarray(addrs, np.int32), mask=np.asarray(masks, np.uint32),
-        src=np.asarray(srcs, np.int32),
-        **{f"m_{k}": np.asarray(v, np.int32) for k, v in values.items()})
+def save_record(path: str, meta: dict, ops, labels, addrs, masks, srcs, values: dict) -> None:
+    """A record of kind "ncu-banks": per launch its op (index into ``ops``), label, lane addresses, mask,
+    cp.async source offsets, and ``m_<metric>``: each metric's values (``meta["metrics"]`` lists them)."""
+    record.save(path, RECORD_KIND, dict(meta, metrics=list(values)),
+                {"ops": np.array(OPS), "op": np.asarray(ops, np.int16), "label": np.array(labels),
+                 "addrs": np.asarray(addrs, np.int32), "mask": np.asarray(masks, np.uint32),
+                 "src": np.asarray(srcs, np.int32),
+                 **{f"m_{k}": np.asarray(v, np.int32) for k, v in values.items()}})
 
 
 # Records made before the probe printed its source buffer's address: the buffer followed the probe's
@@ -109,9 +70,8 @@ UNRECORDED_SRC_BASE = 512
 def load_record(path: str) -> dict:
     """A record, with ``src`` as absolute global addresses (int64): the recorded offsets into the
     probe's source buffer plus the buffer's address (``meta["src_base"]``)."""
-    z = np.load(path, allow_pickle=False)
-    rec = {k: z[k] for k in z.files}
-    rec["meta"] = json.loads(str(rec["meta"]))
+    meta, rec = record.load(path, (RECORD_KIND,))
+    rec["meta"] = meta
     if "src" not in rec:  # the first record: every cp.async lane copied from src + 16 * lane
         rec["src"] = np.broadcast_to(LANE.astype(np.int32) * 16, rec["addrs"].shape).copy()
     rec["src"] = rec["src"].astype(np.int64) + int(rec["meta"].get("src_base", UNRECORDED_SRC_BASE))
@@ -144,23 +104,23 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     work = tempfile.mkdtemp(prefix="fragsim_ncu_banks_")
     t0 = time.time()
     exe = build_probe(work, arch)
-    cuobjdump = shutil.which("cuobjdump")
-    if cuobjdump:
-        sass_text = subprocess.run([cuobjdump, "-sass", exe], capture_output=True, text=True).stdout
+    try:
+        sass_text = compile.sass(exe, NcuUnavailable)
+    except NcuUnavailable as e:
+        say(f"warning: {e}; SASS not checked (the instruction counters still are)")
+    else:
         check_sass(sass_text, OPS)
         with open(os.path.join(record_dir, f"probe_sass_{stem}.txt"), "w") as f:
             f.write(sass_text)
         say(f"SASS check passed: one shared instruction per kernel ({len(OPS)} kernels)")
-    else:
-        say("warning: cuobjdump not found; SASS not checked (the instruction counters still are)")
     say(f"probe built in {time.time() - t0:.1f}s")
     avail = available_metrics(ncu)
-    metrics = [m for m in METRICS + (SASS_METRICS if sass else ()) if avail is None or m.split(".")[0] in avail]
+    names = [m for m in METRICS + (SASS_METRICS if sass else ()) if avail is None or m.split(".")[0] in avail]
     if avail:
         with open(os.path.join(record_dir, "metrics_available.txt"), "w") as f:
             f.write("\n".join(sorted(n for n in avail if re.search(r"shared|ldgsts|bank|lsu|ldsm|stsm", n))))
-    say(f"metrics ({len(metrics)}): {', '.join(SHORT[m] for m in metrics)}")
-    skipped = [m for m in METRICS if m not in metrics]
+    say(f"metrics ({len(names)}): {', '.join(names)}")
+    skipped = [m for m in METRICS if m not in names]
     if skipped:
         say(f"not on this device: {', '.join(skipped)}")
     if cp_family:
@@ -179,14 +139,14 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     weight = {op: (cp_weight if parse_shared_op(op).kind == "ldgsts" else 1.0) for op in ops}
     unit = budget / sum(weight.values())
     rec_ops, labels, addrs, masks, srcs = [], [], [], [], []
-    values = {SHORT[m]: [] for m in metrics}
+    values: dict[str, list[int]] = {m: [] for m in names}
     failures = []
     src_base = None
     for kind, gops in groups.items():
         t1 = time.time()
         ids = [OPS.index(op) for op in gops]
         try:
-            launched, results, base = run_ncu(ncu, exe, case_file, ids, unit * weight[gops[0]], metrics, work,
+            launched, results, base = run_ncu(ncu, exe, case_file, ids, unit * weight[gops[0]], names, work,
                                               kind, cache_control)
         except NcuUnavailable as e:
             if not rec_ops and kind == next(iter(groups)):
@@ -212,8 +172,8 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
                 labels.append(label)
                 addrs.append(a)
                 masks.append(m)
-                for full in metrics:
-                    values[SHORT[full]].append(int(vals.get(full, -1)))
+                for name in names:
+                    values[name].append(int(vals.get(name, -1)))
             say(f"{op:20s} {n:4d} launches measured")
         say(f"[{kind}] {sum(launched.values())} launches in {time.time() - t1:.1f}s")
     import gzip
@@ -222,8 +182,8 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
             pth = os.path.join(work, f"ncu_{kind}.csv")
             if os.path.exists(pth):
                 f.write(f"# ---- {kind}\n" + open(pth).read())
-    meta = {"seed": seed, "failures": failures, "device": _device_name(), "ncu": _ncu_version(ncu), "smem_bytes": SMEM_BYTES,
-            "metrics": {SHORT[m]: m for m in metrics}, "date": time.strftime("%Y-%m-%d"),
+    meta = {"seed": seed, "failures": failures, "device": _device_name(), "ncu": ncu_version(ncu), "smem_bytes": SMEM_BYTES,
+            "date": time.strftime("%Y-%m-%d"),
             "structured": structured, "n_random": n_random, "cp_sources": cp_sources,
             "cp_family": cp_family, "cache_control": cache_control}
     if src_base is not None:
@@ -243,31 +203,20 @@ def _device_name() -> str:
         return "unknown"
 
 
-def _ncu_version(ncu: str) -> str:
-    try:
-        r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
-        return r.stdout.strip().splitlines()[-1]
-    except Exception:  # pragma: no cover
-        return "unknown"
-
-
 # ---------------------------------------------------------------------------------------------
 # model vs record
 # ---------------------------------------------------------------------------------------------
 
 def measured_figures(rec: dict, i: int | None = None):
     """(wavefronts, conflicts) as the counters of the op's kind report them, for every row."""
-    m = rec["metrics"]
-    kinds = np.array([parse_shared_op(o).kind for o in rec["ops"]])[rec["op"]]
-    is_ld = np.isin(kinds, ["ld", "ldsm"])
-    is_st = np.isin(kinds, ["st", "stsm"])
-    # cp.async: its wavefronts have no op_ metric of their own; they are the shared total less the
-    # 4 per launch that land in op_misc (the probe's commit/wait), and less op_ld/op_st (0 here)
-    cp_wf = m["wf_shared"] - m["wf_op_misc"] - m["wf_ld"] - m["wf_st"]
-    absent = np.full(len(rec["op"]), -1)   # a record of cp.async launches only has no op_ld/st conflicts
-    wf = np.where(is_ld, m["wf_ld"], np.where(is_st, m["wf_st"], cp_wf))
-    bc = np.where(is_ld, m.get("bc_ld", absent), np.where(is_st, m.get("bc_st", absent), m["bc_ldgsts"]))
-    return wf.astype(np.int64), bc.astype(np.int64)
+    counter = np.array([parse_shared_op(str(o)).counter for o in rec["ops"]])[rec["op"]]
+    wf = np.full(len(rec["op"]), -1, np.int64)
+    bc = np.full(len(rec["op"]), -1, np.int64)
+    for c in np.unique(counter):
+        sel = counter == c
+        w, b = figures(rec["metrics"], str(c))     # cp.async: less the probe's commit/wait in op_misc
+        wf[sel], bc[sel] = w[sel], b[sel]
+    return wf, bc
 
 
 def compare(path: str, verbose=True) -> dict:

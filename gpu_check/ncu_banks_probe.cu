@@ -3,7 +3,7 @@
 // One kernel per shared-memory instruction.  Each launch is one block of one warp that runs
 // that one instruction once: the 32 lane addresses and the active-lane mask come from global
 // memory (case[0..31], case[32]; cp.async also reads its per-lane global source offsets,
-// case[33..64]), so nothing is folded at compile time, and the kernel has no
+// case[33..64]: CASE_WORDS words per case), so nothing is folded at compile time, and the kernel has no
 // other shared-memory traffic (cuobjdump -sass checks this).  Run under Nsight Compute:
 //
 //   probe CASES.bin OP[,OP...] SECONDS_PER_OP
@@ -27,11 +27,11 @@
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     fprintf(stderr, "probe: %s: %s\n", #x, cudaGetErrorString(e_)); exit(3); } } while (0)
 
-// ---- kernels (generated) -------------------------------------------------------------------
+// ---- the prelude and the kernels (generated) ------------------------------------------------
 @KERNELS@
 
 typedef void (*probe_fn)(const unsigned*, unsigned*, const unsigned char*);
-#define CASE_WORDS 65
+#define CASE_WORDS (2 * FS_LANES + 1)
 static probe_fn KERNELS[] = { @TABLE@ };
 static const int N_KERNELS = sizeof(KERNELS) / sizeof(KERNELS[0]);
 
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     double seconds = atof(argv[3]);
 
     unsigned *d_out = nullptr; unsigned char* d_src = nullptr;
-    CHECK(cudaMalloc(&d_out, 32 * 4 * sizeof(unsigned)));
+    CHECK(cudaMalloc(&d_out, FS_LANES * 4 * sizeof(unsigned)));
     CHECK(cudaMalloc(&d_src, SRC_BYTES));
     CHECK(cudaMemset(d_src, 0x5a, SRC_BYTES));
     printf("src_base %llu\n", (unsigned long long)(size_t)d_src);
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
         for (; done < n; done++) {
             double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (el > seconds) break;
-            KERNELS[op]<<<1, 32>>>(d_cases + CASE_WORDS * done, d_out, d_src);
+            KERNELS[op]<<<1, FS_LANES>>>(d_cases + CASE_WORDS * done, d_out, d_src);
             CHECK(cudaGetLastError());
             CHECK(cudaDeviceSynchronize());
         }

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 
 from fragsim.instructions import SHARED_OPS
 from fragsim.instructions.shared_ops import parse_shared_op
 
+from . import compile
 from .kernels import shared_asm
+from .prelude import unit
 
 SMEM_BYTES = 16384
 # The probe's global source buffer for cp.async (its address is printed and recorded): 4 MiB, so
@@ -40,12 +40,12 @@ def kernel_name(op: str) -> str:
 
 def _kernel(op: str) -> str:
     o = parse_shared_op(op)
-    head = (f'extern "C" __global__ void __launch_bounds__(32) {kernel_name(op)}'
+    head = (f'extern "C" __global__ void __launch_bounds__(FS_LANES) {kernel_name(op)}'
             "(const unsigned* __restrict__ c, unsigned* __restrict__ out, const unsigned char* __restrict__ src) {\n"
             f"    __shared__ __align__(1024) unsigned char smem[SMEM_BYTES];\n"
             "    const unsigned lane = threadIdx.x;\n"
-            "    const unsigned a = (unsigned)__cvta_generic_to_shared(smem) + c[lane];\n"
-            "    const unsigned mask = c[32];\n")
+            "    const unsigned a = fs_smem_addr(smem) + c[lane];\n"
+            "    const unsigned mask = c[FS_LANES];\n")
     n = o.nregs
     if o.kind in ("ldsm", "ld"):
         call = shared_asm(o, "a", regs=[f"r[{i}]" for i in range(n)]) + "\n"
@@ -53,7 +53,7 @@ def _kernel(op: str) -> str:
     elif o.kind in ("stsm", "st"):
         call = shared_asm(o, "a", vals=[f"lane * 4 + {i}" for i in range(n)]) + "\n"
     else:  # cp.async: wait inside the guarded block, so the probe's only LDGSTS completes in the launch
-        call = (shared_asm(o, "a", src="src + c[33 + lane]") + "\n"
+        call = (shared_asm(o, "a", src="src + c[FS_LANES + 1 + lane]") + "\n"
                 '        asm volatile("cp.async.wait_all;" ::: "memory");\n')
     if o.kind in ("ldsm", "stsm"):   # .sync.aligned: every lane runs it, the mask is not used
         body = ("    unsigned r[4] = {0, 0, 0, 0};\n    " + call + "    (void)mask;\n    " + store
@@ -69,7 +69,7 @@ def _kernel(op: str) -> str:
 def probe_source(ops=OPS) -> str:
     with open(TEMPLATE) as f:
         src = f.read()
-    kernels = "\n".join(_kernel(op) for op in ops)
+    kernels = unit(*(_kernel(op) for op in ops))
     table = ", ".join(kernel_name(op) for op in ops)
     return (src.replace("@SMEM_BYTES@", str(SMEM_BYTES)).replace("@SRC_BYTES@", str(SRC_BYTES))
             .replace("@KERNELS@", kernels)
@@ -77,17 +77,9 @@ def probe_source(ops=OPS) -> str:
 
 
 def build_probe(workdir: str, arch: str = "native", ops=OPS) -> str:
-    nvcc = shutil.which("nvcc")
-    if not nvcc:
-        raise NcuUnavailable("nvcc not found on PATH (needed to build the bank-conflict probe)")
-    cu = os.path.join(workdir, "probe.cu")
-    exe = os.path.join(workdir, "probe")
-    with open(cu, "w") as f:
-        f.write(probe_source(ops))
-    cmd = [nvcc, "-O3", f"-arch={arch}", "-o", exe, cu]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise NcuUnavailable(f"nvcc failed building the probe: {r.stderr.strip().splitlines()[-1:]}")
+    """The probe program, built by nvcc for ``arch``; its path."""
+    (exe,) = compile.nvcc([(probe_source(ops), os.path.join(workdir, "probe"))], ["-O3", f"-arch={arch}"],
+                          "the bank-conflict probe", NcuUnavailable)
     return exe
 
 
@@ -96,7 +88,8 @@ def sass_functions(text: str) -> dict:
 
     Instructions guarded by ``@!PT`` (a predicate that is never true) never execute and are left out.
     """
-    funcs, cur = {}, None
+    funcs: dict[str, list[str]] = {}
+    cur = None
     for line in text.splitlines():
         m = re.search(r"Function : (\S+)", line)
         if m:

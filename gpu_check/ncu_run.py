@@ -1,4 +1,9 @@
-"""Running Nsight Compute on the probe and reading its CSV."""
+"""Nsight Compute: the metrics gpu_check reads, running ncu on the probe, and reading its CSV.
+
+The metrics that count an instruction (its counter group's wavefronts and bank conflicts, its kind's
+executed instructions) are read from the instruction table's entries (``SharedOp.metrics``,
+``SharedOp.ncu_inst_metric``); the few others are named here, once.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,50 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
+
+import numpy as np
+
+from fragsim.instructions import SHARED_OPS
 
 from .ncu_probe import NcuUnavailable
+
+#: counter group ("ld", "st", "ldgsts") -> (wavefronts, bank conflicts), from the table's entries.  cp.async's
+#: wavefronts have no op_ metric of their own: its "wavefronts" metric is the shared-memory total.
+COUNTERS = {op.counter: op.metrics for op in SHARED_OPS.values()}
+#: executed-instruction counter of each kind ("ldsm", "stsm", "ld", "st", "ldgsts"), from the table's entries
+INSTRUCTIONS = {op.kind: op.ncu_inst_metric for op in SHARED_OPS.values()}
+#: the commit/wait and barrier bookkeeping, which the shared-memory total counts besides cp.async
+OP_MISC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum"
+#: totals over every op: bank conflicts, bank reads and writes (context for a record, not compared)
+SHARED_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+BANK_ACCESSES = ("l1tex__data_bank_reads.sum", "l1tex__data_bank_writes.sum")
+#: ncu's own SASS-instrumented estimate of the shared wavefronts (slow to collect)
+SASS_WAVEFRONTS = "smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum"
+
+
+def metrics(totals: bool = False) -> tuple[str, ...]:
+    """What a measurement reads: every counter group's wavefronts and conflicts, op_misc, every kind's
+    executed instructions; with ``totals`` the shared-memory totals too."""
+    names = [m for pair in COUNTERS.values() for m in pair] + [OP_MISC_WAVEFRONTS] + list(INSTRUCTIONS.values())
+    if totals:
+        names += [SHARED_CONFLICTS, *BANK_ACCESSES]
+    return tuple(dict.fromkeys(names))
+
+
+def figures(values: Mapping[str, np.ndarray], counter: str) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, bank conflicts) of counter group ``counter`` from a record's metric values (arrays over
+    launches).  cp.async's wavefronts are the shared total less op_misc, op_ld and op_st; a metric the
+    record lacks reads -1."""
+    def get(name: str) -> np.ndarray:
+        any_values = next(iter(values.values()))
+        return np.asarray(values[name], np.int64) if name in values else np.full(len(any_values), -1, np.int64)
+
+    wf, bc = COUNTERS[counter]
+    if counter == "ldgsts":
+        wavefronts = get(wf) - get(OP_MISC_WAVEFRONTS) - get(COUNTERS["ld"][0]) - get(COUNTERS["st"][0])
+        return wavefronts, get(bc)
+    return get(wf), get(bc)
 
 def find_ncu() -> str:
     ncu = shutil.which("ncu")
@@ -18,7 +65,15 @@ def find_ncu() -> str:
     return ncu
 
 
-def available_metrics(ncu: str) -> set | None:
+def ncu_version(ncu: str) -> str:
+    try:
+        r = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.strip().splitlines()[-1]
+    except Exception:  # informational only
+        return "unknown"
+
+
+def available_metrics(ncu: str) -> set[str] | None:
     try:
         r = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
@@ -33,7 +88,7 @@ def parse_ncu_csv(text: str) -> list:
     if not lines:
         return []
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    by_id = {}
+    by_id: dict[str, tuple[str, dict[str, float]]] = {}
     order = []
     for r in rows:
         if "Metric Name" not in r:

@@ -1,10 +1,7 @@
-"""Run the generated kernels on a GPU through CuPy (NVRTC), one warp per case.
+"""The GPU as gpu_check sees it: CuPy, device 0 and its description.
 
-``GpuRunner()`` opens device 0, reads its compute capability, compiles every kernel the
-device has (each instruction entry's ``min_cc``) for that architecture, and runs batches:
-``runner.run(op, inputs) -> outputs`` with the array conventions of ``kernels.py`` and
-``generate.py``.  Anything missing (CuPy, a driver, a GPU, NVRTC) raises
-``GpuUnavailable`` with one line that says what.
+``import_cupy()`` and ``device_info()`` raise ``GpuUnavailable`` with one line that says what is
+missing (CuPy, a driver, a GPU); every family reaches the device through them.
 """
 
 from __future__ import annotations
@@ -12,13 +9,7 @@ from __future__ import annotations
 import datetime
 import shutil
 import subprocess
-
-import numpy as np
-
-from fragsim.facts.arch import arch_for_cc
-from fragsim.instructions import parse_shared_op
-
-from . import kernels as K
+from typing import Any
 
 
 class GpuUnavailable(RuntimeError):
@@ -27,7 +18,7 @@ class GpuUnavailable(RuntimeError):
 
 def _driver_release() -> str:
     try:
-        import pynvml  # nvidia-ml-py
+        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py: optional, nvidia-smi otherwise
         pynvml.nvmlInit()
         v = pynvml.nvmlSystemGetDriverVersion()
         return v.decode() if isinstance(v, bytes) else str(v)
@@ -50,7 +41,7 @@ def _ver(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def device_info(cp=None) -> dict:
+def device_info(cp: Any = None) -> dict[str, Any]:
     """Name, compute capability, driver and CUDA versions of device 0 (needs CuPy)."""
     if cp is None:
         cp = import_cupy()
@@ -58,7 +49,7 @@ def device_info(cp=None) -> dict:
     try:
         count = rt.getDeviceCount()
     except Exception as e:  # CUDARuntimeError: no driver, no device
-        raise GpuUnavailable(f"no usable CUDA GPU: {_one_line(e)}") from None
+        raise GpuUnavailable(f"no usable CUDA GPU: {one_line(e)}") from None
     if count < 1:
         raise GpuUnavailable("no CUDA GPU found (CuPy sees 0 devices)")
     props = rt.getDeviceProperties(0)
@@ -66,7 +57,7 @@ def device_info(cp=None) -> dict:
     major, minor = int(props["major"]), int(props["minor"])
     try:
         nvrtc = ".".join(str(x) for x in cp.cuda.nvrtc.getVersion())
-    except Exception:  # the compile in GpuRunner says whether NVRTC works at all
+    except Exception:  # the first compile says whether NVRTC works at all
         nvrtc = "unknown"
     return {
         "device": name,
@@ -81,91 +72,18 @@ def device_info(cp=None) -> dict:
     }
 
 
-def _one_line(e) -> str:
+def one_line(e: object) -> str:
+    """The first line of an exception (or text), at most 300 characters."""
     s = str(e).strip().splitlines()
     return (s[0] if s else type(e).__name__)[:300]
 
 
-def import_cupy():
+def import_cupy() -> Any:
     try:
-        import cupy
+        import cupy  # type: ignore[import-not-found]  # the gpu extra: only a machine with a GPU has it
     except ImportError:
         raise GpuUnavailable("CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x, to match "
                              "your CUDA driver); the GPU cross-check needs it") from None
     except Exception as e:  # a broken install (missing CUDA libraries)
-        raise GpuUnavailable(f"CuPy does not load: {_one_line(e)}") from None
+        raise GpuUnavailable(f"CuPy does not load: {one_line(e)}") from None
     return cupy
-
-
-class GpuRunner:
-    """Compiled kernels on device 0; ``run(op, inputs)`` returns the hardware's outputs."""
-
-    def __init__(self, ops=None):
-        cp = import_cupy()
-        self.cp = cp
-        self.info = device_info(cp)
-        cc = self.info["cc_int"]
-        self.arch = arch_for_cc(cc // 10, cc % 10, self.info["device"])
-        self.info["arch"] = self.arch
-        available = K.all_ops(cc)
-        if ops is None:
-            ops = available
-        missing = [K.kernel_for(o) for o in ops if K.kernel_for(o).op not in available]
-        if missing:
-            raise ValueError(f"{self.info['device']} (compute capability {self.info['cc']}) lacks "
-                             + ", ".join(f"{k.op} (needs {k.min_cc // 10}.{k.min_cc % 10})" for k in missing))
-        self.kernels = {k.op: k for k in K.kernels(cc, ops)}
-        src = K.module_source(cc, list(self.kernels))
-        try:
-            self.module = cp.RawModule(code=src, backend="nvrtc")
-            self.functions = {op: self.module.get_function(k.name) for op, k in self.kernels.items()}
-        except Exception as e:
-            raise GpuUnavailable(f"NVRTC could not build the kernels for compute capability {self.info['cc']}: "
-                                 f"{_one_line(e)}") from None
-
-    def _launch(self, op, n, *args):
-        blocks = (n + K.WARPS_PER_BLOCK - 1) // K.WARPS_PER_BLOCK
-        self.functions[op]((blocks,), (K.THREADS_PER_BLOCK,), args + (np.int64(n),))
-
-    def run(self, op: str, inp: dict) -> dict:
-        cp = self.cp
-        k = self.kernels[K.kernel_for(op).op]
-        if k.kind == "mma":
-            a, b, c = (cp.asarray(np.ascontiguousarray(inp[x], dtype=np.uint32)) for x in "abc")
-            n = a.shape[0]
-            d = cp.empty((n, 32, k.nregs_out()), dtype=cp.uint32)
-            if n:
-                self._launch(k.op, n, a, b, c, d)
-            return {"d": cp.asnumpy(d)}
-        n = inp["addrs"].shape[0]
-        smem = cp.asarray(np.ascontiguousarray(inp["tiles"][inp["tile_idx"]]))
-        addrs = cp.asarray(np.ascontiguousarray(inp["addrs"], dtype=np.uint32))
-        if k.kind in ("ldsm", "ld"):
-            out = cp.zeros((n, 32, k.nregs_out()), dtype=cp.uint32)
-            if n:
-                if k.kind == "ldsm":
-                    self._launch(k.op, n, smem, addrs, out)
-                else:
-                    mask = cp.asarray(np.ascontiguousarray(inp["mask"], dtype=np.uint32))
-                    self._launch(k.op, n, smem, addrs, mask, out)
-            return {"out": cp.asnumpy(out)}
-        smem_out = cp.empty((n, K.TILE_BYTES), dtype=cp.uint8)
-        if n:
-            if k.kind == "stsm":
-                regs = cp.asarray(np.ascontiguousarray(inp["regs"], dtype=np.uint32))
-                self._launch(k.op, n, smem, addrs, regs, smem_out)
-            else:
-                mask = cp.asarray(np.ascontiguousarray(inp["mask"], dtype=np.uint32))
-                payload = inp["vals"] if k.kind == "st" else inp["src"]
-                pay = cp.asarray(np.ascontiguousarray(payload))
-                self._launch(k.op, n, smem, addrs, mask, pay, smem_out)
-        return {"smem_out": cp.asnumpy(smem_out)}
-
-    def synchronize(self):
-        self.cp.cuda.runtime.deviceSynchronize()
-
-
-def op_kind(op: str) -> str:
-    """'mma' or the shared op's kind ('ldsm', 'stsm', 'ld', 'st', 'ldgsts')."""
-    k = K.kernel_for(op)
-    return k.kind if k.kind == "mma" else parse_shared_op(k.op).kind

@@ -1,10 +1,10 @@
 """Compact corpora of the wgmma cross-check for CI:
 ``python -m fragsim.gpu_check.wgmma_corpus SRC DST [PER_JOB]``.
 
-Reads the corpus_*.npz a run of gpu_check/wgmma_run.py wrote (recorded cases: the kernel's inputs and
+Reads the corpus_*.npz records a run of gpu_check/wgmma_run.py wrote (recorded cases: the kernel's inputs and
 the hardware's D) and keeps, per family, every case of the fit jobs (the ones that separate the
-alternative parameter rows) and ``per_job`` cases of every other recorded job, into DST/<family>.npz:
-one record per case ``i|variant|swizzle|major|field``.  ``load(path)`` gives the cases back as
+alternative parameter rows) and ``per_job`` cases of every other recorded job, into DST/<family>.npz
+(a record of kind "wgmma"): arrays ``i|variant|swizzle|major|field``, one set per case.  ``load(path)`` gives the cases back as
 (Variant, swizzle, major, inputs, hardware D).
 """
 
@@ -13,28 +13,22 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from typing import Any
 
-import numpy as np
-
+from . import record
 from .wgmma_kernels import Variant
-
-
-def _variant(name: str) -> Variant:
-    """Kernel name wg_<form>_<src>_<scales>_<trans> -> its Variant."""
-    parts = name[3:].split("_")
-    form, src, sc, tr = ".".join(parts[:-3]), parts[-3], parts[-2], parts[-1]
-    return Variant(form, src, -1 if sc[0] == "n" else 1, -1 if sc[1] == "n" else 1, tr[0] == "1", tr[1] == "1")
 
 
 def compact(src: str, dst: str, per_job: int = 1) -> None:
     os.makedirs(dst, exist_ok=True)
     for path in sorted(glob.glob(os.path.join(src, "corpus_*.npz"))):
-        z = np.load(path)
+        meta, z = record.load(path, ("wgmma-run",))
         jobs: dict = {}
-        for key in z.files:
+        for key, x in z.items():
             j, var, sw, major, seed, field = key.split("|")
-            jobs.setdefault((j, var, sw, major, seed), {})[field] = z[key]
-        out, i = {}, 0
+            jobs.setdefault((j, var, sw, major, seed), {})[field] = x
+        out: dict[str, Any] = {}
+        i = 0
         fit = _fit_seeds(jobs)
         for (_j, var, sw, major, seed), rec in jobs.items():
             n = len(rec["index"])
@@ -45,7 +39,8 @@ def compact(src: str, dst: str, per_job: int = 1) -> None:
                     if field != "index":
                         out[f"{i}|{var}|{sw}|{major}|{field}"] = x[c]
                 i += 1
-        np.savez_compressed(os.path.join(dst, os.path.basename(path)[len("corpus_"):]), **out)
+        record.save(os.path.join(dst, os.path.basename(path)[len("corpus_"):]), "wgmma",
+                    {"family": meta["family"], "per_job": per_job}, out)
 
 
 def _fit_seeds(jobs) -> set:
@@ -55,16 +50,16 @@ def _fit_seeds(jobs) -> set:
 
 def load(path: str):
     """[(Variant, swizzle, major, inputs dict, hardware D)] of a compact corpus."""
-    z = np.load(path)
+    _, z = record.load(path, ("wgmma",))
     cases: dict = {}
-    for key in z.files:
+    for key, x in z.items():
         i, var, sw, major, field = key.split("|")
-        cases.setdefault((int(i), var, sw, major), {})[field] = z[key]
+        cases.setdefault((int(i), var, sw, major), {})[field] = x
     out = []
     for (_i, var, sw, major), rec in sorted(cases.items()):
         d = rec.pop("d")
         inp = {k: v[None] for k, v in rec.items()}
-        out.append((_variant(var), sw, major, inp, d[None]))
+        out.append((Variant.parse(var), sw, major, inp, d[None]))
     return out
 
 

@@ -5,10 +5,10 @@ A fuzz case of gpu_check/wgmma_run.py (``kind`` fuzz_b / fuzz_a, see gpu_check/w
 shared memory with slot ids (the 2-byte slot at byte address 2*i holds the f16 bits i) and makes the
 other operand one-hot, so the hardware's D spells out which slot it read for every (row, k) of the
 operand under test.  fuzz.npz holds those ids as recorded (B: (n, k, N), A: (n, 64, k)) and both
-descriptors per case: 10 MB.  The compact corpus keeps, for EVERY case, the operand, N of the form,
-majorness, both descriptor values and a 64-bit digest of the hardware's ids, and the full ids of
-the first ``full_b`` N = 8 B cases and ``full_a`` A cases of every swizzle x majorness (readable
-mismatches, and a replay through fragsim.wgmma):
+descriptors per case: 10 MB.  The compact corpus (a record of kind "wgmma-fuzz") keeps, for EVERY
+case, the operand, N of the form, majorness, both descriptor values and a 64-bit digest of the
+hardware's ids, and the full ids of the first ``full_b`` N = 8 B cases and ``full_a`` A cases of
+every swizzle x majorness (readable mismatches, and a replay through fragsim.wgmma):
 
     operand u1 (0 A, 1 B), n u2, major u1 (0 K, 1 MN), desc u8 (cases, 2) (A's, B's), digest u8,
     full_b_index / full_b_ids (cases, 8, 16) u2, full_a_index / full_a_ids (cases, 64, 16) u2
@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from typing import Any
 
 import numpy as np
 
 from fragsim.instructions.wgmma import lookup_wgmma
 
-from .wgmma_corpus import _variant
+from . import record
+from .wgmma_kernels import Variant
 
 MAJOR_CODE = {"K": 0, "MN": 1}
 OPERANDS = ("A", "B")
@@ -38,12 +40,12 @@ def digest(ids) -> int:
     return int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
 
 
-def _records(fuzz):
+def _records(fuzz: dict[str, np.ndarray]):
     """(operand, N, major, descs (n, 2), ids (n, rows, k)) per recorded job, in the file's order."""
-    keys = list(dict.fromkeys(k.rsplit("|", 1)[0] for k in fuzz.files))
+    keys = list(dict.fromkeys(k.rsplit("|", 1)[0] for k in fuzz))
     for key in keys:
         kind, _sw, major, name = _split(key)
-        form = _variant(name).form
+        form = Variant.parse(name).form
         N = lookup_wgmma(form).shape[1]
         ids = fuzz[f"{key}|ids"]
         if kind == "fuzz_b":
@@ -60,7 +62,7 @@ def _split(key: str):
 
 def compact(src: str, dst: str, full_b: int = 24, full_a: int = 6) -> dict:
     """Write the compact corpus of ``src`` (a run's fuzz.npz) to ``dst``; returns its arrays."""
-    fuzz = np.load(src)
+    _, fuzz = record.load(src, ("wgmma-fuzz-run",))
     cols: dict = {"operand": [], "n": [], "major": [], "desc": [], "digest": []}
     full: dict = {"A": ([], []), "B": ([], [])}
     taken: dict = {}
@@ -82,12 +84,17 @@ def compact(src: str, dst: str, full_b: int = 24, full_a: int = 6) -> dict:
                 arr.append(ids[:want].astype(np.uint16))
                 taken[k] = taken.get(k, 0) + min(want, m)
         i += m
-    out = {name: np.concatenate(v) for name, v in cols.items()}
+    out: dict[str, Any] = {name: np.concatenate(v) for name, v in cols.items()}
     for op, (idx, arr) in full.items():
         out[f"full_{op.lower()}_index"] = np.concatenate(idx).astype(np.uint32)
         out[f"full_{op.lower()}_ids"] = np.concatenate(arr)
-    np.savez_compressed(dst, **out)
+    record.save(dst, "wgmma-fuzz", {"full_b": full_b, "full_a": full_a}, out)
     return out
+
+
+def load(path: str) -> dict[str, np.ndarray]:
+    """The arrays of a compact fuzz corpus."""
+    return record.load(path, ("wgmma-fuzz",))[1]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fragsim.instructions.wgmma import lookup_wgmma
+from fragsim.instructions.wgmma import THREADS, lookup_wgmma
+
+from .prelude import unit
 
 SMEM_BYTES = 48 * 1024
 NVCC_FLAGS = ("-gencode=arch=compute_90a,code=sm_90a", "-cubin", "-O3", "-std=c++17")
@@ -41,6 +43,13 @@ class Variant:
         return (f"wg_{f}_{self.a_src}_{'n' if self.scale_a < 0 else 'p'}{'n' if self.scale_b < 0 else 'p'}"
                 f"_{int(self.trans_a)}{int(self.trans_b)}")
 
+    @classmethod
+    def parse(cls, name: str) -> "Variant":
+        """The variant whose kernel is called ``name`` (wg_<form>_<src>_<scales>_<trans>)."""
+        parts = name[3:].split("_")
+        form, src, sc, tr = ".".join(parts[:-3]), parts[-3], parts[-2], parts[-1]
+        return cls(form, src, -1 if sc[0] == "n" else 1, -1 if sc[1] == "n" else 1, tr[0] == "1", tr[1] == "1")
+
     def check(self) -> "Variant":
         f = lookup_wgmma(self.form)
         if self.a_src not in ("smem", "reg"):
@@ -52,18 +61,6 @@ class Variant:
         if self.trans_a and self.a_src == "reg":
             raise ValueError(f"{self.name}: no imm-trans-a with A in registers")
         return self
-
-
-PRELUDE = """\
-// fragsim wgmma cross-check kernels: generated from the wgmma table (gpu_check/wgmma_kernels.py).
-#include <cstdint>
-#define FS_SMEM %d
-
-__device__ __forceinline__ unsigned long long fs_rebase(unsigned long long d, unsigned base) {
-  unsigned long long f = ((d & 0x3FFFull) + (base >> 4)) & 0x3FFFull;
-  return (d & ~0x3FFFull) | f;
-}
-""" % SMEM_BYTES
 
 
 def kernel_source(v: Variant) -> str:
@@ -96,27 +93,27 @@ def kernel_source(v: Variant) -> str:
         imms.append(str(int(v.trans_b)))
     imm = "".join(", " + x for x in imms)
     return f"""
-extern "C" __global__ void __launch_bounds__(128) {v.name}(
-    const uint8_t* __restrict__ img, int S, const unsigned long long* __restrict__ desc,
+extern "C" __global__ void __launch_bounds__({THREADS}) {v.name}(
+    const unsigned char* __restrict__ img, int S, const unsigned long long* __restrict__ desc,
     const unsigned* __restrict__ areg, const unsigned* __restrict__ creg, const int* __restrict__ scale_d,
     unsigned* __restrict__ dreg, unsigned* __restrict__ base_out) {{
-  extern __shared__ __align__(1024) uint8_t sm[];
+  extern __shared__ __align__(1024) unsigned char sm[];
   const long long cs = blockIdx.x;
   const int t = threadIdx.x;
   const uint4* src = reinterpret_cast<const uint4*>(img + cs * (long long)S);
   uint4* dst = reinterpret_cast<uint4*>(sm);
-  for (int i = t; i < FS_SMEM / 16; i += 128) dst[i] = i < S / 16 ? src[i] : make_uint4(0, 0, 0, 0);
+  for (int i = t; i < {SMEM_BYTES // 16}; i += {THREADS}) dst[i] = i < S / 16 ? src[i] : make_uint4(0, 0, 0, 0);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  const unsigned base = (unsigned)__cvta_generic_to_shared(sm);
+  const unsigned base = fs_smem_addr(sm);
   if (cs == 0 && t == 0) base_out[0] = base;
   const unsigned long long da = fs_rebase(desc[2 * cs], base), db = fs_rebase(desc[2 * cs + 1], base);
   (void)da;
   unsigned a[4];
-  for (int i = 0; i < 4; ++i) a[i] = {"areg[(cs * 128 + t) * 4 + i]" if v.a_src == "reg" else "0"};
+  for (int i = 0; i < 4; ++i) a[i] = {f"areg[(cs * {THREADS} + t) * 4 + i]" if v.a_src == "reg" else "0"};
   (void)a;
   {ctype} d[{nd}];
-  const unsigned* c = creg + (cs * 128 + t) * {nd};
+  const unsigned* c = creg + (cs * {THREADS} + t) * {nd};
 #pragma unroll
   for (int i = 0; i < {nd}; ++i) d[i] = {load}(c[i]);
   const int sd = scale_d[cs];
@@ -126,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(128) {v.name}(
                : {outs} : {", ".join(ins)} : "memory");
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-  unsigned* o = dreg + (cs * 128 + t) * {nd};
+  unsigned* o = dreg + (cs * {THREADS} + t) * {nd};
 #pragma unroll
   for (int i = 0; i < {nd}; ++i) o[i] = {store}(d[i]);
 }}
@@ -134,4 +131,4 @@ extern "C" __global__ void __launch_bounds__(128) {v.name}(
 
 
 def module_source(variants) -> str:
-    return PRELUDE + "".join(kernel_source(v) for v in variants)
+    return unit(*(kernel_source(v) for v in variants))

@@ -1,7 +1,7 @@
-"""Run the wgmma cross-check on an sm_90a GPU: ``python -m fragsim.gpu_check.wgmma_run --out DIR``.
+"""The wgmma family: the wgmma cross-check on an sm_90a GPU (``fragsim gpu-check --family wgmma``).
 
-Compiles every kernel the plan needs (nvcc, sm_90a; several files at once), dumps their SASS
-mnemonics, then runs the jobs in worker processes, each with its own CUDA context: a worker
+``run`` compiles every kernel the plan needs (nvcc, sm_90a; several files at once), dumps their SASS
+mnemonics with --record, then runs the jobs in worker processes, each with its own CUDA context: a worker
 generates its cases from the job's seed (gpu_check/wgmma_cases.py), runs them, computes fragsim's
 D (and, for the fit jobs, D under every alternative parameter row of ``ALTERNATIVES``) and
 returns counts.  Writes DIR/summary.json (cases and mismatches per family, swizzle, majorness;
@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import numpy as np
 
-from fragsim.instructions.wgmma import lookup_wgmma
+from fragsim.instructions.wgmma import THREADS, lookup_wgmma
 from fragsim.sim.wgmma import WGMMA_PARAMS, unpack_wg
 
+from . import compile, record, runner
 from . import wgmma_cases as W
+from .family import RunnerFamily, Say
 from .wgmma_kernels import NVCC_FLAGS, SMEM_BYTES, Variant, module_source
 
 FAMILY_FORMS = {
@@ -100,49 +102,36 @@ def plan(scale: float = 1.0, per_combo: int = 100_000):
     return jobs
 
 
-def compile_all(variants, workdir, nfiles=16):
-    """Cubins (path per variant name), compiled in parallel."""
+def compile_all(variants, workdir: str, nfiles: int = 16) -> dict[str, str]:
+    """Cubins (path per variant name), ``nfiles`` compiled at once."""
     variants = sorted(set(variants), key=lambda v: v.name)
     groups = [variants[i::nfiles] for i in range(nfiles) if variants[i::nfiles]]
-    procs, paths = [], {}
-    for g, vs in enumerate(groups):
-        cu = os.path.join(workdir, f"wg{g}.cu")
-        with open(cu, "w") as fh:
-            fh.write(module_source(vs))
-        out = os.path.join(workdir, f"wg{g}.cubin")
-        procs.append(subprocess.Popen(["nvcc", *NVCC_FLAGS, "-o", out, cu], stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-        for v in vs:
-            paths[v.name] = out
-    for p in procs:
-        log = p.communicate()[0]
-        if p.returncode:
-            raise RuntimeError(log[-3000:])
-    return paths
+    units = [(module_source(vs), os.path.join(workdir, f"wg{g}.cubin")) for g, vs in enumerate(groups)]
+    compile.nvcc(units, NVCC_FLAGS, "the wgmma kernels for sm_90a")
+    return {v.name: out for (_, out), vs in zip(units, groups) for v in vs}
 
 
-_MODS: dict = {}
+_KERNELS: dict = {}
 
 
-def _kernel(path, name):
-    import cupy as cp
-    if path not in _MODS:
-        _MODS[path] = cp.RawModule(path=path)
-    k = _MODS[path].get_function(name)
-    k.max_dynamic_shared_size_bytes = SMEM_BYTES
-    return k
+def _kernel(path: str, name: str) -> Any:
+    if (path, name) not in _KERNELS:
+        k = compile.functions(path, [name])[name]
+        k.max_dynamic_shared_size_bytes = SMEM_BYTES
+        _KERNELS[path, name] = k
+    return _KERNELS[path, name]
 
 
 def run_gpu(path, v, inp):
-    import cupy as cp
+    cp = runner.import_cupy()
     n, S = inp["img"].shape
     f = lookup_wgmma(v.form)
     nd = f.nregs("D")
-    d = cp.zeros((n, 128, nd), cp.uint32)
+    d = cp.zeros((n, THREADS, nd), cp.uint32)
     base = cp.zeros(1, cp.uint32)
     args = (cp.asarray(inp["img"]), np.int32(S), cp.asarray(inp["desc"]), cp.asarray(inp["areg"]),
             cp.asarray(inp["creg"]), cp.asarray(inp["scale_d"].astype(np.int32)), d, base)
-    _kernel(path, v.name)((n,), (128,), args, shared_mem=SMEM_BYTES)
+    _kernel(path, v.name)((n,), (THREADS,), args, shared_mem=SMEM_BYTES)
     cp.cuda.Device().synchronize()
     b = int(base.get()[0])
     if b % 1024:
@@ -206,35 +195,30 @@ def _work(job):
         return {"error": f"{job[3].name} {job[1]} {job[4]}: {type(e).__name__}: {e}"[:500]}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--workers", type=int, default=14)
-    ap.add_argument("--sass", action="store_true")
-    a = ap.parse_args(argv)
-    os.makedirs(a.out, exist_ok=True)
+def run(out: str, scale: float = 1.0, workers: int = 14, sass: bool = False, log: Say = print) -> dict[str, Any]:
+    """Compile and run the plan at ``scale``; write the run's files into ``out``; the summary."""
+    os.makedirs(out, exist_ok=True)
     t0 = time.time()
-    jobs = plan(a.scale)
+    jobs = plan(scale)
     tmp = tempfile.mkdtemp()
     paths = compile_all([j[3] for j in jobs], tmp)
-    print(f"{len(jobs)} jobs, {len(set(j[3].name for j in jobs))} kernels compiled in {time.time() - t0:.0f} s", flush=True)
-    if a.sass:
-        with open(os.path.join(a.out, "sass.txt"), "w") as fh:
+    log(f"{len(jobs)} jobs, {len(set(j[3].name for j in jobs))} kernels compiled in {time.time() - t0:.0f} s", flush=True)
+    if sass:
+        with open(os.path.join(out, "sass.txt"), "w") as fh:
             for cub in sorted(set(paths.values())):
-                s = subprocess.run(["cuobjdump", "-sass", cub], capture_output=True, text=True).stdout
+                text = compile.sass(cub)
                 fh.write(f"== {os.path.basename(cub)}\n")
-                fh.write("\n".join(ln.strip() for ln in s.splitlines() if "Function" in ln or "GMMA" in ln
+                fh.write("\n".join(ln.strip() for ln in text.splitlines() if "Function" in ln or "GMMA" in ln
                                    or "WARPGROUP" in ln or "WARPSYNC" in ln) + "\n")
     summary: dict = {}
     fuzz: dict = {}
     keep: dict = {}
     errors = []
-    with ProcessPoolExecutor(a.workers, initializer=_init, initargs=(paths,)) as ex:
+    with ProcessPoolExecutor(workers, initializer=_init, initargs=(paths,)) as ex:
         for r in ex.map(_work, jobs, chunksize=1):
             if "error" in r:
                 errors.append(r["error"])
-                print("ERROR", r["error"], flush=True)
+                log("ERROR", r["error"], flush=True)
                 continue
             key = f"{r['family']} | {r['swizzle']} | {r['major']}"
             s = summary.setdefault(key, {"cases": 0, "mismatch_cases": 0, "n_values": [], "alternatives": {}})
@@ -253,21 +237,81 @@ def main(argv=None):
                 fz["desc"].append(r["desc"])
             if "keep" in r:
                 keep.setdefault(r["family"], []).append((r["variant"], r["swizzle"], r["major"], r["seed"], r["keep"]))
-            print(f"{key} {r['variant']} n={r['n']} bad={r['mismatch_cases']} t={time.time() - t0:.0f}", flush=True)
+            log(f"{key} {r['variant']} n={r['n']} bad={r['mismatch_cases']} t={time.time() - t0:.0f}", flush=True)
     summary["_errors"] = errors
     summary["_seconds"] = round(time.time() - t0, 1)
-    with open(os.path.join(a.out, "summary.json"), "w") as fh:
+    with open(os.path.join(out, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
-    np.savez_compressed(os.path.join(a.out, "fuzz.npz"),
-                        **{f"{k}|{part}": np.concatenate(v[part]) for k, v in fuzz.items() for part in ("ids", "desc")})
+    record.save(os.path.join(out, "fuzz.npz"), "wgmma-fuzz-run", {"scale": scale},
+                {f"{k}|{part}": np.concatenate(v[part]) for k, v in fuzz.items() for part in ("ids", "desc")})
     for fam, items in keep.items():
         arrs = {}
         for j, (var, sw, major, seed, kp) in enumerate(items):
             for name, x in kp.items():
                 arrs[f"{j}|{var}|{sw}|{major}|{seed}|{name}"] = x
-        np.savez_compressed(os.path.join(a.out, f"corpus_{fam.replace('/', '_')}.npz"), **arrs)
-    print("done", summary["_seconds"], "s", file=sys.stderr)
+        record.save(os.path.join(out, f"corpus_{fam.replace('/', '_')}.npz"), "wgmma-run", {"family": fam}, arrs)
+    return summary
 
 
-if __name__ == "__main__":
-    main()
+#: the compacted corpora of a run (wgmma_corpus.py), one per family of forms
+CORPORA = ("f16_bf16", "tf32", "fp8", "int8")
+
+
+class WgmmaFamily(RunnerFamily):
+    name = "wgmma"
+    summary = ("every sm_90a wgmma family x swizzle x majorness, and the descriptor fuzz (needs nvcc and an "
+               "sm_90 GPU; --cases: cases per family x swizzle x majorness, default 100,000)")
+    default_cases = 100_000
+    options = frozenset({"cases", "jobs", "record", "replay", "quiet", "json", "json_file"})
+    replay_expects = "a folder of recorded corpora (*.npz)"
+
+    def device(self) -> dict[str, Any]:
+        info = super().device()
+        if info.get("cc_int") != 90:
+            raise runner.GpuUnavailable(f"wgmma needs an sm_90a GPU (H100/H200); {info['device']} is compute "
+                                        f"capability {info.get('cc', '-')}")
+        if shutil.which("nvcc") is None:
+            raise runner.GpuUnavailable("nvcc is not on PATH; the wgmma check compiles its kernels with nvcc for "
+                                        "sm_90a")
+        return info
+
+    def source(self, cc: int) -> str:
+        return module_source(sorted({j[3] for j in plan()}, key=lambda v: v.name))
+
+    def compile(self, info: dict[str, Any]) -> Any:
+        return compile_all([j[3] for j in plan()], tempfile.mkdtemp(prefix="fragsim_wgmma_"))
+
+    def check(self, args: argparse.Namespace, info: dict[str, Any], say: Say) -> dict[str, Any]:
+        out = args.record or tempfile.mkdtemp(prefix="fragsim_wgmma_")
+        summary = run(out, args.cases / 100_000, 14 if args.jobs is None else args.jobs, bool(args.record),
+                      log=say)
+        if not args.record:
+            shutil.rmtree(out, ignore_errors=True)
+        combos = {k: v for k, v in summary.items() if not k.startswith("_")}
+        for e in summary["_errors"]:
+            say(f"job failed: {e}")
+        return {"cases": sum(v["cases"] for v in combos.values()),
+                "mismatches": sum(v["mismatch_cases"] for v in combos.values()) + len(summary["_errors"]),
+                "failed_jobs": len(summary["_errors"]),
+                "per_family_swizzle_major": {k: [v["cases"], v["mismatch_cases"]] for k, v in combos.items()}}
+
+    def replay_cases(self, args: argparse.Namespace, say: Say) -> dict[str, Any]:
+        from .wgmma_corpus import load
+
+        paths = [os.path.join(args.replay, f"{n}.npz") for n in CORPORA
+                 if os.path.isfile(os.path.join(args.replay, f"{n}.npz"))]
+        if not paths:
+            raise ValueError(f"--replay {args.replay}: no wgmma corpora there; expected "
+                             f"{', '.join(n + '.npz' for n in CORPORA)} (gpu_check/wgmma_corpus.py's output, "
+                             "e.g. tests/data/wgmma)")
+        cases = bad = 0
+        for path in paths:
+            for v, sw, major, inp, d in load(path)[: args.cases]:
+                cases += 1
+                if not np.array_equal(W.model(v, inp), d):
+                    bad += 1
+                    say(f"mismatch: {v.name} swizzle {sw} {major}-major ({os.path.basename(path)})")
+        return {"cases": cases, "mismatches": bad}
+
+
+FAMILIES = {"wgmma": WgmmaFamily()}

@@ -12,6 +12,7 @@ import pytest
 from fragsim.sim import smem as S
 from fragsim.gpu_check import access_kernels as K
 from fragsim.gpu_check import access_ncu as N
+from fragsim.gpu_check.ncu_run import COUNTERS, INSTRUCTIONS, OP_MISC_WAVEFRONTS
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.search.swizzle_search import swizzle_search
 
@@ -106,24 +107,19 @@ def test_predict_is_the_searchs_figures_as_nsight_compute_counts_them(name):
 def _synthetic(tmp_path, perturb=None):
     """A record whose counters are fragsim's own predictions (what a perfect GPU would show)."""
     plan, launches = [], []
-    values: dict = {N.SHORT[m]: [] for m in N.METRICS}
+    values: dict = {m: [] for m in N.METRICS}
     for name in ("a_bf16_64B_ca16_dense", "ep_v2_f32"):
         c = CASES[name]
         for role, spec in N.choose_layouts(c, 1, np.random.default_rng(0))[:2]:
             plan.append({"case": c.to_json(), "name": name, "role": role, "layout": spec})
             launches.append({"data_ok": True, "bad_words": 0, "smem_base": 0})
             p = K.predict(c, spec, 1 << 21)
-            v = {"data_pipe_lsu_wavefronts_mem_shared_op_ld": p["ld"]["wavefronts"],
-                 "data_pipe_lsu_wavefronts_mem_shared_op_st": p["st"]["wavefronts"],
-                 "data_pipe_lsu_wavefronts_mem_shared_op_misc": 5,
-                 "data_bank_conflicts_pipe_lsu_mem_shared_op_ld": p["ld"]["conflicts"],
-                 "data_bank_conflicts_pipe_lsu_mem_shared_op_st": p["st"]["conflicts"],
-                 "data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts": p["ldgsts"]["conflicts"],
-                 "inst_executed_op_ldsm": p["inst"]["ldsm"], "inst_executed_op_shared_stsm": p["inst"]["stsm"],
-                 "inst_executed_op_shared_ld": p["inst"]["ld"], "inst_executed_op_shared_st": p["inst"]["st"],
-                 "inst_executed_op_ldgsts": p["inst"]["ldgsts"]}
-            v["data_pipe_lsu_wavefronts_mem_shared"] = (p["ld"]["wavefronts"] + p["st"]["wavefronts"]
-                                                        + p["ldgsts"]["wavefronts"] + 5)
+            v = {COUNTERS[g][1]: p[g]["conflicts"] for g in COUNTERS}
+            v.update({COUNTERS[g][0]: p[g]["wavefronts"] for g in ("ld", "st")})
+            v.update({INSTRUCTIONS[kind]: p["inst"][kind] for kind in INSTRUCTIONS})
+            v[OP_MISC_WAVEFRONTS] = 5
+            # cp.async's "wavefronts" counter is the shared total: every group's, plus op_misc
+            v[COUNTERS["ldgsts"][0]] = p["ld"]["wavefronts"] + p["st"]["wavefronts"] + p["ldgsts"]["wavefronts"] + 5
             for k in values:
                 values[k].append(v[k])
     if perturb:
@@ -138,7 +134,7 @@ def test_a_record_that_matches_the_model_compares_clean(tmp_path):
 
 
 def test_a_record_that_differs_is_reported_with_both_figures(tmp_path):
-    diffs = N.compare(_synthetic(tmp_path, perturb="data_bank_conflicts_pipe_lsu_mem_shared_op_ld"), verbose=False)
+    diffs = N.compare(_synthetic(tmp_path, perturb=COUNTERS["ld"][1]), verbose=False)
     (i, case, layout, what, p, m, exact), = diffs
     assert (i, case, what, m) == (0, "a_bf16_64B_ca16_dense", "ld conflicts", p + 1)
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.gpu_check.ncu_banks import OPS, SHORT, load_record, measured_figures
+from fragsim.gpu_check.ncu_banks import OPS, load_record, measured_figures
 from fragsim.instructions.shared_ops import parse_shared_op
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "banks")
@@ -41,7 +41,7 @@ def _rows():
             d["wf"].append(wf[sel])
             d["bc"].append(bc[sel])
             d["label"].extend(str(x) for x in rec["label"][sel])
-            inst = SHORT[parse_shared_op(str(op)).ncu_inst_metric]   # the entry's instruction counter
+            inst = parse_shared_op(str(op)).ncu_inst_metric   # the entry's instruction counter
             d["inst"].append(rec["metrics"][inst][sel] if inst in rec["metrics"] else np.full(sel.size, -1))
     return {op: {k: (np.concatenate(v) if k != "label" else v) for k, v in d.items()} for op, d in out.items()}
 
@@ -147,7 +147,7 @@ def test_records_hold_at_least_200_random_address_sets_per_op_or_600_sets_for_cp
 # wavefronts, max |model - ncu| in conflicts).  Ops not listed have no inexact case.  The replay
 # assertion above skips these cases, so this pin is what keeps "0 mismatches" honest: a model
 # change that widens (or narrows) the inexact domain, or a new record, fails here until the
-# figures below and the README's account of the cp.async counter are updated together.
+# figures below and docs/validation.md's account of the cp.async counter are updated together.
 INEXACT = {
     "cp.async.ca.4": (743, 72, 72, 8, 8),
     "cp.async.ca.8": (841, 131, 131, 12, 12),
@@ -168,4 +168,4 @@ def test_recorded_cases_outside_the_exact_domain_are_pinned(op):
         f"{op}: of {out.size} recorded cases, {got[0]} are outside the exact domain, {got[1]} of them differ "
         f"from ncu in wavefronts and {got[2]} in conflicts (max |deviation| {got[3]} wavefronts, {got[4]} "
         f"conflicts); pinned {INEXACT.get(op, (0, 0, 0, 0, 0))}. If the change is intended, update INEXACT "
-        f"in {os.path.basename(__file__)} deliberately (and the README's account of the cp.async counter)")
+        f"in {os.path.basename(__file__)} deliberately (and docs/validation.md's account of the cp.async counter)")

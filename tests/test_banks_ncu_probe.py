@@ -23,7 +23,7 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "banks")
 def test_probe_has_one_kernel_per_op_with_the_ptx_instruction():
     src = ncu_probe.probe_source()
     for op in ncu_probe.OPS:
-        body = src.split(f"void __launch_bounds__(32) {ncu_probe.kernel_name(op)}(")[1].split("\n}\n")[0]
+        body = src.split(f"void __launch_bounds__(FS_LANES) {ncu_probe.kernel_name(op)}(")[1].split("\n}\n")[0]
         o = parse_shared_op(op)
         ptx = re.findall(r'asm volatile\("([a-z.0-9]+)', body)
         want = {"ldsm": f"ldmatrix.sync.aligned.m8n8.x{o.num}", "stsm": f"stmatrix.sync.aligned.m8n8.x{o.num}",

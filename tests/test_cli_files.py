@@ -142,11 +142,11 @@ def test_an_os_error_escaping_a_subcommand_is_one_line_naming_the_file(capsys, m
 
 
 @pytest.mark.parametrize("write, problem", [
-    (lambda p: np.savez(p, x=np.zeros(3)), "KeyError: 'meta'"),        # an .npz without the corpus's record
+    (lambda p: np.savez(p, x=np.zeros(3)), "KeyError: 'meta'"),        # an .npz without the record's metadata
     (lambda p: p.write_bytes(b"garbage"), "ValueError"),               # not a zip archive at all
     (lambda p: p.write_bytes(b"PK\x03\x04 damaged"), "BadZipFile"),    # a damaged archive
 ])
 def test_gpu_check_replay_of_a_file_that_is_not_a_corpus_names_it(tmp_path, capsys, write, problem):
     path = tmp_path / "x.npz"
     write(path)
-    one_line_error(capsys, ["gpu-check", "--replay", str(tmp_path)], f"{path}: not a fragsim hardware corpus", problem)
+    one_line_error(capsys, ["gpu-check", "--replay", str(tmp_path)], f"{path}: not a fragsim GPU record", problem)

@@ -2,7 +2,7 @@
 
 No GPU here: the refusals (exit 2, one line naming what is missing), the options each family takes,
 the replays of the recorded H100 data, and the GPU paths with the device replaced by a stand-in
-(movmatrix_check.run, wgmma_run.main, gemm.GemmRunner), so the wiring of counts, exit codes and
+(MovmatrixFamily.gpu, wgmma_run.run, gemm.GemmRunner), so the wiring of counts, exit codes and
 recordings is exercised.
 """
 
@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.cli import gpu_check as cli_gpu_check
 from fragsim.cli import main
+from fragsim.gpu_check import corpus, movmatrix, runner, wgmma_run
 from fragsim.gpu_check import gemm as G
-from fragsim.gpu_check import movmatrix_check, runner, wgmma_run
 
 DATA = Path(__file__).parent / "data"
 MOVM = DATA / "hw_movmatrix" / "nvidia_h100_sm90"
@@ -44,7 +43,8 @@ def _fake_device(monkeypatch, cc):
     monkeypatch.setattr(runner, "import_cupy", lambda: None)
     monkeypatch.setattr(runner, "device_info", lambda cp=None: {"device": "NVIDIA A100-SXM4-40GB" if cc == 80
                                                                 else "NVIDIA H100 80GB HBM3",
-                                                                "cc": f"{cc // 10}.{cc % 10}", "cc_int": cc})
+                                                                "cc": f"{cc // 10}.{cc % 10}", "cc_int": cc,
+                                                                "driver": "stand-in", "cuda_runtime": "0.0"})
 
 
 def test_wgmma_on_an_sm80_gpu_is_refused_naming_the_compute_capability(monkeypatch, capsys):
@@ -56,7 +56,7 @@ def test_wgmma_on_an_sm80_gpu_is_refused_naming_the_compute_capability(monkeypat
 
 def test_wgmma_without_nvcc_is_refused_naming_nvcc(monkeypatch, capsys):
     _fake_device(monkeypatch, 90)
-    monkeypatch.setattr(cli_gpu_check.shutil, "which", lambda name: None)
+    monkeypatch.setattr(wgmma_run.shutil, "which", lambda name: None)
     assert main(["gpu-check", "--family", "wgmma"]) == 2
     assert "nvcc is not on PATH" in capsys.readouterr().err
 
@@ -94,10 +94,10 @@ def test_movmatrix_replay_of_the_h100_recording_agrees(capsys):
 
 
 def test_movmatrix_replay_catches_a_changed_word(tmp_path, capsys):
-    z = np.load(MOVM / "movmatrix.trans.npz")
-    d = z["d"].copy()
-    d[5, 7, 0] ^= 1
-    np.savez_compressed(tmp_path / "movmatrix.trans.npz", a=z["a"], d=d, meta=z["meta"])
+    c = corpus.load(str(MOVM / "movmatrix.trans.npz"))
+    c.arrays["d"] = c.arrays["d"].copy()
+    c.arrays["d"][5, 7, 0] ^= 1
+    corpus.write(str(tmp_path), c)
     assert main(["gpu-check", "--family", "movmatrix", "--replay", str(tmp_path)]) == 1
     assert "2,000 cases, 1 mismatches" in capsys.readouterr().out
 
@@ -150,7 +150,8 @@ def test_movmatrix_counts_the_runners_mismatches_and_records(monkeypatch, tmp_pa
     a = np.random.default_rng(0).integers(0, 1 << 32, (40, 32, 1), dtype=np.uint64).astype(np.uint32)
     d = fragsim.movmatrix(a)
     d[[3, 9], 0, 0] ^= 0x8000                              # two warps the "device" got wrong
-    monkeypatch.setattr(movmatrix_check, "run", lambda cases, seed: (a, d, 2, {"device": "stand-in", "cc": "9.0"}))
+    tag = np.zeros(40, np.uint8)
+    monkeypatch.setattr(movmatrix.MovmatrixFamily, "gpu", lambda self, cases, seed, info: (a, tag, d, 2))
     assert main(["gpu-check", "--family", "movmatrix", "--cases", "40", "--record", str(tmp_path), "--keep", "40"]) == 1
     assert "movmatrix: 40 cases, 2 mismatches" in capsys.readouterr().out
     assert main(["gpu-check", "--family", "movmatrix", "--replay", str(tmp_path), "--json"]) == 1
@@ -159,20 +160,18 @@ def test_movmatrix_counts_the_runners_mismatches_and_records(monkeypatch, tmp_pa
 
 def test_wgmma_passes_cases_as_scale_and_reads_the_summary(monkeypatch, tmp_path, capsys):
     _fake_device(monkeypatch, 90)
-    monkeypatch.setattr(cli_gpu_check.shutil, "which", lambda name: "/usr/bin/nvcc")
+    monkeypatch.setattr(wgmma_run.shutil, "which", lambda name: "/usr/bin/nvcc")
     seen = []
 
-    def fake_main(argv):
-        seen.append(argv)
-        out = argv[argv.index("--out") + 1]
-        Path(out, "summary.json").write_text(json.dumps({
-            "fp8 | 128B | K": {"cases": 1000, "mismatch_cases": 3}, "int8 | none | K": {"cases": 500, "mismatch_cases": 0},
-            "_errors": [], "_seconds": 1.0}))
-    monkeypatch.setattr(wgmma_run, "main", fake_main)
+    def fake_run(out, scale, workers, sass, log):
+        seen.append((out, scale, workers, sass))
+        return {"fp8 | 128B | K": {"cases": 1000, "mismatch_cases": 3}, "int8 | none | K": {"cases": 500, "mismatch_cases": 0},
+                "_errors": [], "_seconds": 1.0}
+    monkeypatch.setattr(wgmma_run, "run", fake_run)
     rc = main(["gpu-check", "--family", "wgmma", "--cases", "1000", "--jobs", "3", "--record", str(tmp_path), "--json"])
     rep = json.loads(capsys.readouterr().out)
     assert rc == 1 and rep["cases"] == 1500 and rep["mismatches"] == 3
-    assert seen == [["--out", str(tmp_path), "--scale", "0.01", "--workers", "3", "--sass"]]
+    assert seen == [(str(tmp_path), 0.01, 3, True)]
 
 
 class _ModelGemm:
@@ -187,7 +186,7 @@ class _ModelGemm:
 
 
 def test_gemm_records_then_compares(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(cli_gpu_check, "_need_gpu", lambda family: {"device": "stand-in", "cc": "9.0"})
+    monkeypatch.setattr(G.GemmFamily, "device", lambda self: {"device": "stand-in", "cc": "9.0"})
     monkeypatch.setattr(G, "GemmRunner", _ModelGemm)
     form = "m16n8k8.row.col.f32.tf32.tf32.f32"
     rc = main(["gpu-check", "--family", "gemm", "--cases", "1", "--forms", form, "--record", str(tmp_path), "--json"])

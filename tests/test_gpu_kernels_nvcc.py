@@ -64,7 +64,7 @@ def test_mma_kernel_moves_registers_not_elements(form):
     # operand and writes D the same way; no fragment layout enters the kernel.
     f = lookup(form)
     src = K.kernel_for(form).source
-    strides = dict(re.findall(r"([ABCD]) \+ \(w \* 32 \+ lane\) \* (\d+);", src))
+    strides = dict(re.findall(r"([ABCD]) \+ \(w \* FS_LANES \+ lane\) \* (\d+);", src))
     assert {op: int(n) for op, n in strides.items()} == {op: f.nregs(op) for op in "ABCD"}
 
 

@@ -15,6 +15,7 @@ import fragsim
 from fragsim import FORMS, lookup
 from fragsim.facts.formats import IntFormat
 from fragsim.gpu_check import bulk, generate as G, generate_exact as X, kernels as K
+from fragsim.gpu_check.prelude import TILE_BYTES
 
 pytestmark = pytest.mark.gpu
 
@@ -24,9 +25,9 @@ LIVE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 @pytest.fixture(scope="module")
 def gpu():
-    from fragsim.gpu_check.runner import GpuRunner, GpuUnavailable
+    from fragsim.gpu_check.runner import GpuUnavailable
     try:
-        return GpuRunner()
+        return bulk.GpuBackend()
     except GpuUnavailable as e:
         pytest.skip(f"no GPU to test on: {e}")
 
@@ -121,7 +122,7 @@ def test_mma_probes_match_the_gpu(gpu, form):
 # ---------------------------------------------------------------------------------------
 # shared memory
 
-SLOTS16 = K.TILE_BYTES // 16
+SLOTS16 = TILE_BYTES // 16
 
 
 @st.composite
@@ -161,7 +162,7 @@ def _shared_inputs(op, slots, tile, mask, payload_seed):
     return inp
 
 
-TILES = hnp.arrays(np.uint8, K.TILE_BYTES, elements=st.integers(0, 255))
+TILES = hnp.arrays(np.uint8, TILE_BYTES, elements=st.integers(0, 255))
 
 
 @pytest.mark.parametrize("op", K.LDMATRIX_OPS + K.STMATRIX_OPS)
@@ -185,7 +186,7 @@ def test_ldmatrix_stmatrix_match_the_gpu(gpu, op):
 @pytest.mark.parametrize("op", K.LD_OPS + K.ST_OPS + K.CP_ASYNC_OPS)
 def test_plain_shared_accesses_match_the_gpu(gpu, op):
     sop = fragsim.parse_shared_op(op)
-    nslots = K.TILE_BYTES // sop.bytes_per_addr
+    nslots = TILE_BYTES // sop.bytes_per_addr
 
     @LIVE
     @given(lane_slots(nslots, distinct=sop.is_store), TILES,

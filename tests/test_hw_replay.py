@@ -20,6 +20,7 @@ from fragsim import FORMS, lookup
 from fragsim.cli import main
 from fragsim.gpu_check import bulk, corpus, generate as G, kernels as K
 from fragsim.facts.arch import arch_for_cc
+from fragsim.gpu_check.prelude import TILE_BYTES
 
 DATA = Path(__file__).parent / "data" / "hw"
 FILES = corpus.find(str(DATA))
@@ -118,7 +119,7 @@ def test_address_sets_are_aligned_inside_the_tile_and_stores_never_overlap(op):
     inp = G.shared_inputs(op, 300, np.random.default_rng(6))
     a = inp["addrs"].astype(np.int64)
     unit = sop.bytes_per_addr
-    assert (a % unit == 0).all() and (a >= 0).all() and (a + unit <= K.TILE_BYTES).all()
+    assert (a % unit == 0).all() and (a >= 0).all() and (a + unit <= TILE_BYTES).all()
     if sop.is_store:
         act = a[:, :sop.address_lanes]
         for row, m in zip(act, inp["mask"]):

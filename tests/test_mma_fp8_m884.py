@@ -2,7 +2,6 @@
 sm_90 runs (read from ptxas 13.0's SASS, settled by the H100 corpora in tests/data/hw), and the
 alternatives those recorded cases break."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -221,10 +220,9 @@ MOVM = DATA / "hw_movmatrix" / "nvidia_h100_sm90" / "movmatrix.trans.npz"
 
 @pytest.mark.skipif(not MOVM.exists(), reason="no movmatrix recording")
 def test_recorded_movmatrix_cases_are_reproduced_bit_for_bit():
-    z = np.load(MOVM)
-    meta = json.loads(str(z["meta"]))
-    assert meta["device"] and meta["mismatches"] == 0 and len(z["a"]) == meta["cases"] > 0
-    assert np.array_equal(fragsim.movmatrix(z["a"]), z["d"])
+    c = corpus.load(str(MOVM), ("movmatrix",))
+    assert c.meta["device"] and c.meta["mismatches"] == 0 and len(c) == c.meta["cases"] > 0
+    assert np.array_equal(fragsim.movmatrix(c.arrays["a"]), c.arrays["d"])
 
 
 @pytest.mark.gpu
@@ -232,10 +230,11 @@ def test_movmatrix_matches_the_gpu_live():
     """Live (``pytest -m gpu``): hypothesis-drawn source registers through the GPU and fragsim.movmatrix."""
     from hypothesis import given, settings, strategies as st
     from hypothesis.extra import numpy as hnp
-    from fragsim.gpu_check import movmatrix_check
+    from fragsim.gpu_check.movmatrix import FAMILIES
     from fragsim.gpu_check.runner import GpuUnavailable
+    fam = FAMILIES["movmatrix"]
     try:
-        movmatrix_check.run(1, 0)
+        fn = fam.compile(fam.device())
     except (GpuUnavailable, ImportError) as e:
         pytest.skip(f"no GPU to test on: {e}")
 
@@ -243,7 +242,7 @@ def test_movmatrix_matches_the_gpu_live():
     @given(hnp.arrays(np.uint32, (4, 32, 1), elements=st.one_of(st.integers(0, 2**32 - 1),
                                                                 st.sampled_from([0, 0xFFFFFFFF, 0x80008000, 1]))))
     def agree(a):
-        hw = movmatrix_check.device_outputs(a)
+        hw = fam.device_outputs(fn, a)
         assert np.array_equal(hw, fragsim.movmatrix(a))
 
     agree()

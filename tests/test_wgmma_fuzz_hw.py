@@ -18,17 +18,17 @@ import pytest
 from fragsim import MatrixDescriptor, wgmma
 from fragsim.layout.descriptor import SWIZZLE_BYTES, canonical_offsets, operand_addresses, swizzle_address
 from fragsim.sim.wgmma import pack_wg, unpack_wg
-from fragsim.gpu_check.wgmma_fuzz_corpus import digest
+from fragsim.gpu_check import record
+from fragsim.gpu_check.wgmma_fuzz_corpus import digest, load
+from fragsim.gpu_check.wgmma_kernels import SMEM_BYTES
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "wgmma", "fuzz_h100.npz")
 ATOM = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}     # bytes of one 8-row swizzle atom
-SMEM_BYTES = 48 * 1024                                           # the fuzz kernels' shared memory
 
 
 @functools.lru_cache(maxsize=None)
 def _corpus():
-    z = np.load(PATH)
-    return {k: z[k] for k in z.files}
+    return load(PATH)
 
 
 @functools.lru_cache(maxsize=None)
@@ -189,7 +189,7 @@ def test_compaction_keeps_every_case(tmp_path):
         inp = W.batch(v, 3, seed, swizzle=sw, kind=kind)
         rec[f"{kind}_{sw}_{major}_{v.name}|ids"] = fuzz_ids(v, kind, W.model(v, inp))
         rec[f"{kind}_{sw}_{major}_{v.name}|desc"] = inp["desc"]
-    np.savez_compressed(tmp_path / "fuzz.npz", **rec)
+    record.save(str(tmp_path / "fuzz.npz"), "wgmma-fuzz-run", {}, rec)
     out = compact(str(tmp_path / "fuzz.npz"), str(tmp_path / "c.npz"), full_b=2, full_a=1)
     assert list(out["operand"]) == [1, 1, 1, 0, 0, 0] and list(out["n"]) == [8] * 3 + [16] * 3
     assert list(out["major"]) == [1, 1, 1, 0, 0, 0]
