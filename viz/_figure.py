@@ -1,21 +1,25 @@
 """What every picture shares: a canvas measured in cells, cell grids with labels that shrink and
-then drop as cells get small, and saving by file extension.
+then drop as cells get small, titles that wrap to the figure's width, and saving by file extension.
 
 A ``Canvas`` is one matplotlib Figure whose single Axes fills it, in data units where one cell is
 1 x 1 and y grows downwards (matrix order).  Knowing the size of a cell in points is what lets the
 labels pick a font size that fits, or drop out, instead of overflowing on a 128 x 128 tile.
 Figures are built with ``matplotlib.figure.Figure`` (no pyplot: no global state, no backend).
+
+SVG output writes the named cells itself, compactly (a ``<rect>`` and ``<text>`` per cell, styles
+shared as classes), instead of matplotlib's paths with inline styles; grids of more than
+``SVG_CELLS`` cells are one image with white gap lines, without per-cell text.
 """
 
 from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from .palette import text_color
 
@@ -25,38 +29,26 @@ DPI = 110
 MAX_FONT = 8.0      # points: cell labels never grow past this
 MIN_FONT = 4.0      # points: below this a label is unreadable, so it is dropped
 TEXT_FONT = 9.0     # titles, axis labels, legends
+TITLE_FONT = TEXT_FONT + 1
+LINE_SPACING = 1.2  # matplotlib's, in font sizes
 AXIS_FONT = 5.5     # smallest row/column numbers (fewer of them are shown instead)
-PER_CELL_ARTISTS = 6000   # above this many cells, cells are one collection (no per-cell SVG ids)
 TINY_CELL = 9.0     # points: cells smaller than this are drawn without gaps (gaps would be noise)
 MAX_LABELS = 4096    # above this many cells, colour only: matplotlib draws ~1000 labels a second
+# Above this many cells in one grid, SVG gets the grid as one image, no per-cell text: a named cell
+# and its label cost ~150 bytes (a 64 x 64 tile would be 600 KB), and in a notebook, which scales
+# the picture to its width, such labels are too small to read.
+SVG_CELLS = 2048
 
-# SVG text as <text> (searchable, testable, and what the explorer page highlights), stable ids.
+# SVG text as <text> (searchable, testable), stable ids.
 SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "fragsim"}
 
 
-_SVG_CELLS = False
+@dataclass
+class _SvgCells:
+    """One grid as SVG text, and the matplotlib artists that draw it in PNG/PDF (hidden for SVG)."""
 
-
-class svg_cells:
-    """``with svg_cells(): fig = draw_...()``: the figure's named cells become SVG text (see Canvas)."""
-
-    def __enter__(self):
-        global _SVG_CELLS
-        self._old, _SVG_CELLS = _SVG_CELLS, True
-        return self
-
-    def __exit__(self, *exc):
-        global _SVG_CELLS
-        _SVG_CELLS = self._old
-
-
-def inject_cells(fig, svg: str) -> str:
-    """The SVG of ``fig`` with the cells ``svg_cells`` kept aside put under everything else."""
-    cells = getattr(fig, "fragsim_cells", None)
-    if not cells:
-        return svg
-    i = svg.index(">", svg.index('<g id="axes_1"')) + 1
-    return svg[:i] + "".join(cells) + svg[i:]
+    artists: list
+    svg: str
 
 
 class Canvas:
@@ -77,15 +69,20 @@ class Canvas:
         ax.set_ylim(self.y1, self.y0)
         ax.set_axis_off()
         self.ax = ax
-        # Cells as one collection and their labels as glyph outlines (one more) when the picture is
-        # going to a PNG or PDF: matplotlib lays out and rasterizes each text separately, ~1 ms a
-        # label, and each artist costs more; SVG keeps one named <path> and <text> per cell
-        # (searchable, testable, and what the explorer page highlights).
-        self.label_paths = target is not None and not os.fspath(target).lower().endswith(".svg")
-        # Inside ``svg_cells()`` (the explorer page): named cells and their labels are written as SVG
-        # text here, not drawn by matplotlib -- the same elements, several times faster -- and
-        # ``inject_cells`` puts them under everything matplotlib draws.
-        self.fig.fragsim_cells = [] if _SVG_CELLS else None
+        # PNG and PDF: cells as one collection and their labels as glyph outlines (one more):
+        # matplotlib lays out and rasterizes each text separately, ~1 ms a label.  SVG, or no path yet
+        # (a notebook asks for SVG or PNG later): the same artists, and the cells as compact SVG too.
+        ext = None if target is None else os.path.splitext(os.fspath(target))[1].lower()
+        self.vector = ext in (None, ".svg")
+        self.fig.fragsim_cells = []
+        self.fig.fragsim_styles = {}
+
+    def grow_top(self, inches: float):
+        """``inches`` more room above the content: the figure grows, nothing moves against the content."""
+        w, h = self.fig.get_size_inches()
+        self.fig.set_size_inches(w, h + inches)
+        self.y0 -= inches / self.unit
+        self.ax.set_ylim(self.y1, self.y0)
 
     def to_svg(self, x: float, y: float) -> tuple[float, float]:
         """Data units -> SVG user units (points from the figure's top left)."""
@@ -107,11 +104,61 @@ class Canvas:
             t.set_gid(gid)
         return t
 
-    def title(self, s: str, y: float | None = None, x: float | None = None):
-        """A title in the top margin (``y`` in data units above the content, default the margin's top)."""
-        return self.text(self.x0 + self.units(0.1) if x is None else x,
-                         self.y0 + self.units(0.12) if y is None else y, s, size=TEXT_FONT + 1,
-                         va="top", weight="bold")
+    def title(self, s: str, *, top_in: float = 0.12, x: float | None = None):
+        """A title ``top_in`` inches below the figure's top edge, wrapped to the figure's width (the
+        figure grows upwards by the lines wrapping adds)."""
+        x = self.x0 + self.units(0.1) if x is None else x
+        room = (self.x1 - x) * self.cell_pt - 0.1 * 72          # points to the right edge, less a margin
+        lines_ = wrap_text(s, room, TITLE_FONT, bold=True)
+        extra = len(lines_) - (s.count("\n") + 1)
+        if extra > 0:
+            self.grow_top(extra * TITLE_FONT * LINE_SPACING / 72)
+        return self.text(x, self.y0 + self.units(top_in), "\n".join(lines_), size=TITLE_FONT, va="top",
+                         weight="bold", gid="title")
+
+
+def text_width(s: str, size: float, *, bold: bool = False) -> float:
+    """Width of one line of text in points, as matplotlib lays it out (the default font)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+    prop = FontProperties(size=size, weight="bold" if bold else "normal")
+    return text_to_path.get_text_width_height_descent(s, prop, ismath=False)[0]
+
+
+def wrap_text(s: str, width_pt: float, size: float, *, bold: bool = False) -> list[str]:
+    """The lines of ``s`` (its own line breaks kept), each wrapped at spaces to at most ``width_pt``
+    points; a word wider than that alone is cut after a '.' or ',' where it can be, else anywhere."""
+    def fits(t):
+        return text_width(t, size, bold=bold) <= width_pt
+
+    def pieces(t):
+        out = []
+        while not fits(t) and len(t) > 1:
+            cut = _cut(t, width_pt, size, bold)
+            out.append(t[:cut].rstrip())
+            t = t[cut:].lstrip()
+        return out + [t]
+    lines_ = []
+    for line in s.split("\n"):
+        cur = ""
+        for w in line.split(" "):
+            trial = f"{cur} {w}" if cur else w
+            if not cur or fits(trial):
+                cur = trial
+            else:
+                lines_ += pieces(cur)
+                cur = w
+        lines_ += pieces(cur)
+    return lines_
+
+
+def _cut(s: str, width_pt: float, size: float, bold: bool) -> int:
+    """Where to cut ``s`` so that its first part fits: after the last '.', ',' or space that fits."""
+    fit = 1
+    while fit < len(s) and text_width(s[:fit + 1], size, bold=bold) <= width_pt:
+        fit += 1
+    soft = max(s.rfind(c, 0, fit) for c in ".,; ")
+    return soft + 1 if soft > 0 else fit
 
 
 def label_font(cell_pt: float, lines: int, chars: int, fill: float = 0.86) -> float | None:
@@ -144,82 +191,94 @@ def draw_cells(cv: Canvas, x0: float, y0: float, colors: np.ndarray, labels=None
     on every side.  A zero inset on one side joins a cell to its neighbour (a register's two
     halves).  ``gids`` (R, C) names each cell in SVG output (cell ``gid``, label ``gid-t``).
     """
-    ax = cv.ax
     R, C = colors.shape[:2]
     if insets is None or cv.cell_pt < TINY_CELL:
         insets = np.full((R, C, 4), gap if cv.cell_pt >= TINY_CELL else 0.0)
+    if cv.vector and R * C > SVG_CELLS:
+        _cell_image(cv, x0, y0, colors, insets)
+        return
     rr, cc = np.mgrid[0:R, 0:C]
     left = x0 + cc + insets[..., 0]
     right = x0 + cc + 1 - insets[..., 1]
     top = y0 + rr + insets[..., 2]
     bottom = y0 + rr + 1 - insets[..., 3]
-    if gids is not None and cv.fig.fragsim_cells is not None:
-        cv.fig.fragsim_cells.append(_svg_cells(cv, left, top, right, bottom, colors, gids,
-                                               None if fontsize is None else labels, fontsize))
-        return
-    if gids is not None and R * C <= PER_CELL_ARTISTS and not cv.label_paths:   # ids matter only in SVG
-        for r in range(R):
-            for c in range(C):
-                p = Rectangle((left[r, c], top[r, c]), right[r, c] - left[r, c], bottom[r, c] - top[r, c],
-                              facecolor=colors[r, c], edgecolor="none", lw=0)
-                p.set_gid(gids[r][c])
-                ax.add_artist(p)      # no autoscale work: the limits are fixed
-    else:
-        verts = np.stack([np.stack([left, top], -1), np.stack([right, top], -1),
-                          np.stack([right, bottom], -1), np.stack([left, bottom], -1)], axis=-2)
-        ax.add_collection(PolyCollection(verts.reshape(-1, 4, 2), facecolors=colors.reshape(-1, 3),
-                                         edgecolors="none", linewidths=0))
-    if labels is None or fontsize is None:
-        return
-    if cv.label_paths:
-        _label_paths(cv, x0, y0, colors, labels, fontsize)
-        return
-    for r in range(R):
-        for c in range(C):
-            s = labels[r][c]
-            if not s:
-                continue
-            t = ax.text(x0 + c + 0.5, y0 + r + 0.5, s, ha="center", va="center", fontsize=fontsize,
-                        color=text_color(colors[r, c]), linespacing=1.05)
-            if gids is not None:
-                t.set_gid(f"{gids[r][c]}-t")
+    verts = np.stack([np.stack([left, top], -1), np.stack([right, top], -1),
+                      np.stack([right, bottom], -1), np.stack([left, bottom], -1)], axis=-2)
+    cells = PolyCollection(verts.reshape(-1, 4, 2), facecolors=colors.reshape(-1, 3), edgecolors="none",
+                           linewidths=0)
+    cv.ax.add_collection(cells)
+    if fontsize is None:
+        labels = None
+    glyphs = None if labels is None else _label_paths(cv, x0, y0, colors, labels, fontsize)
+    if cv.vector:
+        svg = _svg_cells(cv, left, top, right, bottom, colors, gids, labels, fontsize)
+        cv.fig.fragsim_cells.append(_SvgCells([cells, glyphs], svg))
+
+
+def _cell_image(cv: Canvas, x0, y0, colors, insets):
+    """A large grid as one image, the gaps between its cells as white lines over it."""
+    R, C = colors.shape[:2]
+    cv.ax.imshow(colors, extent=(x0, x0 + C, y0 + R, y0), interpolation="none", aspect="auto", zorder=1)
+    segs, widths = [], []
+    for vertical in (True, False):         # gaps between columns, then between rows
+        # ins[i, j]: (before, after) insets of cell j along line i (a row, or a column)
+        ins = insets[..., :2] if vertical else insets.transpose(1, 0, 2)[..., 2:]
+        n, m = ins.shape[:2]
+        after_edge = np.concatenate([ins[..., 0], np.zeros((n, 1))], 1)     # cell e's inset at edge e
+        before_edge = np.concatenate([np.zeros((n, 1)), ins[..., 1]], 1)    # cell e-1's inset at edge e
+        width = after_edge + before_edge
+        centre = np.arange(m + 1) + (after_edge - before_edge) / 2
+        for e in range(m + 1):
+            start = 0
+            for i in range(1, n + 1):         # runs of lines with the same gap at this edge: one segment
+                if i < n and width[i, e] == width[start, e] and centre[i, e] == centre[start, e]:
+                    continue
+                if width[start, e] > 0:
+                    a = centre[start, e]
+                    segs.append([(x0 + a, y0 + start), (x0 + a, y0 + i)] if vertical
+                                else [(x0 + start, y0 + a), (x0 + i, y0 + a)])
+                    widths.append(width[start, e] * cv.cell_pt)
+                start = i
+    if segs:
+        cv.ax.add_collection(LineCollection(segs, colors="white", linewidths=widths, capstyle="butt", zorder=1.5))
+
+
+def _style_class(fig, style: str) -> str:
+    """A class name for an inline style, shared by every element of the figure that has it."""
+    return fig.fragsim_styles.setdefault(style, f"fs{len(fig.fragsim_styles)}")
 
 
 def _svg_cells(cv: Canvas, left, top, right, bottom, colors, gids, labels, fontsize) -> str:
-    """The cells as matplotlib would write them (a named group with the shape, a ``-t`` group with one
-    <text> per label line), compactly: <rect>, 1/10-point positions, inline styles (shared later)."""
+    """The cells as SVG: a <rect> each (in a group named ``gid``), and a ``gid-t`` group with one <text>
+    per label line; 1/10-point positions, the font a shared class."""
     k = cv.unit * 72.0
-    X0, Y0 = (left - cv.x0) * k, (top - cv.y0) * k
-    W, H = (right - left) * k, (bottom - top) * k
-    hexes = np.array(["#%02x%02x%02x" % tuple(int(round(v * 255)) for v in c[:3]) for c in colors.reshape(-1, 3)],
-                     dtype=object).reshape(colors.shape[:2])
-    out = []
+    # edges rounded, then sizes from them: joined cells share an edge exactly
+    X0, Y0 = np.round((left - cv.x0) * k, 1), np.round((top - cv.y0) * k, 1)
+    W, H = np.round((right - cv.x0) * k, 1) - X0, np.round((bottom - cv.y0) * k, 1) - Y0
     R, C = colors.shape[:2]
+    hexes = ["#%02x%02x%02x" % tuple(int(round(v * 255)) for v in c[:3]) for c in colors.reshape(-1, 3)]
+    out = []
     for r in range(R):
         for c in range(C):
-            out.append(f'<g id="{gids[r][c]}"><rect x="{X0[r, c]:.1f}" y="{Y0[r, c]:.1f}" width="{W[r, c]:.1f}" '
-                       f'height="{H[r, c]:.1f}" style="fill: {hexes[r, c]}"/></g>')
+            rect = (f'<rect x="{X0[r, c]:.1f}" y="{Y0[r, c]:.1f}" width="{W[r, c]:.1f}" height="{H[r, c]:.1f}" '
+                    f'fill="{hexes[r * C + c]}"/>')
+            out.append(rect if gids is None else f'<g id="{gids[r][c]}">{rect}</g>')
     if labels is not None:
-        step = fontsize * 1.05 * 1.2                    # matplotlib's line spacing (linespacing=1.05)
-        cx = (left + right) / 2
-        cy = (top + bottom) / 2
+        step = fontsize * 1.05 * LINE_SPACING             # matplotlib's line spacing (linespacing=1.05)
+        font = _style_class(cv.fig, f"font: {fontsize:.2f}px 'DejaVu Sans', sans-serif; text-anchor: middle")
+        cx, cy = ((left + right) / 2 - cv.x0) * k, ((top + bottom) / 2 - cv.y0) * k
         for r in range(R):
             for c in range(C):
                 s = labels[r][c]
                 if not s:
                     continue
                 parts = s.split("\n")
-                x, y = (float(cx[r, c]) - cv.x0) * k, (float(cy[r, c]) - cv.y0) * k
-                style = f"font-size: {fontsize:.2f}px; text-anchor: middle; fill: {_hex(text_color(colors[r, c]))}"
-                texts = "".join(f'<text x="{x:.1f}" y="{y + (i - (len(parts) - 1) / 2) * step + fontsize * 0.36:.1f}" '
-                                f'style="{style}">{_xml(line)}</text>' for i, line in enumerate(parts))
-                out.append(f'<g id="{gids[r][c]}-t">{texts}</g>')
+                fill = "" if text_color(colors[r, c]) == "black" else ' fill="white"'
+                texts = "".join(
+                    f'<text x="{cx[r, c]:.1f}" y="{cy[r, c] + (i - (len(parts) - 1) / 2) * step + fontsize * 0.36:.1f}"'
+                    f' class="{font}"{fill}>{_xml(line)}</text>' for i, line in enumerate(parts))
+                out.append(texts if gids is None else f'<g id="{gids[r][c]}-t">{texts}</g>')
     return "".join(out)
-
-
-def _hex(color) -> str:
-    from matplotlib.colors import to_hex
-    return to_hex(color)
 
 
 def _xml(text: str) -> str:
@@ -259,6 +318,7 @@ def _shift(dx, dy):
 
 
 def _label_paths(cv: Canvas, x0, y0, colors, labels, fontsize):
+    """The labels as one collection of glyph outlines (None if there are none)."""
     from matplotlib.collections import PathCollection
     from matplotlib.transforms import Affine2D
     paths, offsets, fills = [], [], []
@@ -270,10 +330,13 @@ def _label_paths(cv: Canvas, x0, y0, colors, labels, fontsize):
                 paths.append(_glyph_path(s, fontsize))
                 offsets.append((x0 + c + 0.5, y0 + r + 0.5))
                 fills.append(text_color(colors[r, c]))
-    if paths:
-        points = Affine2D().scale(1 / 72) + cv.fig.dpi_scale_trans      # glyph points -> display
-        cv.ax.add_collection(PathCollection(paths, offsets=offsets, offset_transform=cv.ax.transData,
-                                            transform=points, facecolors=fills, edgecolors="none", zorder=2.5))
+    if not paths:
+        return None
+    points = Affine2D().scale(1 / 72) + cv.fig.dpi_scale_trans      # glyph points -> display
+    glyphs = PathCollection(paths, offsets=offsets, offset_transform=cv.ax.transData, transform=points,
+                            facecolors=fills, edgecolors="none", zorder=2.5)
+    cv.ax.add_collection(glyphs)
+    return glyphs
 
 
 def outline(cv: Canvas, rects, *, color="#222222", lw=2.0, ls="-", zorder=3):
@@ -333,24 +396,37 @@ def save(fig: Figure, path) -> str:
     if p.lower().endswith(".png"):
         with open(p, "wb") as f:
             f.write(png_bytes(fig))
-        return p
-    with matplotlib.rc_context(SVG_RC):
-        fig.savefig(p, dpi=DPI, metadata=_metadata(p))
+    elif p.lower().endswith(".svg"):
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(svg_text(fig))
+    else:
+        with matplotlib.rc_context(SVG_RC):
+            fig.savefig(p, dpi=DPI, metadata={"Date": None})     # reproducible: no creation date
     return p
 
 
-def _metadata(path: str):
-    # Reproducible files: no creation date in SVG/PDF (PNG carries no date by default).
-    ext = os.path.splitext(path)[1].lower()
-    return {"Date": None} if ext in (".svg", ".pdf") else None
-
-
 def svg_text(fig: Figure) -> str:
+    """The figure as SVG, its grids written compactly (see ``draw_cells``) under everything else."""
     import matplotlib
-    buf = io.StringIO()
-    with matplotlib.rc_context(SVG_RC):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return buf.getvalue()
+    cells = getattr(fig, "fragsim_cells", None) or []
+    hidden = [a for c in cells for a in c.artists if a is not None and a.get_visible()]
+    for a in hidden:
+        a.set_visible(False)
+    try:
+        buf = io.StringIO()
+        with matplotlib.rc_context(SVG_RC):
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+    finally:
+        for a in hidden:
+            a.set_visible(True)
+    svg = buf.getvalue()
+    if not cells:
+        return svg
+    i = svg.index(">", svg.index('<g id="axes_1"')) + 1
+    svg = svg[:i] + "".join(c.svg for c in cells) + svg[i:]
+    css = "".join(f"\n  .{name} {{{style}}}" for style, name in fig.fragsim_styles.items())
+    j = svg.index("</style>")
+    return svg[:j] + css + "\n  " + svg[j:]
 
 
 def png_bytes(fig: Figure) -> bytes:

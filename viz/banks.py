@@ -11,7 +11,10 @@
 * ``draw_bank_report(report)``: the last two in one figure (what a report shows in Jupyter).
 
 A report is a ``fragsim.bank_conflicts`` result for one instruction, or ``(op, addrs)`` given as
-arguments (with ``mask``/``src`` as ``bank_conflicts`` takes them).
+arguments (with ``mask``/``src`` as ``bank_conflicts`` takes them).  Every title names the
+instruction's address pattern -- ``pattern`` as the caller wrote it, else read off the addresses
+(``(lane % 16) * 128 + (lane / 16) * 16``, ``Swizzle<3,4,3>(...)``) -- and the tile, where there is
+one, with the lanes' rows and columns in it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import numpy as np
 from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
 from fragsim.ranges import format_ranges
 
-from ._figure import (MIN_FONT, TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels, label_font,
-                      outline, tag)
+from ._figure import (MIN_FONT, TEXT_FONT, TITLE_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels,
+                      label_font, outline, tag, wrap_text)
+from ._pattern import describe, describe_in_tile
 from ._tile import placement
 from .palette import BANK_RGB, CONFLICT, EMPTY, LANE_RGB, darker, text_color
 
@@ -52,14 +56,23 @@ def _ranges(lanes) -> str:
     return format_ranges(lanes, prefix="T", short_runs=True)
 
 
+def _addresses(rep, place=None, pattern=None) -> str:
+    """The lanes' addresses, as ``pattern`` or read off them, and where they fall in ``place``."""
+    used = np.asarray(rep.active, bool) & (np.arange(WARP_LANES) < rep.entry.address_lanes)
+    where = None if place is None else describe_in_tile(place, rep.addrs, used)
+    # no-break spaces: a title wraps between the parts, not inside an expression
+    return " = ".join(x.replace(" ", "\u00a0") for x in (pattern or describe(rep.addrs, used), where) if x)
+
+
 # ---------------------------------------------------------------------------------------------------
 # a tile coloured by bank
 
 def draw_bank_map(tile=None, *, rows=None, cols=None, dtype="f16", pitch=None, swizzle=None, base=0,
-                  access=None, phase=0, title=None, path=None) -> "Figure":  # noqa: F821
+                  access=None, phase=0, pattern=None, title=None, path=None) -> "Figure":  # noqa: F821
     """The tile's elements coloured by bank.  ``tile``: a ``fragsim.Tile``; or give ``rows``, ``cols``,
     ``dtype``, ``pitch`` (bytes), ``swizzle`` (a Swizzle or a callable on byte offsets) and ``base``.
-    ``access=(op, addrs)``: outline what phase ``phase`` of that instruction touches."""
+    ``access=(op, addrs)``: outline what phase ``phase`` of that instruction touches; ``pattern``:
+    how the addresses were written (for the title; read off them if not given)."""
     if tile is None and (rows is None or cols is None):
         raise ValueError("give a tile, or rows and cols (with dtype, pitch, swizzle, base)")
     place = placement(tile) if tile is not None else placement(
@@ -67,7 +80,8 @@ def draw_bank_map(tile=None, *, rows=None, cols=None, dtype="f16", pitch=None, s
     g = place.grid()
     bank = (g // BANK_BYTES) % NUM_BANKS
     R, C = bank.shape
-    cv = Canvas(C, R, cell_in=0.34, max_in=15.0, pad=(0.5, 0.2, 1.0, 0.75), target=path)
+    cv = Canvas(C, R, cell_in=0.34, max_in=15.0, pad=(0.5, 0.2, 1.0 + 0.2 * (access is not None), 0.75),
+                target=path)
     head = title or f"banks of a tile: {place.name}"
     rep = None
     if access is not None:
@@ -76,7 +90,8 @@ def draw_bank_map(tile=None, *, rows=None, cols=None, dtype="f16", pitch=None, s
         if not 0 <= phase < len(rep.phases):
             raise ValueError(f"phase must be in 0..{len(rep.phases) - 1} ({rep.op} has {len(rep.phases)}), got {phase}")
         ph = rep.phases[phase]
-        head += (f"\n{rep.op}: {rep.wavefronts} wavefronts, ideal {rep.ideal}; outlined: phase {phase} "
+        head += (f"\n{rep.op}, addresses {_addresses(rep, place, pattern)}"
+                 f"\n{rep.wavefronts} wavefronts, ideal {rep.ideal}; outlined: phase {phase} "
                  f"(lanes {_ranges(ph.active) or 'none'}), {ph.wavefronts} wavefront{'s' if ph.wavefronts != 1 else ''}")
     cv.title(head)
     labels = np.vectorize(str, otypes=[object])(bank)
@@ -212,12 +227,14 @@ def _bank_ranges(banks) -> str:
     return _ranges(banks).replace("T", "")
 
 
-def draw_bank_phases(report, addrs=None, *, mask=None, src=None, path=None) -> "Figure":  # noqa: F821
-    """One instruction's accesses: lanes -> banks, then each phase as banks x wavefronts, conflicts red."""
+def draw_bank_phases(report, addrs=None, *, mask=None, src=None, tile=None, pattern=None,
+                     path=None) -> "Figure":  # noqa: F821
+    """One instruction's accesses: lanes -> banks, then each phase as banks x wavefronts, conflicts red.
+    ``tile`` (a ``fragsim.Tile``) and ``pattern`` (how the addresses were written) name them in the title."""
     rep = _report(report, addrs, mask, src)
     height = 2.2 + sum(r + 1.6 for r in _phase_rows(rep))
-    cv = Canvas(NUM_BANKS, height, cell_in=0.42, max_in=15.0, pad=(0.55, 0.2, 0.85, 0.55), target=path)
-    _title(cv, rep)
+    cv = Canvas(NUM_BANKS, height, cell_in=0.42, max_in=15.0, pad=(0.55, 0.2, 1.05, 0.55), target=path)
+    cv.title(_heading(rep, placement(tile), pattern))
     _lane_strip(cv, rep, 0.0)
     axis_numbers(cv, 0, 2.2, 0, NUM_BANKS, left=False)
     cv.text(0, 1.45, "banks ->", size=TEXT_FONT - 1, va="center", color="#333333")
@@ -227,13 +244,15 @@ def draw_bank_phases(report, addrs=None, *, mask=None, src=None, path=None) -> "
     return finish(cv, path)
 
 
-def _title(cv, rep):
-    s = f"{rep.ptx}\n{rep.wavefronts} wavefronts, ideal {rep.ideal}, {rep.conflicts} bank conflicts"
+def _heading(rep, place, pattern) -> str:
+    """The instruction, its addresses (in the tile, if there is one) and its cost."""
+    s = (f"{rep.ptx}\n{'tile ' + place.name + ', ' if place is not None else ''}addresses {_addresses(rep, place, pattern)}"
+         f"\n{rep.wavefronts} wavefronts, ideal {rep.ideal}, {rep.conflicts} bank conflicts")
     if rep.modelled_wavefronts is not None:
         s += f" (counters; modelled cost {rep.modelled_wavefronts})"
     if not rep.exact:
         s += "  [estimate]"
-    cv.title(s)
+    return s
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -286,32 +305,40 @@ def _histogram_on(fig, rep, top: float, bottom: float):
         left.spines[s].set_visible(False)
 
 
-def draw_bank_histogram(report, addrs=None, *, mask=None, src=None, path=None) -> "Figure":  # noqa: F821
-    """Wavefronts per phase (ideal and conflicts), and per phase the load of each bank."""
+def draw_bank_histogram(report, addrs=None, *, mask=None, src=None, tile=None, pattern=None,
+                        path=None) -> "Figure":  # noqa: F821
+    """Wavefronts per phase (ideal and conflicts), and per phase the load of each bank; ``tile`` and
+    ``pattern`` as for ``draw_bank_phases``."""
     from matplotlib.figure import Figure
 
-    from ._figure import DPI
+    from ._figure import DPI, LINE_SPACING
     rep = _report(report, addrs, mask, src)
     n = len(rep.phases)
-    fig = Figure(figsize=(10, 1.0 + 1.15 * max(n, 2)), dpi=DPI)
-    fig.text(0.01, 0.99, f"{rep.ptx}: {rep.wavefronts} wavefronts, ideal {rep.ideal}, {rep.conflicts} conflicts",
-             fontsize=TEXT_FONT + 1, weight="bold", va="top")
-    _histogram_on(fig, rep, top=1 - 0.7 / fig.get_figheight(), bottom=0.55 / fig.get_figheight())
+    width = 10.0
+    head = wrap_text(_heading(rep, placement(tile), pattern), (width - 0.2) * 72, TITLE_FONT, bold=True)
+    head_in = 0.25 + len(head) * TITLE_FONT * LINE_SPACING / 72
+    fig = Figure(figsize=(width, head_in + 0.55 + 1.15 * max(n, 2)), dpi=DPI)
+    H = fig.get_figheight()
+    t = fig.text(0.01, 1 - 0.08 / H, "\n".join(head), fontsize=TITLE_FONT, weight="bold", va="top")
+    t.set_gid("title")
+    _histogram_on(fig, rep, top=1 - (head_in + 0.15) / H, bottom=0.55 / H)
     if path is not None:
         from ._figure import save
         save(fig, path)
     return fig
 
 
-def draw_bank_report(report, addrs=None, *, mask=None, src=None, path=None) -> "Figure":  # noqa: F821
-    """The phase grids and the histogram of one instruction, in one figure."""
+def draw_bank_report(report, addrs=None, *, mask=None, src=None, tile=None, pattern=None,
+                     path=None) -> "Figure":  # noqa: F821
+    """The phase grids and the histogram of one instruction, in one figure; ``tile`` and ``pattern`` as
+    for ``draw_bank_phases``."""
     rep = _report(report, addrs, mask, src)
     rows = _phase_rows(rep)
     grid_h = 2.2 + sum(r + 1.6 for r in rows)
     n = len(rep.phases)
     hist_in = 0.6 + 1.0 * max(n, 2)
-    cv = Canvas(NUM_BANKS, grid_h, cell_in=0.3, max_in=11.0, pad=(0.55, 0.2, 0.85, hist_in + 0.5), target=path)
-    _title(cv, rep)
+    cv = Canvas(NUM_BANKS, grid_h, cell_in=0.3, max_in=11.0, pad=(0.55, 0.2, 1.05, hist_in + 0.5), target=path)
+    cv.title(_heading(rep, placement(tile), pattern))
     _lane_strip(cv, rep, 0.0)
     axis_numbers(cv, 0, 2.2, 0, NUM_BANKS, left=False)
     cv.text(0, 1.45, "banks ->", size=TEXT_FONT - 1, va="center", color="#333333")

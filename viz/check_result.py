@@ -141,7 +141,7 @@ def draw_check(report, path=None) -> "Figure":  # noqa: F821 (matplotlib type, l
     notes = _notes(report, g, third)
     cv = Canvas(width, height, cell_in=unit, max_in=30.0,
                 pad=(0.5, 0.2, 1.35, 0.3 + 0.17 * len(notes)), target=path)
-    cv.title(_wrap(report.title, int(width * unit * 11)) + "\n" + report.verdict(), y=cv.y0 + cv.units(0.08))
+    cv.title(report.title + "\n" + report.verdict(), top_in=0.08)
     if report.gpu is not None:
         cv.text(cv.x0 + cv.units(0.1), -cv.units(0.62), str(report.gpu), size=TEXT_FONT - 1.5, va="bottom",
                 color="#333333")
@@ -196,7 +196,7 @@ def _mark(cv: Canvas, bad, x0, y0, lw, name):
         return
     inset = min(0.12, lw / cv.cell_pt / 2)
     rects = [(x0 + c + inset, y0 + r + inset, 1 - 2 * inset, 1 - 2 * inset) for r, c in bad]
-    if len(rects) > 2000 or cv.label_paths:
+    if len(rects) > 2000 or not cv.vector:
         outline(cv, rects, color=CONFLICT, lw=lw, zorder=4)
         return
     from matplotlib.patches import Rectangle
@@ -211,8 +211,7 @@ def _notes(report, g: _Grids, third: bool) -> list[str]:
     out = []
     n = int(g.bad.sum())
     if n:
-        out.append(f"{'red in the third grid' if third else 'red outline'}: {n:,} cell{'s' * (n > 1)} where the "
-                   "received element is not the expected one (another lane or element, none, or several: +n)")
+        out.append(f"{'red in the third grid' if third else 'red outline'}: {_marked_cells(report, g, n)}")
     if g.lost:
         where = {"load": "register elements hold no tile element (read outside it, masked off, or not run)",
                  "store": "stored elements land outside the tile's elements, are overwritten, or are not run",
@@ -223,6 +222,18 @@ def _notes(report, g: _Grids, third: bool) -> list[str]:
     out.append(f"tile {ev.tile.describe()}: rows {g.r0}..{g.r0 + g.R - 1}, cols {g.c0}..{g.c0 + g.C - 1} shown; "
                "colour = lane (T#), grey = no element")
     return [line for s in out for line in s.split("\n")]
+
+
+def _marked_cells(report, g: _Grids, n: int) -> str:
+    """What the ``n`` marked cells are, counted as the text report counts the wrong elements."""
+    wrong = {(m.lane, m.instruction, m.reg, m.half, m.want) for m in report.mismatches}   # as report.verdict()
+    want = {m.want for m in report.mismatches}
+    landed = n - len(want)
+    s = (f"{n:,} cell{'s' * (n > 1)}: where the {len(wrong):,} wrong element{'s' * (len(wrong) > 1)} of "
+         f"{report.compared:,} must be ({len(want):,} cell{'s' * (len(want) > 1)})")
+    if landed:
+        s += f" and the {landed:,} other cell{'s' * (landed > 1)} they landed in"
+    return s + " (each holds another lane or element, none, or several: +n)"
 
 
 def _wrap(s: str, width: int) -> str:

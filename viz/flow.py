@@ -25,7 +25,7 @@ from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, WA
 from fragsim.instructions import check_operand, lookup, parse_shared_op
 
 from . import _blocks
-from ._figure import TEXT_FONT, Canvas, draw_cells, finish, fit_labels, lines, outline, tag
+from ._figure import TEXT_FONT, Canvas, draw_cells, finish, fit_labels, lines, outline, tag, text_width
 from ._tile import placement
 from .palette import EMPTY, LANE_RGB, PADDING, darker
 
@@ -224,20 +224,29 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
                                                    else "matrix row r, column c in each half"),
             size=TEXT_FONT - 1, va="bottom", color="#333333")
 
-    # arrows for a few lanes: from the row (its cells outlined) to the register ------------------------
+    # arrows for a few lanes: from the row (its cells outlined) to the lane's registers (outlined too).
+    # They run in the free column between memory and registers -- out along the row, up or down a
+    # channel of their own, in to the lane's row -- and stop left of the lane labels, so no label is
+    # ever under an arrow.
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.path import Path
+    end_x = rx - 0.12 - max(text_width(f"T{x}", small) for x in range(WARP_LANES)) / cv.cell_pt - 0.15
+    channel = min(0.3, (end_x - (mx + HALVES + 0.4)) / (num + 1))
     marked = []
     for l in arrows:
         dark = darker(LANE_RGB[l], 0.45)
         for i in range(num):
             cells = [(int(src[l, i, h]), int(col[l, i, h])) for h in range(2)]
             marked += [((mx + j + 0.04, _row_y(k) + 0.04, 0.92, 0.92), dark) for k, j in cells]
+            marked += [((rx + 2 * i + h + 0.04, _row_y(l) + 0.04, 0.92, 0.92), dark) for h in range(2)]
             y_mem = np.mean([_row_y(k) + 0.5 for k, _ in cells])
-            p_mem = (mx + HALVES + 0.08, y_mem)
-            p_reg = (rx + 2 * i - 0.04, _row_y(l) + 0.5)
-            tail, head = (p_reg, p_mem) if store else (p_mem, p_reg)
-            cv.ax.annotate("", xy=head, xytext=tail, zorder=6,
-                           arrowprops={"arrowstyle": "-|>", "color": dark, "lw": 1.0, "alpha": 0.85,
-                                       "shrinkA": 0, "shrinkB": 0, "mutation_scale": 9})
+            y_reg = _row_y(l) + 0.5 + (i - (num - 1) / 2) * min(0.18, 0.8 / num)
+            x_c = end_x - channel * (i + 1)
+            route = [(mx + HALVES + 0.08, y_mem), (x_c, y_mem), (x_c, y_reg), (end_x, y_reg)]
+            shaft = FancyArrowPatch(path=Path(route[::-1] if store else route), arrowstyle="-|>", color=dark,
+                                    lw=1.0, alpha=0.85, mutation_scale=9, zorder=6)
+            shaft.set_gid(f"{gid_prefix}flow-arrow-{l}-{i}")
+            cv.ax.add_patch(shaft)
     for rect, color in marked:
         outline(cv, [rect], color=color, lw=1.6, zorder=4)
 
