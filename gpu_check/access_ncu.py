@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+from typing import Any
+
 import numpy as np
 
 from . import access_kernels as K
@@ -63,6 +65,7 @@ def choose_layouts(case: K.AccessCase, n_random: int, rng) -> list:
             chosen.append(("random", pool[i]))
     out, seen = [], set()
     for role, c in chosen:
+        assert c.tile is not None, "the search's candidates carry their tiles"
         spec = K.layout_spec(c.tile)
         key = (spec["pitch"], tuple(spec["xor"]))
         if key not in seen:
@@ -224,8 +227,8 @@ def save_record(path: str, meta: dict, plan: list, launches: list, values: dict)
 
 
 def load_record(path: str) -> dict:
-    meta, rec = record.load(path, (RECORD_KIND,))
-    rec["meta"] = meta
+    meta, arrays = record.load(path, (RECORD_KIND,))
+    rec: dict[str, Any] = {**arrays, "meta": meta}
     rec["metrics"] = {k[2:]: rec.pop(k) for k in list(rec) if k.startswith("m_")}
     return rec
 

@@ -10,12 +10,16 @@ import re
 
 import numpy as np
 
+from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
 from fragsim.instructions.shared_ops import parse_shared_op
 
 from .ncu_probe import OPS, SMEM_BYTES
 
-LANE = np.arange(32, dtype=np.int64)
-FULL = 0xFFFFFFFF
+LANE = np.arange(WARP_LANES, dtype=np.int64)
+LANE_BITS = WARP_LANES.bit_length() - 1
+FULL = (1 << WARP_LANES) - 1
+#: words of one case in the probe's case file: the lane addresses, the mask, the cp.async source offsets
+CASE_WORDS = 2 * WARP_LANES + 1
 
 
 def _align(op):
@@ -51,14 +55,14 @@ def structured_cases(op: str, rng: np.random.Generator):
     add("stride -w (reversed)", (31 - LANE) * w)
     # broadcast
     for x in (0, 4 * 7, 1040, int(rng.integers(0, SMEM_BYTES // w)) * w):
-        add(f"broadcast {x:#x}", np.full(32, x))
+        add(f"broadcast {x:#x}", np.full(WARP_LANES, x))
     if w < 4:
         add("one word, every byte", (LANE % (4 // w)) * w)
         add("two words same bank", (LANE % (4 // w)) * w + (LANE // 16) * 128)
     # duplicates: lane l reads what lane (l & ~m) would
-    perm = rng.permutation(32)
+    perm = rng.permutation(WARP_LANES)
     bases = {"contiguous": LANE * w, "same bank": LANE * 128, "permuted": perm * w,
-             "random 1KiB": rng.integers(0, 1024 // w, 32) * w}
+             "random 1KiB": rng.integers(0, 1024 // w, WARP_LANES) * w}
     for m in (1, 2, 3, 4, 7, 8, 15, 16, 24, 31):
         for bname, f in bases.items():
             add(f"dup l&~{m} of {bname}", f[LANE & ~m])
@@ -85,7 +89,7 @@ def structured_cases(op: str, rng: np.random.Generator):
         for pad in pads:
             if pad % al:
                 continue
-            per_row = max(1, min(32, R // w))
+            per_row = max(1, min(WARP_LANES, R // w))
             add(f"row access R={R} pad={pad}", (LANE // per_row) * (R + pad) + (LANE % per_row) * w)
             add(f"column access R={R} pad={pad}", LANE * (R + pad))
     if w == 16:  # ldmatrix-style rows: lane -> (row lane%16, 16-byte chunk lane/16)
@@ -125,9 +129,9 @@ def structured_cases(op: str, rng: np.random.Generator):
     if maskable:
         masks = [0x1, 0x80000000, 0x0000FFFF, 0xFFFF0000, 0x55555555, 0xAAAAAAAA, 0x00010001,
                  0x000000FF, 0x0000FF00, 0x0F0F0F0F, 0x11111111, 0x80000001, 0x7FFFFFFF, 0xFF00FF00,
-                 int(rng.integers(1, 1 << 32)), int(rng.integers(1, 1 << 32))]
+                 int(rng.integers(1, 1 << WARP_LANES)), int(rng.integers(1, 1 << WARP_LANES))]
         pats = {"contiguous": LANE * w, "stride 128": LANE * 128, "lane%8": (LANE % 8) * w,
-                "broadcast": np.zeros(32, np.int64), "dup l&~1": (LANE & ~1) * w * 8}
+                "broadcast": np.zeros(WARP_LANES, np.int64), "dup l&~1": (LANE & ~1) * w * 8}
         for m in masks:
             for pname, p in pats.items():
                 add(f"mask {m:#010x} {pname}", p, m)
@@ -169,43 +173,43 @@ def random_cases(op: str, rng: np.random.Generator, n: int):
         style = styles[i % len(styles)]
         if style == "uniform":
             R = int(rng.choice([128, 256, 512, 1024, 4096, SMEM_BYTES]))
-            a = rng.integers(0, max(1, R // al), 32) * al
+            a = rng.integers(0, max(1, R // al), WARP_LANES) * al
         elif style == "few distinct":
             k = int(rng.integers(1, 9))
             R = int(rng.choice([128, 512, 4096]))
             pool = rng.integers(0, max(1, R // al), k) * al
-            a = pool[rng.integers(0, k, 32)]
+            a = pool[rng.integers(0, k, WARP_LANES)]
         elif style == "few banks":
             nb = int(rng.integers(1, 9))
-            banks = rng.integers(0, 32, nb)
-            rows = rng.integers(0, int(rng.integers(1, 9)), 32)
-            word = rows * 32 + banks[rng.integers(0, nb, 32)]
-            a = word * 4 + (rng.integers(0, 4, 32) if al < 4 else 0)
+            banks = rng.integers(0, NUM_BANKS, nb)
+            rows = rng.integers(0, int(rng.integers(1, 9)), WARP_LANES)
+            word = rows * NUM_BANKS + banks[rng.integers(0, nb, WARP_LANES)]
+            a = word * BANK_BYTES + (rng.integers(0, BANK_BYTES, WARP_LANES) if al < BANK_BYTES else 0)
         elif style == "affine":
             s = int(rng.integers(0, 300 // al + 1)) * al
             s2 = int(rng.integers(0, 600 // al + 1)) * al
             k = int(rng.integers(1, 5))
-            x = int(rng.integers(0, 32))
+            x = int(rng.integers(0, WARP_LANES))
             a = int(rng.integers(0, 64)) * al + ((LANE ^ x) % (1 << k)) * s + ((LANE ^ x) >> k) * s2
         elif style == "permuted":
-            a = int(rng.integers(0, 64)) * al + rng.permutation(32) * max(al, int(rng.choice([al, 4, 8, 16])))
+            a = int(rng.integers(0, 64)) * al + rng.permutation(WARP_LANES) * max(al, int(rng.choice([al, 4, 8, 16])))
         elif style == "dup":
-            m = int(rng.integers(1, 32))
-            f = rng.integers(0, int(rng.choice([256, 1024, 4096])) // al, 32) * al
+            m = int(rng.integers(1, WARP_LANES))
+            f = rng.integers(0, int(rng.choice([256, 1024, 4096])) // al, WARP_LANES) * al
             a = f[LANE & ~m]
         elif style == "gf2":  # lane bits -> XOR of random (aligned) basis offsets, as layouts do
             top = int(rng.choice([256, 1024, 4096]))
-            basis = rng.integers(0, top // al, 5) * al
-            basis[rng.random(5) < 0.2] = 0
-            a = np.zeros(32, np.int64)
-            for b in range(5):
+            basis = rng.integers(0, top // al, LANE_BITS) * al
+            basis[rng.random(LANE_BITS) < 0.2] = 0
+            a = np.zeros(WARP_LANES, np.int64)
+            for b in range(LANE_BITS):
                 a ^= ((LANE >> b) & 1) * basis[b]
         elif style == "pairs":  # partners (lane ^ 1 or lane ^ 2) share an address, sometimes but one
             m = int(rng.choice([1, 2, 3, 5, 6, 9]))
-            f = rng.integers(0, int(rng.choice([256, 1024, 4096])) // al, 32) * al
+            f = rng.integers(0, int(rng.choice([256, 1024, 4096])) // al, WARP_LANES) * al
             a = f[LANE & ~m]
             if rng.random() < 0.3:
-                a[int(rng.integers(0, 32))] = int(rng.integers(0, 4096 // al)) * al
+                a[int(rng.integers(0, WARP_LANES))] = int(rng.integers(0, 4096 // al)) * al
         else:  # rows: a tile of rows with random pitch, random lanes-per-row
             per_row = int(rng.choice([1, 2, 4, 8, 16, 32]))
             pitch = int(rng.integers(1, 80)) * al
@@ -213,10 +217,10 @@ def random_cases(op: str, rng: np.random.Generator, n: int):
         mask = FULL
         if maskable and rng.random() < 0.3:
             if rng.random() < 0.5:
-                mask = int(rng.integers(1, 1 << 32))
+                mask = int(rng.integers(1, 1 << WARP_LANES))
             else:
-                lo = int(rng.integers(0, 32))
-                hi = int(rng.integers(lo + 1, 33))
+                lo = int(rng.integers(0, WARP_LANES))
+                hi = int(rng.integers(lo + 1, WARP_LANES + 1))
                 mask = ((1 << hi) - 1) ^ ((1 << lo) - 1)
         out.append((f"random {style}", _fit(a, al), mask))
     return out
@@ -240,7 +244,7 @@ LEGACY_SRC_BYTES = 1 << 16
 def src_layouts(w: int, rng: np.random.Generator) -> dict:
     """Per-lane global source offsets for cp.async (they decide how L1 groups the lanes)."""
     return {"src lane*16": LANE * 16, "src contiguous": LANE * w, "src lane*128": LANE * 128,
-            "src same": np.zeros(32, np.int64), "src permuted": rng.permutation(32) * w,
+            "src same": np.zeros(WARP_LANES, np.int64), "src permuted": rng.permutation(WARP_LANES) * w,
             "src lane*32": LANE * 32, "src reversed": (31 - LANE) * w}
 
 
@@ -265,7 +269,7 @@ def cp_async_cases(op: str, rng: np.random.Generator, n_random: int):
     layouts = list(src_layouts(w, rng).items())
     for label, a, m in rand:
         if rng.random() < 0.25:
-            sname, src = "src random", rng.integers(0, LEGACY_SRC_BYTES // w, 32) * w
+            sname, src = "src random", rng.integers(0, LEGACY_SRC_BYTES // w, WARP_LANES) * w
         else:
             sname, src = layouts[int(rng.integers(0, len(layouts)))]
         out.append((f"{label} | {sname}", a, m, np.asarray(src, np.int64)))
@@ -286,10 +290,10 @@ def write_case_file(path: str, per_op: dict):
     with open(path, "wb") as f:
         f.write(np.uint32(len(per_op)).tobytes())
         for op, cases in per_op.items():
-            arr = np.zeros((len(cases), 65), np.uint32)
+            arr = np.zeros((len(cases), CASE_WORDS), np.uint32)
             for i, (_, a, m, src) in enumerate(cases):
-                arr[i, :32] = a
-                arr[i, 32] = m
-                arr[i, 33:] = src
+                arr[i, :WARP_LANES] = a
+                arr[i, WARP_LANES] = m
+                arr[i, WARP_LANES + 1:] = src
             f.write(np.array([OPS.index(op), len(cases)], np.uint32).tobytes())
             f.write(arr.tobytes())

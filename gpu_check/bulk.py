@@ -109,7 +109,7 @@ def model_outputs(op: str, inp: dict, arch: str, pool=None) -> dict:
     if sop.kind == "ld":
         nb = sop.bytes_per_addr
         out = np.zeros((n, WARP_LANES, max(1, nb // 4)), np.uint32)
-        full = inp["mask"] == 0xFFFFFFFF
+        full = inp["mask"] == G.FULL_WARP
         if full.any():
             fi = np.flatnonzero(full)
             out[fi] = _side_by_side(lambda smem, a: fragsim.ld_shared(smem, a, nb), tiles[fi], addrs[fi])
@@ -325,7 +325,7 @@ class ReplayBackend:
         paths = corpus.find(directory)
         if not paths:
             raise ValueError(f"no corpus files (*.npz) under {directory}")
-        self.corpora = {}
+        self.corpora: dict[str, list[corpus.Corpus]] = {}
         for p in paths:
             c = corpus.load(p)
             self.corpora.setdefault(canonical(c.op), []).append(c)

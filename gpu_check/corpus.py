@@ -40,8 +40,8 @@ OUTPUTS = ("d", "out", "smem_out", "smem_xor")
 @dataclass
 class Corpus:
     path: str
-    meta: dict
-    arrays: dict
+    meta: dict[str, Any]
+    arrays: dict[str, Any]      # arrays, and tag_names as a list of str
 
     @property
     def op(self) -> str:
@@ -130,7 +130,8 @@ def save(directory: str, op: str, inputs: dict, outputs: dict, info: dict, extra
 
 def load(path: str, kinds: Collection[str] = KINDS) -> Corpus:
     """A corpus of one of ``kinds``; ValueError naming the file when it is not one."""
-    meta, arrays = record.load(path, kinds)
+    meta, stored = record.load(path, kinds)
+    arrays: dict[str, Any] = dict(stored)
     if meta["kind"] == "mma":
         lookup(meta["op"])
     elif meta["kind"] == "movmatrix":
@@ -160,7 +161,7 @@ def concat(parts: list[dict]) -> dict:
     if not parts:
         return {}
     first = parts[0]
-    out = {}
+    out: dict[str, Any] = {}
     if "tiles" in first:
         offs = np.cumsum([0] + [p["tiles"].shape[0] for p in parts[:-1]])
         out["tiles"] = np.concatenate([p["tiles"] for p in parts])
@@ -219,7 +220,7 @@ def shrink(c: Corpus, keep: int, seed: int = 0, max_tiles: int = 16, always=None
         pool &= np.isin(c.arrays["tile_idx"], top)
     groups = [rng.permutation(np.flatnonzero((tags == t) & pool)) for t in range(len(names))]
     groups = [g for g in groups if g.size]
-    chosen = []
+    chosen: list[int] = []
     depth = 0
     while len(chosen) < keep and any(depth < g.size for g in groups):
         for g in groups:

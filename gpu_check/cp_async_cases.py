@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.shared_ops import parse_shared_op
 
 from .bank_cases import FULL, LANE, LEGACY_SRC_BYTES
@@ -46,7 +47,7 @@ def lanes_mask(lanes) -> int:
 
 def run_mask(lo: int, n: int) -> int:
     """Lanes lo .. lo+n-1, clipped at lane 31."""
-    return lanes_mask(range(lo, min(32, lo + n)))
+    return lanes_mask(range(lo, min(WARP_LANES, lo + n)))
 
 
 def _width(op: str):
@@ -82,8 +83,8 @@ def systematic(op: str, seed: int = 0):
     for s in (128, 128 + w, 256 + 3 * w, 4096 + 64, 8192 + 128 - w):
         add(f"shift s={s} d=0 (far)", contig, s + contig)
     for s in (0, w, 64, 128 - w):
-        add(f"shift reversed s={s}", contig, s + (31 - LANE) * w)
-        add(f"shift dst reversed s={s}", (31 - LANE) * w, s + contig)
+        add(f"shift reversed s={s}", contig, s + (WARP_LANES - 1 - LANE) * w)
+        add(f"shift dst reversed s={s}", (WARP_LANES - 1 - LANE) * w, s + contig)
 
     # ---- partial
     pshifts = [0, w, 64, 128 - w] + ([2 * w] if w < 16 else [32])
@@ -95,13 +96,13 @@ def systematic(op: str, seed: int = 0):
             add(f"partial run {lo}+{n} s={s}", contig, s + contig, run_mask(lo, n))
     # lane pairs across width phases; those naming a lane past 31 (.4: G = 32) do not exist
     two = sorted({(G - 1, G), (0, G), (0, 16), (15, 16), (3, 29), (0, 31), (G - 2, G + 1),
-                  (1, 2), (G // 2, G + G // 2), (0, 2 * G % 32 or 1)})
-    two = [(i, j) for i, j in two if j < 32]
+                  (1, 2), (G // 2, G + G // 2), (0, 2 * G % WARP_LANES or 1)})
+    two = [(i, j) for i, j in two if j < WARP_LANES]
     for s in sorted(set(pshifts + [G * w // 2 if w > 4 else 16, 16])):
         for i, j in two:
             add(f"partial two {i},{j} s={s}", contig, s + contig, lanes_mask([i, j]))
     for s in (0, w, 64):
-        for lane in sorted({0, G - 1, G, 31} - {32}):
+        for lane in sorted({0, G - 1, G, WARP_LANES - 1} - {WARP_LANES}):
             add(f"partial single {lane} s={s}", contig, s + contig, lanes_mask([lane]))
     named = {"even": 0x55555555, "odd": 0xAAAAAAAA, "every4": 0x11111111, "lo16": 0x0000FFFF,
              "hi16": 0xFFFF0000, "0x00ff00ff": 0x00FF00FF, "0x0f0f0f0f": 0x0F0F0F0F,
@@ -111,7 +112,9 @@ def systematic(op: str, seed: int = 0):
             add(f"partial mask {nm} s={s}", contig, s + contig, m)
     for k in range(24):
         s = int(rng.choice(shifts))
-        m = int(rng.integers(1, 1 << 32)) if k % 2 else int(rng.integers(1, 1 << 32)) & int(rng.integers(1, 1 << 32))
+        m = int(rng.integers(1, FULL + 1))
+        if k % 2 == 0:
+            m &= int(rng.integers(1, FULL + 1))
         add(f"partial random s={s}", contig, s + contig, m)
     if w == 16:  # issue 9's example (two lanes on one line, different width phases) and its mirror
         add("partial issue9 0x180 s=16", contig, 16 + contig, 0x180)
@@ -134,16 +137,16 @@ def systematic(op: str, seed: int = 0):
 
     # ---- srcperm
     for k in range(3):
-        within = (np.concatenate([(i * G + rng.permutation(G)) for i in range(32 // G)]) if G < 32
-                  else rng.permutation(32))
+        within = (np.concatenate([(i * G + rng.permutation(G)) for i in range(WARP_LANES // G)]) if G < WARP_LANES
+                  else rng.permutation(WARP_LANES))
         add(f"srcperm within lines #{k}", contig, within * w)
-        blocks = rng.permutation(32 // G) if G < 32 else np.array([0])
+        blocks = rng.permutation(WARP_LANES // G) if G < WARP_LANES else np.array([0])
         add(f"srcperm lines permuted #{k}", contig, blocks[LANE // G] * 128 + (LANE % G) * w)
-        add(f"srcperm whole #{k}", contig, rng.permutation(32) * w)
-        add(f"srcperm whole shifted #{k}", contig, w + rng.permutation(32) * w)
+        add(f"srcperm whole #{k}", contig, rng.permutation(WARP_LANES) * w)
+        add(f"srcperm whole shifted #{k}", contig, w + rng.permutation(WARP_LANES) * w)
     add("srcperm pair swap", contig, (LANE ^ 1) * w)
     add("srcperm half swap", contig, (LANE ^ 16) * w)
-    add("srcperm line-phase swap", contig, (LANE ^ G % 32) * w if G < 32 else (LANE ^ 8) * w)
+    add("srcperm line-phase swap", contig, (LANE ^ G % WARP_LANES) * w if G < WARP_LANES else (LANE ^ 8) * w)
 
     # ---- srcdup
     for k in (1, 3, 7, 15, 31):
@@ -152,7 +155,7 @@ def systematic(op: str, seed: int = 0):
     for k in (2, 4, 8, 16):
         add(f"srcdup lane%{k}", contig, (LANE % k) * w)
         add(f"srcdup lane%{k} +line", contig, (LANE % k) * w + (LANE // k) * 128)
-    add("srcdup all one", contig, np.full(32, 64))
+    add("srcdup all one", contig, np.full(WARP_LANES, 64))
     add("srcdup two lines one each", contig, (LANE // 16) * 128)
 
     # ---- stride
@@ -167,7 +170,7 @@ def systematic(op: str, seed: int = 0):
     # ---- dstconf
     dsts = {"d stride128": LANE * 128, "d stride64": LANE * 64, "d stride32": LANE * 32,
             "d dup&~1": (LANE & ~1) * w, "d dup&~7": (LANE & ~7) * w, "d dup&~15": (LANE & ~15) * w,
-            "d lane%8": (LANE % 8) * w, "d broadcast": np.zeros(32, np.int64),
+            "d lane%8": (LANE % 8) * w, "d broadcast": np.zeros(WARP_LANES, np.int64),
             "d stride 2w": LANE * 2 * w}
     srcs = {"s contiguous": contig, "s +w": w + contig, "s +64": 64 + contig,
             "s lane*16": LANE * 16, "s lane*32": LANE * 32,
@@ -187,7 +190,7 @@ def systematic(op: str, seed: int = 0):
         "interleaved own banks": (LANE * w) % 128 + e * 128,
         "interleaved same banks": ((LANE // 2) * w) % 128 + e * 128,
         "first lane other line": (LANE * w) % 128 + (LANE == 0) * 128,
-        "last lane other line": (LANE * w) % 128 + (LANE == 31) * 128,
+        "last lane other line": (LANE * w) % 128 + (LANE == WARP_LANES - 1) * 128,
         "middle lane other line": (LANE * w) % 128 + (LANE == 13) * 128,
     }
     two_dst = {"d contiguous": contig, "d dup&~3 low half": np.where(h, LANE, LANE & ~3) * w,
@@ -200,29 +203,29 @@ def systematic(op: str, seed: int = 0):
     for k in range(60):
         style = k % 6
         if style == 0:
-            d = rng.integers(0, 1024 // w, 32) * w
+            d = rng.integers(0, 1024 // w, WARP_LANES) * w
         elif style == 1:
-            d = rng.permutation(32) * w
+            d = rng.permutation(WARP_LANES) * w
         elif style == 2:
-            d = rng.integers(0, 4, 32) * 128 + rng.integers(0, 128 // w, 32) * w
+            d = rng.integers(0, 4, WARP_LANES) * 128 + rng.integers(0, 128 // w, WARP_LANES) * w
         elif style == 3:
-            d = (LANE & ~int(rng.integers(0, 32))) * w
+            d = (LANE & ~int(rng.integers(0, WARP_LANES))) * w
         elif style == 4:
             d = contig + int(rng.integers(0, G)) * w
         else:
-            d = rng.integers(0, SMEM_BYTES // w, 32) * w
+            d = rng.integers(0, SMEM_BYTES // w, WARP_LANES) * w
         sstyle = (k // 6) % 5
         if sstyle == 0:
-            s = rng.integers(0, 512 // w, 32) * w
+            s = rng.integers(0, 512 // w, WARP_LANES) * w
         elif sstyle == 1:
-            s = int(rng.integers(0, G)) * w + rng.permutation(32) * w
+            s = int(rng.integers(0, G)) * w + rng.permutation(WARP_LANES) * w
         elif sstyle == 2:
-            s = rng.integers(0, 4096 // w, 32) * w
+            s = rng.integers(0, 4096 // w, WARP_LANES) * w
         elif sstyle == 3:
-            s = rng.integers(0, 8, 32) * 128 + (LANE * w) % 128
+            s = rng.integers(0, 8, WARP_LANES) * 128 + (LANE * w) % 128
         else:
-            s = (LANE & ~int(rng.integers(0, 32))) * w + int(rng.integers(0, G)) * w
-        m = FULL if rng.random() < 0.6 else int(rng.integers(1, 1 << 32))
+            s = (LANE & ~int(rng.integers(0, WARP_LANES))) * w + int(rng.integers(0, G)) * w
+        m = FULL if rng.random() < 0.6 else int(rng.integers(1, 1 << WARP_LANES))
         add(f"random d{style} s{sstyle}", d, s, m)
     out = priority_order(out)
     return out[:CG_CASES] if cg else out
@@ -264,7 +267,7 @@ def pairs(op: str, seed: int = 0):
 
     def probe_set(A, a, B, tag):
         def launch(label, lanes):
-            src = np.zeros(32, np.int64)
+            src = np.zeros(WARP_LANES, np.int64)
             for lane, (line, unit) in lanes.items():
                 src[lane] = line * 128 + unit * w
             out.append((f"pair {tag} A={A} a={a} B={B} {label}", dst, lanes_mask(lanes), src))
@@ -277,14 +280,14 @@ def pairs(op: str, seed: int = 0):
         for B in (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 33, 66):
             for u in range(32):
                 lane = u if u else 1
-                src = np.zeros(32, np.int64)
+                src = np.zeros(WARP_LANES, np.int64)
                 src[lane] = B * 128 + u * 4
                 out.append((f"pair scan A=0 a=0 B={B} u={u}", dst, 1 | (1 << lane), src))
         for B in list(range(1, 256)) + [256, 257, 300, 384, 448, 500, 511]:
             probe_set(0, 0, B, "base")
         # other base lines and a nonzero word of A: additive (rotation) vs XOR (swizzle)
-        others, top = ((1, 5), (3, 0), (4, 9), (5, 17), (33, 3), (100, 30), (7, 12)), 256
-        nb = 8
+        others: tuple[tuple[int, int], ...] = ((1, 5), (3, 0), (4, 9), (5, 17), (33, 3), (100, 30), (7, 12))
+        top, nb = 256, 8
     else:
         for B in list(range(1, 64)) + ([99, 132, 165, 231] if w == 16 else []):
             probe_set(0, 0, B, "base")
@@ -316,14 +319,14 @@ def validate(op: str, seed: int = 0):
     contig = LANE * w
     if cg:
         for k in range(30):
-            add(f"rv cg #{k}", rng.integers(0, 2048 // w, 32) * w, rng.integers(0, SRC_BYTES // w, 32) * w,
-                int(rng.integers(1, 1 << 32)))
+            add(f"rv cg #{k}", rng.integers(0, 2048 // w, WARP_LANES) * w, rng.integers(0, SRC_BYTES // w, WARP_LANES) * w,
+                int(rng.integers(1, 1 << WARP_LANES)))
         return out
     if w == 4:
         for A in (3, 1000, 20000):
             for k in range(2, 15):
                 for x in range(4):
-                    src = np.zeros(32, np.int64)
+                    src = np.zeros(WARP_LANES, np.int64)
                     src[0], src[1] = A * 128, (A ^ (1 << k) ^ x) * 128 + 4
                     add(f"hb A={A} k={k} x={x}", contig, src, 0b11)
     for k in range(60):
@@ -331,8 +334,8 @@ def validate(op: str, seed: int = 0):
         span = int(rng.choice([8, 64, 1024, 8192, lines_n - 1]))
         base = int(rng.integers(0, lines_n - span))
         pool = base + rng.integers(0, span, npool)
-        lines = pool[rng.integers(0, npool, 32)]
-        m = FULL if k % 3 else int(rng.integers(1, 1 << 32))
+        lines = pool[rng.integers(0, npool, WARP_LANES)]
+        m = FULL if k % 3 else int(rng.integers(1, 1 << WARP_LANES))
         add(f"rs pool={npool} span={span}", contig, lines * 128 + (LANE % G) * w, m)
     for k in range(80):
         s = int(rng.integers(0, (SRC_BYTES - 4096) // w)) * w
@@ -340,42 +343,42 @@ def validate(op: str, seed: int = 0):
         if k % 4 == 0:
             m = FULL
         elif k % 4 == 1:
-            lo = int(rng.integers(0, 32))
+            lo = int(rng.integers(0, WARP_LANES))
             m = run_mask(lo, int(rng.integers(lo + 1, 33)) - lo)
         elif k % 4 == 2:
-            m = lanes_mask(rng.choice(32, 2, replace=False))
+            m = lanes_mask(rng.choice(WARP_LANES, 2, replace=False))
         else:
-            m = int(rng.integers(1, 1 << 32))
+            m = int(rng.integers(1, 1 << WARP_LANES))
         add(f"sh s={s} d={d}", d + contig, s + contig, m)
     for k in range(250):
         ds = k % 6
         if ds == 0:
             d = contig
         elif ds == 1:
-            d = rng.permutation(32) * w
+            d = rng.permutation(WARP_LANES) * w
         elif ds == 2:
-            d = rng.integers(0, 1024 // w, 32) * w
+            d = rng.integers(0, 1024 // w, WARP_LANES) * w
         elif ds == 3:
-            d = (LANE & ~int(rng.integers(0, 32))) * w
+            d = (LANE & ~int(rng.integers(0, WARP_LANES))) * w
         elif ds == 4:
             d = LANE * int(rng.choice([2 * w, 32, 64, 128, 136])) // w * w
         else:
-            d = rng.integers(0, SMEM_BYTES // w, 32) * w
+            d = rng.integers(0, SMEM_BYTES // w, WARP_LANES) * w
         ss = (k // 6) % 6
         base = int(rng.integers(0, lines_n - 64)) * 128
         if ss == 0:
-            s = base + int(rng.integers(0, G)) * w + rng.permutation(32) * w
+            s = base + int(rng.integers(0, G)) * w + rng.permutation(WARP_LANES) * w
         elif ss == 1:
-            s = base + rng.integers(0, 16, 32) * 128 + (LANE % G) * w
+            s = base + rng.integers(0, 16, WARP_LANES) * 128 + (LANE % G) * w
         elif ss == 2:
-            s = base + rng.integers(0, 2048 // w, 32) * w
+            s = base + rng.integers(0, 2048 // w, WARP_LANES) * w
         elif ss == 3:
-            s = base + (LANE & ~int(rng.integers(0, 32))) * w
+            s = base + (LANE & ~int(rng.integers(0, WARP_LANES))) * w
         elif ss == 4:
             s = base + LANE * int(rng.choice([2 * w, 32, 64, 128, 128 + w, 256])) // w * w
         else:
-            s = rng.integers(0, SRC_BYTES // w, 32) * w
-        m = FULL if rng.random() < 0.6 else int(rng.integers(1, 1 << 32))
+            s = rng.integers(0, SRC_BYTES // w, WARP_LANES) * w
+        m = FULL if rng.random() < 0.6 else int(rng.integers(1, 1 << WARP_LANES))
         add(f"rv d{ds} s{ss}", d, s, m)
     return out
 

@@ -62,7 +62,7 @@ def _coord_expr(layout) -> tuple[str, str]:
             for j in (0, 1):
                 if base[j]:
                     terms[j].append(f"((({var[dim]} >> {i}) & 1) * {base[j]})")
-    return tuple(" ^ ".join(t) or "0" for t in terms)
+    return " ^ ".join(terms[0]) or "0", " ^ ".join(terms[1]) or "0"
 
 
 def kernel_source(form) -> str:
@@ -269,9 +269,10 @@ def case_inputs(form, seed: int):
     order = np.arange(steps) if o == "ascending" else (np.arange(steps)[::-1] if o == "descending"
                                                         else rng.permutation(steps))
     fa, fb, fc = (f.fmt(op) for op in "ABC")
-    if isinstance(fa, IntFormat):
+    if isinstance(fa, IntFormat) and isinstance(fb, IntFormat):
         A, B = _int_words(rng, (M, K), fa, cls), _int_words(rng, (K, N), fb, cls)
     else:
+        assert isinstance(fa, FloatFormat) and isinstance(fb, FloatFormat), f"{f.name}: A and B of one kind"
         A, B = _float_words(rng, (M, K), fa, cls, "A"), _float_words(rng, (K, N), fb, cls, "B")
     if cls == "cancel" and steps > 1:   # the second half of the k-steps cancels the first
         h = (steps // 2) * fk

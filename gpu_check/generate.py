@@ -31,10 +31,13 @@ from dataclasses import replace
 import numpy as np
 
 from fragsim.facts.formats import FloatFormat, from_float, to_float
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup, parse_shared_op
 
 from . import generate_exact as X
 from .prelude import TILE_BYTES
+
+FULL_WARP = (1 << WARP_LANES) - 1     # the active-lane mask of a whole warp
 
 MMA_CLASSES = ("uniform", "special", "subnormal", "cancel", "spread", "zeros")
 MMA_WEIGHTS = (0.20, 0.17, 0.15, 0.20, 0.23, 0.05)
@@ -371,7 +374,7 @@ def pack_fast(form, op, mat) -> np.ndarray:
     if form.words_per_elem(op) > 1:
         idx = idx[::form.words_per_elem(op)]
     g = np.take(np.ascontiguousarray(mat).reshape(n, -1), idx, axis=1)
-    shape = (n, 32, form.nregs(op))
+    shape = (n, WARP_LANES, form.nregs(op))
     bits = fmt.storage_bits
     if bits == 64:
         return np.ascontiguousarray(g.astype("<u8")).view("<u4").astype(np.uint32).reshape(shape)
@@ -591,7 +594,7 @@ ADDR_CLASSES = ("perm", "random", "contig", "strided", "rowmajor", "swizzle", "b
 STORE_CLASSES = ("perm", "contig", "strided", "rowmajor", "swizzle")
 
 
-def _slot_addrs(rng, n, cls, unit, nslots, lanes=32):
+def _slot_addrs(rng, n, cls, unit, nslots, lanes=WARP_LANES):
     """(n, lanes) slot indices for one address class; a slot is ``unit`` bytes."""
     lane = np.arange(lanes)[None, :]
     if cls == "perm":
@@ -650,7 +653,7 @@ def shared_inputs(op, n, rng, classes=None, tiles=64, mask_prob=0.3) -> dict:
     unit = op.bytes_per_addr
     nslots = TILE_BYTES // unit
     tags = rng.integers(0, len(classes), size=n).astype(np.uint8)
-    slots = np.zeros((n, 32), np.int64)
+    slots = np.zeros((n, WARP_LANES), np.int64)
     for t, cls in enumerate(classes):
         sel = np.flatnonzero(tags == t)
         if sel.size:
@@ -661,29 +664,29 @@ def shared_inputs(op, n, rng, classes=None, tiles=64, mask_prob=0.3) -> dict:
         bad = ~_distinct(slots[:, :active])
         if bad.any():
             slots[bad] = _slot_addrs(rng, int(bad.sum()), "perm", unit, nslots)
-    if active < 32:
+    if active < WARP_LANES:
         # Lanes whose addresses ldmatrix/stmatrix ignore: random aligned rows.
-        slots[:, active:] = rng.integers(0, nslots, size=(n, 32 - active))
+        slots[:, active:] = rng.integers(0, nslots, size=(n, WARP_LANES - active))
     addrs = (slots * unit).astype(np.uint32)
     G = max(1, min(tiles, n))
     out = {"tiles": rng.integers(0, 256, size=(G, TILE_BYTES), dtype=np.uint8),
            "tile_idx": rng.integers(0, G, size=n).astype(np.uint16),
            "addrs": addrs, "tag": tags, "tag_names": list(classes)}
     if op.kind in ("ld", "st", "ldgsts"):
-        mask = np.full(n, 0xFFFFFFFF, np.uint64)
+        mask = np.full(n, FULL_WARP, np.uint64)
         part = rng.random(n) < mask_prob
-        mask[part] = rng.integers(0, 1 << 32, size=int(part.sum()), dtype=np.uint64)
+        mask[part] = rng.integers(0, 1 << WARP_LANES, size=int(part.sum()), dtype=np.uint64)
         out["mask"] = mask.astype(np.uint32)
     else:
-        out["mask"] = np.full(n, 0xFFFFFFFF, np.uint32)
+        out["mask"] = np.full(n, FULL_WARP, np.uint32)
     if op.kind == "stsm":
-        out["regs"] = rng.integers(0, 1 << 32, size=(n, 32, op.num), dtype=np.uint64).astype(np.uint32)
+        out["regs"] = rng.integers(0, 1 << 32, size=(n, WARP_LANES, op.num), dtype=np.uint64).astype(np.uint32)
     elif op.kind == "st":
         nw = max(1, unit // 4)
         hi = 1 << (8 * min(unit, 4))
-        out["vals"] = rng.integers(0, hi, size=(n, 32, nw), dtype=np.uint64).astype(np.uint32)
+        out["vals"] = rng.integers(0, hi, size=(n, WARP_LANES, nw), dtype=np.uint64).astype(np.uint32)
     elif op.kind == "ldgsts":
-        out["src"] = rng.integers(0, 256, size=(n, 32, 16), dtype=np.uint8)
+        out["src"] = rng.integers(0, 256, size=(n, WARP_LANES, 16), dtype=np.uint8)
     return out
 
 
@@ -695,7 +698,7 @@ def overlap_store_probes(op, rng, n=5) -> dict:
     a = inp["addrs"].astype(np.int64)
     a[0, :] = a[0, 0]                               # all lanes, one address
     a[1, 1::2] = a[1, 0::2]                         # lane pairs (2i, 2i+1)
-    a[2, 16:] = a[2, :16]                           # lane l and l+16
+    a[2, WARP_LANES // 2:] = a[2, :WARP_LANES // 2]   # lane l and l+16
     a[3, :] = a[3, :] - a[3, :] % max(unit, 16)     # lanes sharing a 16-byte row
     inp["addrs"] = a.astype(np.uint32)
     inp["tag"] = np.minimum(np.arange(n), 4).astype(np.uint8)

@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from typing import Any
+
 import numpy as np
 
 from fragsim.instructions.shared_ops import parse_shared_op
@@ -70,8 +72,8 @@ UNRECORDED_SRC_BASE = 512
 def load_record(path: str) -> dict:
     """A record, with ``src`` as absolute global addresses (int64): the recorded offsets into the
     probe's source buffer plus the buffer's address (``meta["src_base"]``)."""
-    meta, rec = record.load(path, (RECORD_KIND,))
-    rec["meta"] = meta
+    meta, arrays = record.load(path, (RECORD_KIND,))
+    rec: dict[str, Any] = {**arrays, "meta": meta}
     if "src" not in rec:  # the first record: every cp.async lane copied from src + 16 * lane
         rec["src"] = np.broadcast_to(LANE.astype(np.int32) * 16, rec["addrs"].shape).copy()
     rec["src"] = rec["src"].astype(np.int64) + int(rec["meta"].get("src_base", UNRECORDED_SRC_BASE))
@@ -133,12 +135,16 @@ def measure(record_dir: str, seed: int = 1, n_random: int = 220, budget: float =
     ops = tuple(per_op)
     case_file = os.path.join(work, "cases.bin")
     write_case_file(case_file, per_op)
-    groups = {}
+    groups: dict[str, list[str]] = {}
     for op in ops:
         groups.setdefault(parse_shared_op(op).kind, []).append(op)
     weight = {op: (cp_weight if parse_shared_op(op).kind == "ldgsts" else 1.0) for op in ops}
     unit = budget / sum(weight.values())
-    rec_ops, labels, addrs, masks, srcs = [], [], [], [], []
+    rec_ops: list[int] = []
+    labels: list[str] = []
+    addrs: list = []
+    masks: list[int] = []
+    srcs: list = []
     values: dict[str, list[int]] = {m: [] for m in names}
     failures = []
     src_base = None

@@ -65,7 +65,7 @@ class TableFamily:
     both (None)."""
 
     default_cases = 100_000
-    options = None            # every option of the command
+    options: frozenset[str] | None = None            # every option of the command
     replay_file = False
     replay_expects = "a folder of recorded corpora (*.npz)"
 
