@@ -113,3 +113,52 @@ def test_out_of_range_bits_are_refused(example, capsys):
     np.save(example / "B.npy", np.full((16, 8), 70000, np.uint32))
     assert main(args(example)) == 2
     assert "raw f16 bits must lie in [0, 2**16)" in capsys.readouterr().err
+
+
+def _save(d, **mats):
+    """The matrices saved in d; their command-line options (--a A.npy ...)."""
+    argv = []
+    for name, x in mats.items():
+        np.save(d / f"{name}.npy", x)
+        argv += [f"--{name.lower()}", str(d / f"{name}.npy")]
+    return argv
+
+
+def test_explain_fp8_shows_the_f16_conversion_the_two_hmmas_and_the_add_of_c(tmp_path, capsys):
+    """An fp8 form: each byte's f16, HMMA 1 over k % 4 in {0, 1} from +0, HMMA 2 over {2, 3}, then C
+    added by one IEEE round-to-nearest-even addition; D is the kernel's."""
+    form = "m16n8k16.row.col.f32.e4m3.e4m3.f32"
+    files = _save(tmp_path, A=np.ones((16, 16)), B=np.arange(128).reshape(16, 8) / 16, C=np.full((16, 8), 0.5))
+    assert main(["mma", form, *files, "--json"]) == 0
+    want = json.loads(capsys.readouterr().out)["d_bits"][0][3]
+    assert main(["mma", form, *files, "--explain", "0", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "conversion to f16 (exact):" in out
+    assert "HMMA 1 of 2: k = 0, 1, 4, 5, 8, 9, 12, 13, c = +0 (C comes last)" in out
+    assert "HMMA 2 of 2: k = 2, 3, 6, 7, 10, 11, 14, 15, c = HMMA 1's result" in out
+    assert "C + HMMA 2's result, one IEEE addition rounded to nearest even in f32:" in out
+    assert out.rstrip().splitlines()[-1].startswith(f"D[0,3] = {want:#010x} (")
+
+
+def test_explain_m8n8k4_takes_the_rows_of_every_quad_pair(tmp_path, capsys):
+    """m8n8k4 .f16 stacks the four quad pairs' products: D is 32x8, row 31 is quad pair 3's (B rows 12..15)."""
+    form = "m8n8k4.row.col.f16.f16.f16.f16"
+    rng = np.random.default_rng(0)
+    files = _save(tmp_path, A=rng.standard_normal((32, 4)), B=rng.standard_normal((16, 8)), C=rng.standard_normal((32, 8)))
+    assert main(["mma", form, *files, "--explain", "31", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "quad pair 3: row 31 of A and C, rows 12..15 of B" in out and "s6 = s3 + s5 = " in out
+    assert main(["mma", form, *files, "--explain", "32", "0"]) == 2
+    assert "element (32, 0) is outside D (32x8)" in capsys.readouterr().err
+
+
+def test_explain_json_of_an_integer_form_shows_the_wrap(tmp_path, capsys):
+    """s8 with C = MAX_INT32: c + 1 is exact 2^31, and D wraps to MIN_INT32."""
+    form = "m16n8k16.row.col.s32.s8.s8.s32"
+    A, B = np.zeros((16, 16), np.int64), np.zeros((16, 8), np.int64)
+    A[0, 0] = B[0, 0] = 1
+    files = _save(tmp_path, A=A, B=B, C=np.full((16, 8), 2**31 - 1))
+    assert main(["mma", form, *files, "--explain", "0", "0", "--json"]) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["model"] == "integer" and t["steps"][0]["exact"] == 2**31
+    assert t["wrapped"] == -(2**31) and t["d"]["bits"] == "0x80000000"

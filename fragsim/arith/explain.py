@@ -48,7 +48,10 @@ def _fmt_value(x) -> str:
     if isinstance(x, str):
         return x
     x = Fraction(x)
-    f = float(x)
+    try:
+        f = float(x)
+    except OverflowError:                        # an exact binary64 sum beyond the largest float64
+        return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
     if Fraction(f) == x:
         return repr(f) if abs(f) < 1e16 or f != int(f) else f"{f:.17g}"
     return f"{x.numerator}/{x.denominator}"
