@@ -18,6 +18,9 @@ from fragsim.cli import main
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
 TF32 = "m16n8k8.row.col.f32.tf32.tf32.f32"
+FP8 = "m16n8k16.row.col.f32.e4m3.e5m2.f32"
+F64 = "m16n8k16.row.col.f64.f64.f64.f64"
+WG = "m64n64k16.f32.bf16.bf16"
 _DATA = os.path.join(os.path.dirname(__file__), "data")
 MOVM_DIR = os.path.join(_DATA, "hw_movmatrix", "nvidia_h100_sm90")      # recorded H100 data the replays read
 WGMMA_DIR = os.path.join(_DATA, "wgmma")
@@ -131,6 +134,14 @@ def classes(f, out):
         ("layout movmatrix by lane", ["layout", "movmatrix", "--by-lane"], ERROR),
         ("layout movmatrix png named svg", ["layout", "movmatrix", "--png", out + "/m.svg"], ERROR),
         ("layout movmatrix untransposed", ["layout", "movmatrix.sync.aligned.m8n8.b16"], ERROR),
+        ("layout wgmma grid", ["layout", WG, "D"], OK), ("layout wgmma by lane", ["layout", WG, "a", "--by-lane"], OK),
+        ("layout wgmma json", ["layout", WG, "C", "--json"], OK), ("layout wgmma B", ["layout", WG, "B"], ERROR),
+        ("layout cols", ["layout", WG, "D", "--cols", "0..31"], OK),
+        ("layout cols past N", ["layout", WG, "D", "--cols", "60..64"], ERROR),
+        ("layout cols junk", ["layout", F32, "A", "--cols", "0..x"], ERROR),
+        ("layout width 0", ["layout", F32, "A", "--width", "0"], OK),
+        ("layout width -1", ["layout", F32, "A", "--width", "-1"], ERROR),
+        ("layout cols with json", ["layout", F32, "A", "--json", "--cols", "1"], ERROR),
         ("no such command", ["bogus"], ERROR), ("version", ["--version"], OK), ("top help", ["--help"], OK),
     ]
     for name, role in FILE_ROLES.items():
@@ -157,6 +168,10 @@ def classes(f, out):
         ("mma explain 10**30", ["mma", F32, "--a", f("a.npy"), "--b", f("b.npy"), "--explain", str(10**30), "0"], ERROR),
         ("mma explain not a number", ["mma", F32, "--a", f("a.npy"), "--b", f("b.npy"), "--explain", "x", "0"], ERROR),
         ("mma bad arch", ["mma", F32, "--a", f("a.npy"), "--b", f("b.npy"), "--arch", "sm_70"], ERROR),
+        ("mma explain fp8", ["mma", FP8, "--a", f("a.npy"), "--b", f("b.npy"), "--explain", "3", "5"], OK),
+        ("mma explain fp8 on sm_80", ["mma", FP8, "--a", f("a.npy"), "--b", f("b.npy"), "--explain", "3", "5",
+                                      "--arch", "sm_80"], ERROR),
+        ("mma explain f64 json", ["mma", F64, "--a", f("a.npy"), "--b", f("b.npy"), "--explain", "15", "7", "--json"], OK),
         ("mma form for other shapes", ["mma", TF32, "--a", f("a.npy"), "--b", f("b.npy")], ERROR),
         ("mma missing --b", ["mma", F32, "--a", f("a.npy")], ERROR),
         ("gemm json", ["gemm", F32, "--a", f("a.npy"), "--b", f("b.npy"), "-o", out + "/d.npy", "--json"], OK),
@@ -419,15 +434,20 @@ EXPR_T = st.one_of(st.sampled_from(["lane * 16", "lane * 4", "(lane % 16) * 64 +
 
 @st.composite
 def layout_argv(draw):
-    form = draw(st.one_of(FORMS_T, st.sampled_from(["movmatrix", "movmatrix.trans", " Movmatrix "])))
-    return ["layout", form] + draw(st.lists(st.one_of(st.sampled_from("ABCDabcd"), JUNK), max_size=1)) + draw(
+    form = draw(st.one_of(FORMS_T, st.sampled_from(["movmatrix", "movmatrix.trans", " Movmatrix ", WG,
+                                                    "wgmma.mma_async.sync.aligned.m64n8k32.s32.u8.u8"])))
+    argv = ["layout", form] + draw(st.lists(st.one_of(st.sampled_from("ABCDabcd"), JUNK), max_size=1)) + draw(
         st.lists(st.sampled_from(["--by-lane", "--json"]), max_size=2))
+    for flag, values in (("--cols", ["0..7", "5", "7..0", "0..999"]), ("--width", ["0", "40", "-3", "1"])):
+        if draw(st.booleans()):
+            argv += [flag, draw(st.one_of(st.sampled_from(values), JUNK.filter(lambda t: not t.startswith("-"))))]
+    return argv
 
 
 @st.composite
 def mma_argv(draw, files):
     names = sorted(files)
-    argv = ["mma", draw(FORMS_T)]
+    argv = ["mma", draw(st.one_of(FORMS_T, st.sampled_from([FP8, F64])))]
     for op in ("a", "b", "c"):
         if op != "c" or draw(st.booleans()):
             argv += [f"--{op}", files[draw(st.sampled_from(names))][0]]
