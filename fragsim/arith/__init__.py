@@ -72,6 +72,8 @@ def _float_plan(f: MmaForm, a: ArchParams, block: int) -> Plan:
 def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
     """D registers (batch, 32, nregs_D) uint32 of a plan, from register batches a, b, c
     (batch, 32*nregs).  numba loads here, on first use, not at ``import fragsim``."""
+    from .jit import listen
+    listen()
     if isinstance(pl, Plan):
         from . import kernel
         return kernel.run(pl, index_maps(pl.form), a, b, c, parallel=parallel)

@@ -75,7 +75,10 @@ def bank_conflicts_batch(op, addrs, mask=None, src=None) -> BatchReport:
     a = _int64_rows(a0, "addrs", "byte offsets into shared memory", n)
     m = inputs.batch_masks(o, mask, n)
     inputs.check_batch_extent(o, a, m)
+    from fragsim.arith.jit import listen
     from . import kernel_generated as K
+
+    listen()
 
     wf = np.zeros(n, np.int32)
     ideal = np.zeros(n, np.int32)

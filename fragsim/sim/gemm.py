@@ -21,6 +21,7 @@ import numpy as np
 from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.validate import array, show
 from fragsim.facts.formats import IntFormat
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup
 
 __all__ = ["gemm", "k_steps"]
@@ -141,6 +142,8 @@ def gemm(form, A, B, C=None, arch=DEFAULT_ARCH, k_order="ascending", tile=None, 
     if M == 0 or N == 0:
         return np.zeros((M, N), f.fmt("D").dtype)
     from fragsim.arith import kernel_gemm as gemm_kernel
+    from fragsim.arith.jit import listen
+    listen()
     if gemm_kernel.supports(pl):
         return _fast(pl, A, B, C, steps, tm, tn, progress)
     return _chained(pl, A, B, C, steps, tm, tn, progress)
@@ -251,11 +254,11 @@ def _chained(pl, A, B, C, steps, tm, tn, progress):
                 b = b | b_pk[q][s * NT + snt[:, q]]
             d = run(pl, a.reshape(w1 - w0, -1), b.reshape(w1 - w0, -1), c, parallel=parallel).reshape(w1 - w0, -1)
             if j + 1 < steps.size:
-                c = d if same_cd else pack(f, "C", unpack(f, "D", d.reshape(w1 - w0, 32, -1))).reshape(w1 - w0, -1)
+                c = d if same_cd else pack(f, "C", unpack(f, "D", d.reshape(w1 - w0, WARP_LANES, -1))).reshape(w1 - w0, -1)
             if progress is not None:
                 done += min(w1 * g, wt.size) - min(w0 * g, wt.size)
                 progress(done, total)
-        dm = unpack(f, "D", d.reshape(w1 - w0, 32, -1)).reshape((w1 - w0) * g, fm, fn)
+        dm = unpack(f, "D", d.reshape(w1 - w0, WARP_LANES, -1)).reshape((w1 - w0) * g, fm, fn)
         keep = min(w1 * g, wt.size) - w0 * g
         D[mt[w0 * g:w0 * g + keep], nt[w0 * g:w0 * g + keep]] = dm[:keep]
     return D.transpose(0, 2, 1, 3).reshape(M, N)

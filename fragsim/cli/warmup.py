@@ -1,0 +1,83 @@
+"""fragsim warmup: compile every numba kernel now, so that no later command stalls on a first call.
+
+A fresh install compiles each kernel on its first use (5-20 s each, once: numba keeps the machine
+code in its on-disk cache).  This runs each kernel once on a small input -- every arithmetic
+variant of mma.sync, the whole-GEMM kernel, and the bank-conflict kernel for every shared-memory
+instruction of the table -- and says, per kernel, whether it compiled or loaded from the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from fragsim.facts.hardware import WARP_LANES
+
+NAME = "warmup"
+HELP = "compile fragsim's numba kernels now (once per install), instead of on the first command that needs one"
+
+#: One form per mma arithmetic variant (each compiles its own kernel or kernel specialisation).
+MMA_FORMS = {
+    "fragsim.arith.kernel": ["m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f16.f16.f16.f16",
+                             "m16n8k8.row.col.f32.tf32.tf32.f32"],
+    "fragsim.arith.kernel_exact": ["m16n8k32.row.col.s32.s8.s8.s32", "m8n8k4.row.col.f64.f64.f64.f64"],
+    "fragsim.arith.kernel_fp8": ["m16n8k32.row.col.f32.e4m3.e4m3.f32", "m16n8k32.row.col.f16.e4m3.e4m3.f16"],
+    "fragsim.arith.kernel_chain": ["m8n8k4.row.col.f16.f16.f16.f16", "m8n8k4.row.col.f32.f16.f16.f32"],
+}
+
+
+def add_arguments(p):
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _mma(forms) -> None:
+    import numba
+
+    import fragsim
+
+    many = 2 * numba.get_num_threads() + 1       # the parallel driver runs batches of at least twice the threads
+    for name in forms:
+        f = fragsim.lookup(name)
+        for batch in (1, many):
+            regs = [np.zeros((batch, WARP_LANES, f.nregs(op)), np.uint32) for op in "ABC"]
+            fragsim.mma(f, *regs)
+
+
+def _gemm() -> None:
+    import fragsim
+
+    f = fragsim.lookup("m16n8k16.row.col.f32.f16.f16.f32")
+    m, n, k = f.shape
+    fragsim.gemm(f, np.zeros((m, k), np.uint16), np.zeros((k, n), np.uint16))
+
+
+def _banks() -> None:
+    from fragsim.banks import bank_conflicts
+    from fragsim.instructions.shared_ops import SHARED_OPS
+
+    for op in SHARED_OPS.values():
+        lanes = np.arange(WARP_LANES, dtype=np.int64) * op.bytes_per_addr
+        bank_conflicts(op, np.stack([lanes, lanes]))
+
+
+def run(args) -> int:
+    from fragsim.arith.jit import KERNEL_NAMES, compile_seconds, listen
+
+    listen()
+    steps = {**{module: lambda forms=forms: _mma(forms) for module, forms in MMA_FORMS.items()},
+             "fragsim.arith.kernel_gemm": _gemm, "fragsim.banks.kernel_generated": _banks}
+    rows = []
+    for module, what in KERNEL_NAMES.items():
+        step = steps[module]
+        t0, c0 = time.perf_counter(), compile_seconds()
+        step()
+        compiled = compile_seconds() - c0
+        rows.append({"kernel": what, "compiled": compiled > 0, "seconds": round(time.perf_counter() - t0, 2)})
+        if not args.json:
+            how = "compiled" if compiled > 0 else "loaded from numba's cache"
+            print(f"{what}: {how} in {rows[-1]['seconds']:.1f} s", flush=True)
+    if args.json:
+        print(json.dumps({"kernels": rows}))
+    return 0
