@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -66,8 +68,8 @@ def run(args) -> int:
     from fragsim.arith.jit import KERNEL_NAMES, compile_seconds, listen
 
     listen()
-    steps = {**{module: lambda forms=forms: _mma(forms) for module, forms in MMA_FORMS.items()},
-             "fragsim.arith.kernel_gemm": _gemm, "fragsim.banks.kernel_generated": _banks}
+    steps: dict[str, Callable[[], None]] = {module: partial(_mma, forms) for module, forms in MMA_FORMS.items()}
+    steps |= {"fragsim.arith.kernel_gemm": _gemm, "fragsim.banks.kernel_generated": _banks}
     rows = []
     for module, what in KERNEL_NAMES.items():
         step = steps[module]
