@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import check_operand, lookup
 
 from . import _blocks, _groups
 from ._figure import (TEXT_FONT, TINY_CELL, Canvas, axis_numbers, draw_cells, finish, fit_labels, label_font, lines,
                       outline, tag)
-from .palette import LANE_RGB, OUTLINE, darker, text_color
+from .palette import LANE_GROUP, LANE_RGB, OUTLINE, darker, text_color
 
 GAP = 0.06          # white space around each register box, in cells
 MAX_IN = 15.0       # inches: the largest a map gets (cells shrink to fit)
@@ -160,10 +161,10 @@ def _key_lines(form, ops) -> list[str]:
 
 def _lane_key(cv: Canvas, x0: float, y0: float, size: float):
     """The lanes as the PTX ISA groups them: column = groupID (lane >> 2), row = threadID_in_group."""
-    lanes = np.arange(32).reshape(8, 4).T                   # (tig, group)
+    lanes = np.arange(WARP_LANES).reshape(-1, LANE_GROUP).T      # (tig, group)
     fs = label_font(cv.cell_pt * size, 1, 3)
-    for t in range(4):
-        for g in range(8):
+    for t in range(lanes.shape[0]):
+        for g in range(lanes.shape[1]):
             ln = lanes[t, g]
             cv.ax.add_patch(_rect(x0 + g * size, y0 + t * size, size * 0.94, size * 0.9, LANE_RGB[ln]))
             if fs:

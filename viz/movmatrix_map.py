@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
 from fragsim.instructions.movmatrix import MOVMATRIX
 
 from ._figure import TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, label_font
@@ -18,7 +19,7 @@ from .palette import LANE_RGB
 
 GAP = 0.06          # white space around each register box, in cells
 SPLIT = 2.0         # cells between the two grids
-N = 8
+N = MATRIX_ROWS      # the square 8x8 matrix
 SIDES = (("src", "before: source register", "row-major 8x8 .b16; lane l: row l/4, columns 2(l%4), +1"),
          ("dst", "after: destination register", "the same fragment layout of the transpose"))
 
@@ -27,7 +28,7 @@ def owners(which: str) -> tuple[np.ndarray, np.ndarray]:
     """(lane, half) grids (8, 8): who holds source element (r, c) in the ``src`` or ``dst`` register."""
     rows, cols = getattr(MOVMATRIX, which).table()          # (32, 1, 2)
     lane, half = np.empty((N, N), np.int64), np.empty((N, N), np.int64)
-    lane[rows[:, 0], cols[:, 0]] = np.arange(32)[:, None]
+    lane[rows[:, 0], cols[:, 0]] = np.arange(WARP_LANES)[:, None]
     half[rows[:, 0], cols[:, 0]] = np.arange(2)[None, :]
     return lane, half
 

@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 
-from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, NUM_BANKS, WAVEFRONT_BYTES
+from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, NUM_BANKS, WARP_LANES, WAVEFRONT_BYTES
 
 from ._figure import TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels
 from ._tile import placement
@@ -118,7 +118,7 @@ def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=Non
     wf = []
     for c in range(C):
         for r0 in range(0, R - MATRIX_ROWS + 1, MATRIX_ROWS):
-            a = np.resize(chunk_addr[r0:r0 + MATRIX_ROWS, c], 32)
+            a = np.resize(chunk_addr[r0:r0 + MATRIX_ROWS, c], WARP_LANES)
             wf.append(bank_conflicts("ldmatrix.x1", a).wavefronts)
     if wf:
         per_col = np.array(wf).reshape(C, -1).max(axis=1)

@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from fragsim.facts.arch import ArchParams
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import MmaForm
 
 __all__ = ["ChainPlan", "chain_plan", "program", "run"]
@@ -74,7 +75,7 @@ def _maps(form: MmaForm) -> tuple:
     for op in "ABCD":
         rows, cols = form.coords(op)
         width = form.shape[2] if op == "A" else form.shape[1]
-        e = (rows * width + cols).reshape(32 * rows.shape[1], rows.shape[2]).astype(np.int64)
+        e = (rows * width + cols).reshape(WARP_LANES * rows.shape[1], rows.shape[2]).astype(np.int64)
         out += [np.ascontiguousarray(e[:, 0]), np.ascontiguousarray(e[:, -1])]
     return tuple(out)
 
@@ -93,11 +94,11 @@ def run(pl: ChainPlan, a, b, c, parallel: bool = True) -> np.ndarray:
     M, N, K = f.shape
     batch = a.shape[0]
     nd = f.nregs("D")
-    d = np.empty(batch * 32 * nd, np.uint32)
+    d = np.empty(batch * WARP_LANES * nd, np.uint32)
     dims = np.zeros(10, np.int64)
     dims[[kc.D_GM, kc.D_M, kc.D_K, kc.D_N, kc.D_C16, kc.D_D16]] = (f.groups * M, M, K, N, f.types["C"] == "f16",
                                                                    f.types["D"] == "f16")
-    dims[[kc.D_AWORDS, kc.D_BWORDS, kc.D_CWORDS, kc.D_DWORDS]] = [32 * f.nregs(op) for op in "ABCD"]
+    dims[[kc.D_AWORDS, kc.D_BWORDS, kc.D_CWORDS, kc.D_DWORDS]] = [WARP_LANES * f.nregs(op) for op in "ABCD"]
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
     args = (a, b, c, d, program(pl.tree), dims, *_maps(f), _f32_of_f16())
     threads = numba.get_num_threads()
@@ -105,4 +106,4 @@ def run(pl: ChainPlan, a, b, c, parallel: bool = True) -> np.ndarray:
         kc.run_parallel(min(batch, 8 * threads), *args)
     else:
         kc.run_serial(*args)
-    return d.reshape(batch, 32, nd)
+    return d.reshape(batch, WARP_LANES, nd)

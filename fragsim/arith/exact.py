@@ -28,6 +28,7 @@ import numpy as np
 
 from fragsim.facts.arch import ArchParams
 from fragsim.facts.formats import FloatFormat, IntFormat
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import MmaForm
 
 __all__ = ["IntPlan", "F64Plan", "exact_plan", "exact_maps"]
@@ -99,7 +100,7 @@ def exact_maps(form: MmaForm) -> dict[str, np.ndarray]:
         nregs, epr = rows.shape[1], rows.shape[2]
         bits = form.fmt(op).storage_bits
         w = form.words_per_elem(op)
-        lane, reg, half = np.meshgrid(np.arange(32), np.arange(nregs), np.arange(epr), indexing="ij")
+        lane, reg, half = np.meshgrid(np.arange(WARP_LANES), np.arange(nregs), np.arange(epr), indexing="ij")
         low = reg % w == 0                                 # an element's low word
         if op == "A":
             k, x = cols, rows

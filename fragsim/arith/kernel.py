@@ -25,16 +25,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from fragsim.facts.hardware import WARP_LANES
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_from_f32,
                    f8_load, f8_lt, f8_max, f8_mul, f8_roundeven, f8_splat, f8_store, f8_to_i8,
                    f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_ne, i8_or, i8_shl, i8_shr, i8_splat, i8_store,
                    i8_store_u32, i8_sub, i8_where)
 
-# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py).
-# numba keys its disk cache on this file's content only: after editing one of them run
+# Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
+# its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "cea133594e09e3660225cb112333075b8b952ad57e72380da3e6734c89a402e7"
+INLINED_SOURCE_HASH = "4c7647759c482846953694d804d85e1ed6aaeaf1a0f5c08f00eb9e35e3602d9d"
 
 LANES = 8
 # Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.
@@ -67,7 +68,7 @@ def make_params(pl, maps) -> np.ndarray:
     p[P_ZERO_IEEE] = a.zero_sign == "ieee"
     p[P_C_EXACT] = a.c_subnormal_exp == "exact"
     p[P_NAN_LOW] = bool(a.tf32_nan_low_bits)
-    p[[P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS]] = [32 * pl.form.nregs(op) for op in "ABCD"]
+    p[[P_AWORDS, P_BWORDS, P_CWORDS, P_DWORDS]] = [WARP_LANES * pl.form.nregs(op) for op in "ABCD"]
     p[[P_A_PAIRED, P_B_PAIRED]] = bool(maps["a_paired"][0]), bool(maps["b_paired"][0])
     return p
 
@@ -327,7 +328,7 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
 
     batch = a.shape[0]
     nd = pl.form.nregs("D")
-    d = np.empty(batch * 32 * nd, np.uint32)
+    d = np.empty(batch * WARP_LANES * nd, np.uint32)
     prm = make_params(pl, maps)
     # One array type per argument, whatever the caller holds (read-only broadcast views,
     # strided slices): numba compiles a new specialization for each distinct type.
@@ -339,4 +340,4 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
         _run_parallel(min(batch, 8 * threads), *args)
     else:
         _run_serial(*args)
-    return d.reshape(batch, 32, nd)
+    return d.reshape(batch, WARP_LANES, nd)

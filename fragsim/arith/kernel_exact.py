@@ -20,15 +20,16 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from fragsim.facts.hardware import WARP_LANES
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hsum8, f8_load, f8_mul, f8_splat,
                    f8_store, f8_to_i8, i8_add, i8_and, i8_any, i8_gather, i8_load, i8_lt, i8_max, i8_min, i8_or,
                    i8_popc, i8_shl, i8_shr, i8_splat, i8_store, i8_store_u32, i8_sub, i8_to_f8, i8_where,
                    i8_xor)
 
-# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py).
-# numba keys its disk cache on this file's content only: after editing one of them run
+# Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
+# its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "cea133594e09e3660225cb112333075b8b952ad57e72380da3e6734c89a402e7"
+INLINED_SOURCE_HASH = "4c7647759c482846953694d804d85e1ed6aaeaf1a0f5c08f00eb9e35e3602d9d"
 
 LANES = 8                   # every form here is n8: one output row is one 8-lane vector
 OP_MUL, OP_AND, OP_XOR = 0, 1, 2
@@ -247,9 +248,9 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
     M, _, K = f.shape
     batch = a.shape[0]
     nd = f.nregs("D")
-    d = np.empty(batch * 32 * nd, np.uint32)
+    d = np.empty(batch * WARP_LANES * nd, np.uint32)
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
-    words = [32 * f.nregs(op) for op in "ABCD"]
+    words = [WARP_LANES * f.nregs(op) for op in "ABCD"]
     args: tuple
     serial: Any
     par: Any
@@ -271,4 +272,4 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
         par(min(batch, 8 * threads), *args)
     else:
         serial(*args)
-    return d.reshape(batch, 32, nd)
+    return d.reshape(batch, WARP_LANES, nd)

@@ -32,6 +32,7 @@ from numba import njit, prange
 from numba.core import types
 from numba.extending import intrinsic
 
+from fragsim.facts.hardware import WARP_LANES
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
                      P_ZERO_IEEE, NPARAMS, SPEXP, _block_sums, _decode8, _round8, _scratch, _store_d, make_params)
@@ -44,10 +45,10 @@ from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s
                      s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
-# Hash of what this file compiles in (fragsim.arith.stamps.KERNELS: simd.py, simd16.py, kernel.py).
-# numba keys its disk cache on this file's content only: after editing one of them run
+# Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
+# its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "b03faf612e97e0ea5ac31aae5e9dee1562054f40c4f673f6d6e07c91212403fc"
+INLINED_SOURCE_HASH = "6fbb158a2e8146a783286cf10878d10df095bd6b69dc7347875474cbefc81b1d"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -346,9 +347,9 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
     batch = a.shape[0]
     f = pl.form
     nd = f.nregs("D")
-    d = np.empty(batch * 32 * nd, np.uint32)
+    d = np.empty(batch * WARP_LANES * nd, np.uint32)
     prm = make_params(pl.inner, maps)
-    prm[[P_AWORDS, P_BWORDS]] = 32 * f.nregs("A"), 32 * f.nregs("B")
+    prm[[P_AWORDS, P_BWORDS]] = WARP_LANES * f.nregs("A"), WARP_LANES * f.nregs("B")
     M, N, K = f.shape
     L, F = prm[P_L], prm[P_F]
     # the 32-bit lanes hold a column of 16 rows (and decode two groups of bytes at once), a block of L
@@ -370,4 +371,4 @@ def run(pl, maps, groups, a, b, c, parallel: bool = True) -> np.ndarray:
         _run_parallel(min(batch, 8 * threads), *args)
     else:
         _run_serial(*args)
-    return d.reshape(batch, 32, nd)
+    return d.reshape(batch, WARP_LANES, nd)

@@ -35,10 +35,12 @@ ROOT = Path(__file__).resolve().parents[2]      # the folder holding the fragsim
 
 # kernel module -> the modules it compiles in, hashed in this order
 KERNELS: dict[str, tuple[str, ...]] = {
-    "fragsim.arith.kernel": ("fragsim.arith.simd",),
-    "fragsim.arith.kernel_exact": ("fragsim.arith.simd",),
-    "fragsim.arith.kernel_fp8": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel"),
-    "fragsim.arith.kernel_gemm": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel"),
+    "fragsim.arith.kernel": ("fragsim.arith.simd", "fragsim.facts.hardware"),
+    "fragsim.arith.kernel_exact": ("fragsim.arith.simd", "fragsim.facts.hardware"),
+    "fragsim.arith.kernel_fp8": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel",
+                                 "fragsim.facts.hardware"),
+    "fragsim.arith.kernel_gemm": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel",
+                                  "fragsim.facts.hardware"),
     "fragsim.arith.kernel_chain": (),
     # generated with everything it compiles written into it (fragsim.banks.generate); its
     # staleness against the rules is tests/test_banks_generated.py's

@@ -9,6 +9,11 @@ from __future__ import annotations
 #: Threads per warp (CUDA C++ Programming Guide, "SIMT Architecture").
 WARP_LANES = 32
 
+#: A warpgroup, which issues wgmma together, is four contiguous warps (PTX ISA, "Asynchronous
+#: Warpgroup Level Matrix Multiply-Accumulate Instructions"); its threads are
+#: ``fragsim.instructions.wgmma.THREADS``.
+WARPGROUP_WARPS = 4
+
 #: Shared memory has 32 banks, each 4 bytes wide, for every compute capability since 5.0
 #: (CUDA C++ Programming Guide, "Shared Memory" of each compute capability).
 NUM_BANKS = 32

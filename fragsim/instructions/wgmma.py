@@ -35,11 +35,12 @@ from functools import cached_property
 import numpy as np
 
 from fragsim.facts.formats import FloatFormat, IntFormat, get_format
+from fragsim.facts.hardware import WARP_LANES, WARPGROUP_WARPS
 from fragsim.layout.linear import LinearLayout, from_bit_positions
 
 PREFIX = "wgmma.mma_async.sync.aligned."
 M = 64
-THREADS = 128
+THREADS = WARPGROUP_WARPS * WARP_LANES      # the warpgroup's threads: 128
 OPERANDS = ("A", "B", "C", "D")
 
 # PTX ISA "Matrix Shape" (wgmma): N for the floating-point types, and for the integer types.

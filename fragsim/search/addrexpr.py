@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.validate import array, broadcast_shape
 from fragsim.layout.swizzle import Swizzle
 
@@ -841,7 +842,7 @@ class Expr:
                                     f"{self.src!r} binds it")
             if name not in self._vars:      # unread (one --var set serves --addrs and --src), still checked
                 _as_int64(name, v)
-        env = {"lane": np.arange(32, dtype=np.int64) if lane is None else lane}
+        env = {"lane": np.arange(WARP_LANES, dtype=np.int64) if lane is None else lane}
         env.update(variables)
         arrays, var_types = {}, {}
         for name, pos in self._vars.items():

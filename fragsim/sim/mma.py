@@ -9,6 +9,7 @@ import numpy as np
 
 from fragsim.arith import plan, run
 from fragsim.facts.arch import DEFAULT_ARCH
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.validate import broadcast_shape
 from .registers import check_regs
 
@@ -38,5 +39,5 @@ def mma(form, a, b, c, arch=DEFAULT_ARCH, *, parallel: bool = True) -> np.ndarra
     fa, fb, fc = ((r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:]))
                   .reshape(batch, r.shape[-2] * r.shape[-1]) for r in regs)
     d = run(pl, fa, fb, fc, parallel=bool(parallel))
-    return d.reshape(lead + (32, f.nregs("D")))
+    return d.reshape(lead + (WARP_LANES, f.nregs("D")))
 

@@ -9,6 +9,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
 from fragsim.validate import array
 from fragsim.instructions.movmatrix import MOVMATRIX
 
@@ -20,8 +21,8 @@ def _gather() -> tuple[np.ndarray, np.ndarray]:
     """For each (lane, elem) of the destination, the source lane and half holding its element."""
     srows, scols = MOVMATRIX.src.table()          # (32, 1, 2)
     drows, dcols = MOVMATRIX.dst.table()
-    owner = np.empty((8, 8, 2), np.int64)
-    owner[srows[:, 0], scols[:, 0]] = np.stack(np.meshgrid(np.arange(32), np.arange(2), indexing="ij"), -1)
+    owner = np.empty((MATRIX_ROWS, MATRIX_ROWS, 2), np.int64)      # the square 8x8 matrix
+    owner[srows[:, 0], scols[:, 0]] = np.stack(np.meshgrid(np.arange(WARP_LANES), np.arange(2), indexing="ij"), -1)
     hold = owner[drows[:, 0], dcols[:, 0]]         # (32, 2, 2): (lane, half) of the source
     return hold[..., 0], hold[..., 1] * 16
 
@@ -32,7 +33,7 @@ def movmatrix(regs) -> np.ndarray:
     r = array(regs, "movmatrix source registers")
     if r.dtype.kind not in "ui":
         raise TypeError(f"movmatrix source registers must be uint32 words, got dtype {r.dtype}")
-    if r.ndim < 2 or r.shape[-2:] != (32, 1):
+    if r.ndim < 2 or r.shape[-2:] != (WARP_LANES, 1):
         raise ValueError(f"movmatrix source registers: expected shape (..., 32, 1) (one register per lane), "
                          f"got {r.shape}")
     if r.size and (r.dtype.kind == "i" or r.dtype.itemsize > 4) and ((r < 0) | (r > 0xFFFFFFFF)).any():
