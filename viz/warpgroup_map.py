@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.instructions.wgmma import lookup_wgmma
+from fragsim.facts.hardware import WARP_LANES, WARPGROUP_WARPS
+from fragsim.instructions.wgmma import THREADS, lookup_wgmma
 from fragsim.sim.wgmma import owners
 
 from ._figure import TEXT_FONT, TINY_CELL, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline
@@ -54,7 +55,7 @@ def draw_warpgroup_map(form, operand, path=None):
     unit = min(0.42, MAX_IN / C, MAX_IN / R)      # inches per cell, as the canvas will pick it
     cv = Canvas(max(C, MIN_WIDTH_IN / unit), R, cell_in=unit, max_in=MAX_IN * 2, pad=(0.55, 0.2, 1.05, 0.5),
                 target=path)
-    colors = LANE_RGB[thread % 32]
+    colors = LANE_RGB[thread % WARP_LANES]
     full, short = cell_labels(f, op)
     labels, fs = fit_labels(cv.cell_pt * (1 - 2 * GAP), full, short)
     if labels is None and cv.cell_pt < TINY_CELL:
@@ -64,13 +65,14 @@ def draw_warpgroup_map(form, operand, path=None):
         gids = [[f"{op}-{r}-{c}" for c in range(C)] for r in range(R)]
         draw_cells(cv, 0, 0, colors, labels, fontsize=fs, gids=gids, insets=_insets(thread, reg))
     lw = max(1.0, min(2.0, cv.cell_pt * 0.08))
-    outline(cv, [(0, 16 * w, C, 16) for w in range(4)], color=OUTLINE, lw=lw)
-    for w in range(4):
-        cv.text(-cv.units(0.25), 16 * w + 8, f"warp {w}", size=TEXT_FONT - 1, rotation=90, ha="right", va="center",
+    band = R // WARPGROUP_WARPS                   # rows of D (and of A) each warp holds: 16
+    outline(cv, [(0, band * w, C, band) for w in range(WARPGROUP_WARPS)], color=OUTLINE, lw=lw)
+    for w in range(WARPGROUP_WARPS):
+        cv.text(-cv.units(0.25), band * w + band / 2, f"warp {w}", size=TEXT_FONT - 1, rotation=90, ha="right", va="center",
                 gid=f"warp-{w}")
     axis_numbers(cv, 0, 0, R, C, left=False)
     axis_numbers(cv, 0, 0, R, C, top=False, step=8)
-    cv.title(f"wgmma.mma_async {f.name}\n{WHAT[op]}: {R} x {C}, 128 threads x {f.nregs(op)} registers")
+    cv.title(f"wgmma.mma_async {f.name}\n{WHAT[op]}: {R} x {C}, {THREADS} threads x {f.nregs(op)} registers")
     if labels is None:
         key = "colour: lane = thread % 32\n(cells too small for labels: draw a smaller N to read them)"
     else:
