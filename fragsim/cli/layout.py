@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 
+from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
 from fragsim.layout.text import DEFAULT_WIDTH, fragment_grid, fragment_json, fragment_map, lane_list
 
 NAME = "layout"
@@ -77,20 +78,21 @@ def _run_movmatrix(args, pictures) -> int:
     grids = {}
     for which in ("src", "dst"):
         rows, cols = getattr(MOVMATRIX, which).table()        # (32, 1, 2)
-        lane, half = np.empty((8, 8), np.int64), np.empty((8, 8), np.int64)
-        lane[rows[:, 0], cols[:, 0]] = np.arange(32)[:, None]
+        lane, half = (np.empty((MATRIX_ROWS, MATRIX_ROWS), np.int64) for _ in range(2))   # the square 8x8 matrix
+        lane[rows[:, 0], cols[:, 0]] = np.arange(WARP_LANES)[:, None]
         half[rows[:, 0], cols[:, 0]] = np.arange(2)[None, :]
         grids[which] = lane, half
     if args.json:
-        print(json.dumps({"instruction": MOVMATRIX.ptx, "shape": [8, 8],
+        print(json.dumps({"instruction": MOVMATRIX.ptx, "shape": [MATRIX_ROWS, MATRIX_ROWS],
                           **{w: {"lane": lane.tolist(), "half": half.tolist()} for w, (lane, half) in grids.items()}}))
         return 0
     heads = {"src": "source register (before): lane l holds row l/4, columns 2(l%4) and +1",
              "dst": "destination register (after): the same fragment layout of the transpose"}
     out = [f"{MOVMATRIX.ptx}: 8x8 b16 source matrix, 1 register x 2 halves (e0 low, e1 high) per lane"]
     for which, (lane, half) in grids.items():
-        out += ["", heads[which], "row\\col " + " ".join(f"{c:>6}" for c in range(8))]
-        out += [f"{r:>7} " + " ".join(f"T{lane[r, c]}:e{half[r, c]}".rjust(6) for c in range(8)) for r in range(8)]
+        out += ["", heads[which], "row\\col " + " ".join(f"{c:>6}" for c in range(MATRIX_ROWS))]
+        out += [f"{r:>7} " + " ".join(f"T{lane[r, c]}:e{half[r, c]}".rjust(6) for c in range(MATRIX_ROWS))
+                for r in range(MATRIX_ROWS)]
     print("\n".join(out))
     return 0
 

@@ -16,6 +16,7 @@ import json
 
 import numpy as np
 
+from fragsim.facts.hardware import WARP_LANES
 from . import args as args_
 from .args import variables as parse_variables
 
@@ -135,7 +136,7 @@ def build_access_sets(args, tile):
 
     sets = []
     warps = A.shape_pair(args.warps, "--warps")
-    threads = args.threads if args.threads is not None else warps[0] * warps[1] * 32
+    threads = args.threads if args.threads is not None else warps[0] * warps[1] * WARP_LANES
     for item in args.preset:
         name, _, op = item.partition(":")
         name, op = name.strip().lower(), op.strip() or None
@@ -206,12 +207,12 @@ def conflicts_with_layouts(args, o, variables, read_file) -> int:
     for pitch in pitches:
         env = dict(variables) if pitch is None else {**variables, "pitch": pitch}
         if args.addrs is not None:
-            addrs = np.broadcast_to(evaluate(args.addrs, **env), (32,)).copy()
+            addrs = np.broadcast_to(evaluate(args.addrs, **env), (WARP_LANES,)).copy()
         elif args.addrs_file is not None:
             addrs = read_file(args.addrs_file)
         else:
             raise ValueError("give the lane addresses: --addrs EXPR or --addrs-file FILE")
-        src = None if args.src is None else np.broadcast_to(evaluate(args.src, **env), (32,)).copy()
+        src = None if args.src is None else np.broadcast_to(evaluate(args.src, **env), (WARP_LANES,)).copy()
         mask = args_.lane_mask(args.mask, env)
         if o.kind in ("ldsm", "stsm") and mask is not None:
             raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
