@@ -340,7 +340,7 @@ def _explain_int(pl: IntPlan, A, B, C, row: int, col: int, trace: dict) -> None:
         trace["terms"] = [{"k": k, "a": a[k], "b": b[k], "product": parts[k]} for k in range(K)]
     else:
         parts = [(x & y) if pl.op == OP_AND else (x ^ y) for x, y in zip(a, b)]
-        w = acc.storage_bits                      # the hardware counts bits of whole register words
+        w = f.elems_per_reg("A")                 # the hardware counts the bits of whole register words
         words = []
         for j in range(0, K, w):
             aw, bw, cw = (sum(v[k] << (k - j) for k in range(j, j + w)) for v in (a, b, parts))
@@ -677,9 +677,10 @@ def _render_int(trace: dict, out: list[str]) -> None:
     else:
         op = p["op"]
         words = trace["words"]
-        hexw = (words[0]["k"][1] - words[0]["k"][0] + 1) // 4 + 2
-        out.append(f"  model: popc(a {op.upper()} b) over k, a register word of {words[0]['k'][1] + 1} k at a "
-                   f"time (bit i: k = 32j + i), added to C; {fin}")
+        per = words[0]["k"][1] + 1
+        hexw = per // 4 + 2
+        out.append(f"  model: popc(a {op.upper()} b) over k, a register word of {per} k at a time "
+                   f"(bit i: k = {per}j + i), added to C; {fin}")
         out.append(f"  {'k':>9}  {'a':>{hexw}}  {'b':>{hexw}}  {'a ' + op.upper() + ' b':>{hexw}}  popc")
         for w in words:
             out.append(f"  {str(w['k'][0]) + '..' + str(w['k'][1]):>9}  {w['a']:#0{hexw}x}  {w['b']:#0{hexw}x}  "

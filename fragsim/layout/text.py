@@ -109,6 +109,8 @@ def fragment_grid(form, operand=None, *, width: int | None = DEFAULT_WIDTH, cols
     cols = list(cols)
     if not cols:
         raise ValueError(f"cols: no columns selected (the matrix has columns 0..{ncols - 1})")
+    if cols != list(range(cols[0], cols[0] + len(cols))):
+        raise ValueError(f"cols: expected consecutive column numbers (a range), got {cols[:8]}")
     bad = [c for c in cols if not 0 <= c < ncols]
     if bad:
         raise ValueError(f"cols: column {bad[0]} is outside the {nrows}x{ncols} matrix of operand {m.operand} "
