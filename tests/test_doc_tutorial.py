@@ -33,7 +33,9 @@ def test_the_tutorial_prints_what_it_shows(executed):
     stored, ran = executed
     for i, (old, new) in enumerate(zip(stored.cells, ran.cells)):
         if old.cell_type == "code":
-            assert _shown(new)[0] == _shown(old)[0], f"cell {i}: printed text differs from the stored output"
+            assert _shown(new)[0] == _shown(old)[0], (
+                f"cell {i}: printed text differs from the stored output; if fragsim's output changed on purpose, "
+                "store the new one: jupyter nbconvert --to notebook --execute --inplace docs/tutorial.ipynb")
 
 
 def test_the_tutorial_shows_pictures_inline(executed):
