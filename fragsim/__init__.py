@@ -1,6 +1,6 @@
 """fragsim: a bit-exact simulator of the warp-level tensor-core data path, with pictures.
 
-Public API (see the README; the architecture in docs/DESIGN.md): ``mma``, ``movmatrix``, ``gemm``, ``pack``,
+Public API (the manual: docs/, its API page; the architecture: docs/DESIGN.md): ``mma``, ``movmatrix``, ``gemm``, ``pack``,
 ``unpack``, ``ldmatrix``, ``stmatrix``, ``bank_conflicts``, ``Swizzle``, ``XorMap``, ``Tile``, ``swizzle_search``
 (access sets: ``fragsim.access``), plus ``to_bits``/``from_bits`` and the instruction table
 (``lookup``, ``FORMS``).  Heavy parts (numba kernels, matplotlib) load on first use, so

@@ -12,7 +12,7 @@ from .files import writable_dir
 
 NAME = "tour"
 HELP = ("write the standard fragment maps, pictures, bank tables and an explorer page (index.html) into a "
-        "folder (the default command)")
+        "folder (start here)")
 DEFAULT_DIR = "fragsim-tour"
 
 

@@ -16,7 +16,7 @@ rounded block result is the next block's c.  The integer forms are exact (c + su
 wrapped modulo 2**32, or clamped to s32 under ``.satfinite``), as ``fragsim.arith.exact``.
 The parameters are one ``WgmmaParams`` row per architecture (``WGMMA_PARAMS``, in
 ``fragsim.facts.arch`` beside the mma.sync rows; re-exported here for the instruction's users); what
-each value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and the README.
+each value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and docs/validation.md.
 """
 
 from __future__ import annotations
@@ -29,81 +29,28 @@ import numpy as np
 from fragsim import validate
 from fragsim.facts.arch import DEFAULT_ARCH, WGMMA_PARAMS, WgmmaParams, get_params
 from fragsim.facts.formats import FORMATS, from_bits
-from fragsim.instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
+from fragsim.instructions.wgmma import WgmmaForm, lookup_wgmma
+from .registers import RegisterPlan, check_regs, owners, pack_plan, plan, unpack_plan
 
 __all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg", "owners"]
 
 
-# -- registers <-> matrices ------------------------------------------------------------------------------
+# -- registers <-> matrices: fragsim.sim.registers' one path, for wgmma forms ------------------------------
 
-def check_wg_regs(f: WgmmaForm, op: str, regs, what: str = "registers") -> np.ndarray:
-    r = validate.array(regs, f"operand {op} of {f.name}: {what}")
-    n = f.nregs(op)
-    if r.dtype.kind not in "ui":
-        raise TypeError(f"operand {op} of {f.name}: {what} must be uint32 words, got dtype {r.dtype}")
-    if r.ndim < 2 or r.shape[-2:] != (THREADS, n):
-        raise ValueError(f"operand {op} of {f.name}: expected {what} shaped (..., {THREADS}, {n}) "
-                         f"({n} registers per thread of the warpgroup), got shape {r.shape}")
-    if r.size and (r.dtype.kind == "i" or r.dtype.itemsize > 4):
-        bad = (r < 0) | (r > 0xFFFFFFFF)
-        if bad.any():
-            idx = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(f"operand {op} of {f.name}: {what} must be 32-bit words in [0, 2**32), got "
-                             f"{int(r[idx])} at thread {idx[-2]}, register {idx[-1]}")
-    return r.astype(np.uint32, copy=False)
+def _wg_plan(form, operand) -> RegisterPlan:
+    """The register plan of a wgmma form's operand; an mma.sync form gets the wgmma table's refusal."""
+    p = plan(form, operand)
+    return p if isinstance(p.form, WgmmaForm) else plan(lookup_wgmma(form), operand)
 
 
 def unpack_wg(form, operand, regs) -> np.ndarray:
     """Registers uint32 (..., 128, nregs) -> matrix bits (..., rows, cols) of A, C or D."""
-    f = lookup_wgmma(form)
-    op = operand.upper() if isinstance(operand, str) else operand
-    r = check_wg_regs(f, op, regs)
-    fmt = f.fmt(op)
-    rows, cols = f.coords(op)
-    bits = fmt.storage_bits
-    mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    lead = r.shape[:-2]
-    r = r.reshape((-1,) + r.shape[-2:])
-    out = np.zeros((r.shape[0],) + f.matrix_shape(op), dtype=fmt.dtype)
-    for e in range(rows.shape[-1]):
-        out[:, rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
-    return out.reshape(lead + out.shape[1:])
+    return unpack_plan(_wg_plan(form, operand), regs)
 
 
 def pack_wg(form, operand, matrix) -> np.ndarray:
     """Matrix bits (..., rows, cols) -> registers uint32 (..., 128, nregs) of A, C or D."""
-    f = lookup_wgmma(form)
-    op = operand.upper() if isinstance(operand, str) else operand
-    fmt = f.fmt(op)
-    m = validate.array(matrix, f"operand {op} of {f.name}")
-    shape = f.matrix_shape(op)
-    if m.dtype.kind not in "ui":
-        raise TypeError(f"operand {op} of {f.name}: expected {fmt.name} bit patterns, got dtype {m.dtype}")
-    if m.ndim < 2 or m.shape[-2:] != shape:
-        raise ValueError(f"operand {op} of {f.name}: expected a matrix shaped (..., {shape[0]}, {shape[1]}), "
-                         f"got shape {m.shape}")
-    limit = 1 << fmt.storage_bits
-    if m.size and (int(m.min()) < 0 or int(m.max()) >= limit):
-        raise ValueError(f"operand {op} of {f.name}: {fmt.name} words must lie in [0, 2**{fmt.storage_bits})")
-    rows, cols = f.coords(op)
-    lead = m.shape[:-2]
-    vals = m.reshape((-1,) + shape)[:, rows, cols].astype(np.uint32)
-    regs = np.zeros(vals.shape[:-1], np.uint32)
-    for e in range(vals.shape[-1]):
-        regs |= vals[..., e] << np.uint32(fmt.storage_bits * e)
-    return regs.reshape(lead + regs.shape[1:])
-
-
-def owners(form, operand):
-    """(thread, reg, half) holding each (row, col) of A, C or D: three int arrays shaped like the matrix."""
-    f = lookup_wgmma(form)
-    rows, cols = f.coords(operand)
-    R, C = f.matrix_shape(operand)
-    T, G, H = np.meshgrid(np.arange(rows.shape[0]), np.arange(rows.shape[1]), np.arange(rows.shape[2]), indexing="ij")
-    out = tuple(np.empty((R, C), np.int64) for _ in range(3))
-    for o, v in zip(out, (T, G, H)):
-        o[rows.ravel(), cols.ravel()] = v.ravel()
-    return out
+    return pack_plan(_wg_plan(form, operand), matrix)
 
 
 # -- descriptors and shared memory -----------------------------------------------------------------------
@@ -303,8 +250,8 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
         raise TypeError(f"smem must be a uint8 array of shared-memory bytes (..., nbytes), got dtype {sm.dtype}")
     if sm.ndim < 1 or sm.shape[-1] == 0:
         raise ValueError(f"smem must be shaped (..., nbytes) with nbytes > 0, got shape {sm.shape}")
-    cr = check_wg_regs(f, "C", c)
-    av = check_wg_regs(f, "A", a) if a_regs else _descriptor_values(a, "a")     # registers or descriptors
+    cr = check_regs(f, "C", c)
+    av = check_regs(f, "A", a) if a_regs else _descriptor_values(a, "a")     # registers or descriptors
     bdesc = _descriptor_values(b, "b")
     sd = validate.array(scale_d, "scale_d")
     if sd.dtype != np.bool_:
