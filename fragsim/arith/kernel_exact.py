@@ -29,7 +29,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hs
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "4c7647759c482846953694d804d85e1ed6aaeaf1a0f5c08f00eb9e35e3602d9d"
+INLINED_SOURCE_HASH = "fff73f997a964333dc865fe5d3755fe420931c409a5e960d38c5327bae704504"
 
 LANES = 8                   # every form here is n8: one output row is one 8-lane vector
 OP_MUL, OP_AND, OP_XOR = 0, 1, 2

@@ -28,7 +28,8 @@ WAVEFRONT_BYTES = NUM_BANKS * BANK_BYTES
 SOURCE_LINE_BYTES = 128
 
 #: ldmatrix/stmatrix move 8x8 matrices of 16-bit elements: one 16-byte row per address lane
-#: (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
+#: (PTX ISA, "Warp-level matrix load instruction: ldmatrix").  wgmma's shared-memory layouts are
+#: built of the same core matrix, 8 rows of 16 bytes (PTX ISA, "Shared Memory Matrix Layout").
 MATRIX_ROWS = 8
 MATRIX_ROW_BYTES = 16
 

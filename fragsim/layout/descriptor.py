@@ -40,13 +40,14 @@ import numbers
 import numpy as np
 
 from fragsim import validate
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS
 
 __all__ = ["MatrixDescriptor", "operand_addresses", "canonical_descriptor", "SWIZZLE_MODES", "SWIZZLE_BYTES", "MAJORS"]
 
 #: Swizzling modes in the order of their 2-bit code (bits 62-63).
 SWIZZLE_MODES = ("none", "128B", "64B", "32B")
 #: Bytes of a swizzle row (the width of the swizzle atom); "none" has 16-byte core-matrix rows.
-SWIZZLE_BYTES = {"none": 16, "128B": 128, "64B": 64, "32B": 32}
+SWIZZLE_BYTES = {"none": MATRIX_ROW_BYTES, "128B": 128, "64B": 64, "32B": 32}
 MAJORS = ("K", "MN")
 #: Address bits a descriptor holds: matrix-descriptor-encode keeps bits 4-17.
 ADDRESS_LIMIT = 1 << 18
@@ -205,13 +206,13 @@ def canonical_offsets(desc: MatrixDescriptor, *, rows: int, k: int, elem_bits: i
     if major == "K":
         kb = kk * eb                                   # byte of the row's 32 bytes of K
         row_pitch = width                              # none: core-matrix rows 16 B apart
-        chunk = kb // 16 * (lbo if desc.swizzle == "none" else 16)
-        return (r % 8) * row_pitch + (r // 8) * sbo + chunk + kb % 16
-    per16 = 16 // eb                                   # MN-elements in 16 bytes (T)
+        chunk = kb // MATRIX_ROW_BYTES * (lbo if desc.swizzle == "none" else MATRIX_ROW_BYTES)
+        return (r % MATRIX_ROWS) * row_pitch + (r // MATRIX_ROWS) * sbo + chunk + kb % MATRIX_ROW_BYTES
+    per16 = MATRIX_ROW_BYTES // eb                     # MN-elements in 16 bytes (T)
     if desc.swizzle == "none":
-        return (r % per16) * eb + (r // per16) * sbo + (kk % 8) * 16 + (kk // 8) * lbo
+        return (r % per16) * eb + (r // per16) * sbo + (kk % MATRIX_ROWS) * MATRIX_ROW_BYTES + (kk // MATRIX_ROWS) * lbo
     run = width // eb                                  # MN-elements in one swizzle row (W*T)
-    return (r % run) * eb + (r // run) * lbo + (kk % 8) * width + (kk // 8) * sbo
+    return (r % run) * eb + (r // run) * lbo + (kk % MATRIX_ROWS) * width + (kk // MATRIX_ROWS) * sbo
 
 
 def check_shape(rows, k, elem_bits, major, who: str = "operand_addresses") -> tuple[int, int, int, str]:
@@ -219,7 +220,7 @@ def check_shape(rows, k, elem_bits, major, who: str = "operand_addresses") -> tu
     elem_bits = validate.integer(elem_bits, f"{who} elem_bits", _ELEM_BITS)
     k = validate.integer(k, f"{who} k", hint="the instruction's K")
     major = validate.choice(major, f"{who} major", MAJORS)
-    if rows < 8 or rows > 256 or rows % 8:
+    if rows < MATRIX_ROWS or rows > 256 or rows % MATRIX_ROWS:
         raise ValueError(f"{who} rows must be a multiple of 8 in 8..256 (M = 64 for A, N for B), got {rows}")
     if k * elem_bits != 256:
         raise ValueError(f"{who} k must be {256 // elem_bits} for {elem_bits}-bit elements (wgmma reads 32 bytes of K "
@@ -256,10 +257,10 @@ def canonical_descriptor(swizzle="128B", *, major="K", elem_bits=16, rows=64, st
     rows, k, elem_bits, major = check_shape(rows, 256 // elem_bits if elem_bits in _ELEM_BITS else 0, elem_bits,
                                             major, "canonical_descriptor")
     w = SWIZZLE_BYTES[mode]
-    atom = 8 * w
+    atom = MATRIX_ROWS * w
     if major == "K":
-        along_mn, along_k = atom, (rows // 8) * atom
-        lbo, sbo = (along_k if mode == "none" else 16), along_mn
+        along_mn, along_k = atom, (rows // MATRIX_ROWS) * atom
+        lbo, sbo = (along_k if mode == "none" else MATRIX_ROW_BYTES), along_mn
     else:
         run = w // (elem_bits // 8)                   # M/N elements in one atom row
         along_mn, along_k = atom, -(-rows // run) * atom
