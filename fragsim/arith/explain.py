@@ -567,8 +567,13 @@ def _render_block(blk: dict, p: dict, out: list[str]) -> None:
         if isinstance(t, list):
             ks = f"k={t[0]['k']}" + (f"..{t[-1]['k']}" if len(t) > 1 else "")
             what = "zero products" if len(t) > 1 else "zero product"
+            spread = [x["k"] for x in t] != list(range(t[0]["k"], t[0]["k"] + len(t)))   # fp8's k % 4 halves
+            if spread:
+                ks = f"{len(t)} k"
             out.append(f"  {ks:>7}  {what:>22}  {'':>22}  {'0':>24}  {t[0]['exponent']:>5}  "
                        f"{0:>16}  -   (exponent e_zero)")
+            if spread:
+                out.append(f"  {'':>7}  (k = {', '.join(str(x['k']) for x in t)})")
             continue
         if t["k"] == "c":
             a_s, b_s, name = "", "", "c"
