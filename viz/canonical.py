@@ -20,12 +20,13 @@ import textwrap
 
 import numpy as np
 
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS, WAVEFRONT_BYTES
 from fragsim.layout.descriptor import SWIZZLE_BYTES, as_descriptor, check_shape, operand_addresses
 
 from ._figure import TEXT_FONT, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline
 from .palette import EMPTY
 
-SLOTS = 8            # 16-byte slots of a 128-byte line
+SLOTS = WAVEFRONT_BYTES // MATRIX_ROW_BYTES    # 16-byte slots of a 128-byte line (one row of the banks)
 MAX_LINES = 96       # lines of memory drawn (the rest is elided)
 WRONG = "#d62728"
 LBO_COLOR, SBO_COLOR = "#1f5fbf", "#2a7d2a"
@@ -45,13 +46,13 @@ def _chunks(addr: np.ndarray, major: str, eb: int):
     """Operand chunks (16 bytes each): (grid shape, address of each chunk, core matrix of each chunk).
 
     K-major: grid rows x 2 (K's two 16-byte halves); MN-major: k x (rows * eb / 16)."""
-    per = 16 // eb
+    per = MATRIX_ROW_BYTES // eb
     if major == "K":
         a = addr[:, ::per]                                   # (rows, 2)
-        core = (np.arange(a.shape[0])[:, None] // 8) * 2 + np.arange(2)[None, :]
+        core = (np.arange(a.shape[0])[:, None] // MATRIX_ROWS) * 2 + np.arange(2)[None, :]
         return a, core
     a = addr[::per, :].T                                     # (k, mn chunks)
-    core = (np.arange(a.shape[0])[:, None] // 8) * a.shape[1] + np.arange(a.shape[1])[None, :]
+    core = (np.arange(a.shape[0])[:, None] // MATRIX_ROWS) * a.shape[1] + np.arange(a.shape[1])[None, :]
     return a, core
 
 
@@ -69,7 +70,7 @@ def draw_canonical(desc, *, major="K", elem_bits=16, rows=64, wrong=None, reads=
     ncore = int(core.max()) + 1
     colors = np.array([[_core_rgb(int(c), ncore) for c in row] for row in core])
 
-    lines_used = sorted({int(a) // 128 for a in ca.ravel()})
+    lines_used = sorted({int(a) // WAVEFRONT_BYTES for a in ca.ravel()})
     shown = lines_used[:MAX_LINES]
     index = {ln: i for i, ln in enumerate(shown)}
     nl = len(shown)
@@ -89,35 +90,35 @@ def draw_canonical(desc, *, major="K", elem_bits=16, rows=64, wrong=None, reads=
         short = np.array([[f"{r}" for c in range(C)] for r in range(R)], dtype=object)
         head = "operand: rows x\n16 B of K"
     else:
-        labels = np.array([[f"k{r},{c * (16 // eb)}" for c in range(C)] for r in range(R)], dtype=object)
+        labels = np.array([[f"k{r},{c * (MATRIX_ROW_BYTES // eb)}" for c in range(C)] for r in range(R)], dtype=object)
         short = np.array([[f"{r}" for c in range(C)] for r in range(R)], dtype=object)
         head = "operand: k x\n16 B of M/N"
     lab, fs = fit_labels(cv.cell_pt * 0.95, labels, short)
     draw_cells(cv, 0, 0, colors, lab, fontsize=fs)
     axis_numbers(cv, 0, 0, R, C)
     cv.text(0, -cv.units(0.32), head, size=TEXT_FONT - 1, va="bottom", color="#333333")
-    for r0 in range(0, R, 8):                       # core matrices: 8 chunks of 16 bytes
-        outline(cv, [(c, r0, 1, min(8, R - r0)) for c in range(C)], color="#333333", lw=0.8)
+    for r0 in range(0, R, MATRIX_ROWS):             # core matrices: 8 chunks of 16 bytes
+        outline(cv, [(c, r0, 1, min(MATRIX_ROWS, R - r0)) for c in range(C)], color="#333333", lw=0.8)
 
     # shared memory
     mem = np.tile(np.array(_rgb(EMPTY)), (nl, SLOTS, 1))
     mlab = np.full((nl, SLOTS), "", dtype=object)
     where = {}
     for (r, c), a in np.ndenumerate(ca):
-        ln, slot = int(a) // 128, (int(a) % 128) // 16
+        ln, slot = int(a) // WAVEFRONT_BYTES, (int(a) % WAVEFRONT_BYTES) // MATRIX_ROW_BYTES
         if ln in index:
             mem[index[ln], slot] = colors[r, c]
-            mlab[index[ln], slot] = (f"{r},k{c * (k // 2)}" if major == "K" else f"k{r},{c * (16 // eb)}") \
+            mlab[index[ln], slot] = (f"{r},k{c * (k // 2)}" if major == "K" else f"k{r},{c * (MATRIX_ROW_BYTES // eb)}") \
                 if fs else ""
             where[(r, c)] = (index[ln], slot)
     ml, mfs = fit_labels(cv.cell_pt * 0.95, mlab)
     draw_cells(cv, px, 0, mem, ml, fontsize=mfs)
     small = max(5.0, min(TEXT_FONT - 1, cv.cell_pt * 0.3))
     for s in range(SLOTS):
-        cv.text(px + s + 0.5, -0.08, f"+{16 * s}", size=small, ha="center", va="bottom", color="#555555")
+        cv.text(px + s + 0.5, -0.08, f"+{MATRIX_ROW_BYTES * s}", size=small, ha="center", va="bottom", color="#555555")
     for i, ln in enumerate(shown):
         if i == 0 or ln != shown[i - 1] + 1 or i % 4 == 0:
-            cv.text(px - 0.1, i + 0.5, f"{ln * 128:#06x}", size=small, ha="right", family="monospace")
+            cv.text(px - 0.1, i + 0.5, f"{ln * WAVEFRONT_BYTES:#06x}", size=small, ha="right", family="monospace")
         if i and ln != shown[i - 1] + 1:       # a gap in the address range
             cv.ax.plot([px - 0.2, px + SLOTS + 0.2], [i, i], color="#888888", lw=1.0, ls=":")
     more = f" (first {MAX_LINES} of {len(lines_used)} lines)" if len(lines_used) > MAX_LINES else ""
@@ -134,19 +135,19 @@ def _atom(mode: str, major: str) -> str:
     w = SWIZZLE_BYTES[mode]
     if mode == "none":
         return "none (core matrices: 8 rows x 16 B, 128 contiguous bytes)"
-    return f"8 x {w} B = {8 * w} B, Swizzle<{ {128: 3, 64: 2, 32: 1}[w]},4,3> on the address"
+    return f"8 x {w} B = {MATRIX_ROWS * w} B, Swizzle<{ {128: 3, 64: 2, 32: 1}[w]},4,3> on the address"
 
 
 def _atoms(cv, px, shown, mode):
     """Dashed outlines around the swizzle atoms (8 rows of the swizzle width = 1024/512/256 bytes)."""
     if mode == "none":
         return
-    size = 8 * SWIZZLE_BYTES[mode]
+    size = MATRIX_ROWS * SWIZZLE_BYTES[mode]
     rects, i = [], 0
     while i < len(shown):
-        atom = shown[i] * 128 // size
+        atom = shown[i] * WAVEFRONT_BYTES // size
         j = i
-        while j + 1 < len(shown) and shown[j + 1] * 128 // size == atom and shown[j + 1] == shown[j] + 1:
+        while j + 1 < len(shown) and shown[j + 1] * WAVEFRONT_BYTES // size == atom and shown[j + 1] == shown[j] + 1:
             j += 1
         rects.append((px, i, SLOTS, j - i + 1))
         i = j + 1
@@ -158,12 +159,12 @@ def _arrows(cv, px, d, major, eb, rows, C, where):
     mode = d.swizzle
     if major == "K":
         along_k = (0, 1)                               # the second 16 B of K
-        along_mn = (8, 0) if rows > 8 else None
+        along_mn = (MATRIX_ROWS, 0) if rows > MATRIX_ROWS else None
         lbo_pair, sbo_pair = (along_k if mode == "none" else None), along_mn
         lbo_note = "" if mode == "none" else "LBO unused (K-major, swizzled: K is contiguous)"
     else:
-        w = SWIZZLE_BYTES[mode] // 16
-        along_k = (8, 0)
+        w = SWIZZLE_BYTES[mode] // MATRIX_ROW_BYTES
+        along_k = (MATRIX_ROWS, 0)
         nxt = 1 if mode == "none" else w
         along_mn = (0, nxt) if nxt < C else None
         lbo_pair, sbo_pair = (along_k, along_mn) if mode == "none" else (along_mn, along_k)
@@ -186,7 +187,7 @@ def _arrows(cv, px, d, major, eb, rows, C, where):
 
 
 def _wrong(cv, px, ca, major, eb, wrong, where):
-    per = 16 // eb
+    per = MATRIX_ROW_BYTES // eb
     w = wrong[:, ::per] | wrong[:, per - 1::per] if major == "K" else (wrong[::per, :] | wrong[per - 1::per, :]).T
     bad = np.argwhere(w)
     outline(cv, [(int(c), int(r), 1, 1) for r, c in bad], color=WRONG, lw=1.6, zorder=7)
