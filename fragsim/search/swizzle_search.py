@@ -28,7 +28,7 @@ import numpy as np
 
 from fragsim import validate
 from .access import AccessGroup, AccessSet
-from fragsim.facts.hardware import SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
 from fragsim.facts.smem import human_bytes, smem_per_cta
 from fragsim.instructions.shared_op import SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS
@@ -40,7 +40,7 @@ __all__ = ["swizzle_search", "SearchResult", "Candidate", "round_trip", "RoundTr
 
 #: The general XOR maps family is capped at this many maps (2**(row bits * chunk bits)).
 MAX_XOR_MAPS = 4096
-CHUNK_BYTES = 16          # the unit XOR maps permute: an ldmatrix row, a 16-byte copy
+CHUNK_BYTES = MATRIX_ROW_BYTES    # the unit XOR maps permute: an ldmatrix row, a 16-byte copy
 MAX_PADDING = 4096        # bytes of padding per line the search tries at most
 #: Lane addresses (layouts x instructions x 32) a search may score: beyond it the search is refused
 #: before it starts (scoring runs at a few million lane addresses per second: this is about a minute).
