@@ -1,106 +1,251 @@
-"""Matrix bits <-> per-lane registers, through the fragment maps of the instruction table.
+"""Matrix bits <-> per-thread registers, through the fragment maps of the instruction table.
 
-Leading (batch) dimensions are flattened to one before indexing, so any number of them
-works (up to NumPy's 64 dimensions in all).
+One path for both instruction tables: an ``mma.sync`` form's operands live in a warp's registers,
+``uint32 (..., 32, nregs)``; a ``wgmma`` form's register A and its C/D in a warpgroup's,
+``(..., 128, nregs)``.  Both tables give, per (thread, register, element of the register), the
+(row, col) the element holds; ``plan`` turns that map, once per (form, operand), into two gather
+indices, so that ``pack`` and ``unpack`` are one ``np.take`` each between views.
+
+The registers of a batch element, read in memory order (thread, register, then the register's
+elements from the low bits up; an f64 as two registers, low word first), are a row of *slots*
+of the format's width.  For formats of 8 bits or more a little-endian view of the registers *is*
+that row, so packing is a gather of matrix elements into slot order and unpacking the inverse
+gather.  Where the map sends g consecutive slots to g consecutive elements of the row-major
+matrix (two f16 of a register to two adjacent columns, the d0/d1 pair of f32 accumulators), the
+gather moves g elements at once as one wider word.  4-bit and 1-bit elements are spread to one
+byte each around the gather.
+
+Leading (batch) dimensions are flattened to one, so any number of them works (up to NumPy's 64
+dimensions in all).
 """
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Union
+
 import numpy as np
 
+from fragsim.facts.formats import FloatFormat, IntFormat
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions import MmaForm, check_operand, lookup
 from fragsim.validate import array
-from fragsim.facts.formats import IntFormat
-from fragsim.instructions import lookup
+
+if TYPE_CHECKING:
+    from fragsim.instructions.wgmma import WgmmaForm
+
+__all__ = ["pack", "unpack", "check_regs", "owners", "resolve", "plan", "RegisterPlan", "pack_plan", "unpack_plan",
+           "check_plan_regs"]
+
+WIDEST_GATHER_BYTES = 8    # the widest word np.take moves as one (uint64)
+
+# Each of the 256 bytes as its two nibbles, low first.
+_NIBBLES = np.stack([np.arange(256) & 15, np.arange(256) >> 4], axis=-1).astype(np.uint8)
+
+
+def _wgmma_module():
+    # instructions.wgmma builds its 528-form table on import (~20 ms): load it only for a wgmma
+    # form; an already-built WgmmaForm means the module is loaded.
+    return sys.modules.get("fragsim.instructions.wgmma")
+
+
+def resolve(form):
+    """An ``MmaForm`` or ``WgmmaForm`` from either table's spelling (or the form itself).
+
+    Every wgmma shape is m64nNkK and mma.sync has none of M = 64, so a spelling's shape (or PTX's
+    ``wgmma.`` prefix) says which table it belongs to; each table's lookup gives its own refusal."""
+    if isinstance(form, MmaForm):
+        return form
+    wg = _wgmma_module()
+    if wg is not None and isinstance(form, wg.WgmmaForm):
+        return form
+    if isinstance(form, str) and form.strip().lower().startswith(("wgmma.", "m64")):
+        from fragsim.instructions.wgmma import lookup_wgmma
+        return lookup_wgmma(form)
+    if not isinstance(form, str):
+        raise TypeError(f"form must be a PTX mma.sync or wgmma spelling (str), e.g. "
+                        f"'m16n8k16.row.col.f32.bf16.bf16.f32' or 'm64n64k16.f32.bf16.bf16', got {type(form).__name__}")
+    return lookup(form)
+
+
+@dataclass(frozen=True, eq=False)
+class RegisterPlan:
+    """How one operand of one form moves between its matrix and its registers (everything a call
+    needs, worked out once)."""
+    form: Union[MmaForm, "WgmmaForm"]
+    operand: str                    # "A" .. "D"
+    what: str                       # "operand A of m16n8k16.row.col.f32.bf16.bf16.f32", for messages
+    fmt: Union[FloatFormat, IntFormat]
+    threads: int                    # 32 (a warp) or 128 (a warpgroup)
+    thread: str                     # what messages call one of them: "lane" or "thread"
+    per_thread: str                 # "per lane" or "per thread of the warpgroup"
+    nregs: int                      # uint32 registers per thread
+    shape: tuple[int, int]          # the matrix's rows, cols
+    bits: int                       # the format's storage bits
+    elem: np.dtype                  # little-endian unsigned word of one element ('<u1' for 4- and 1-bit)
+    wide: np.dtype                  # the word one gather step moves: g elements
+    pack_index: np.ndarray          # slot group i <- matrix element group pack_index[i]
+    unpack_index: np.ndarray        # matrix element group j <- slot group unpack_index[j]
+    slots: np.ndarray               # slot s holds matrix element slots[s] (row-major flat index)
+
+
+def _plan(form, op: str) -> RegisterPlan:
+    rows, cols = form.coords(op)                    # (threads, nregs, elements per register)
+    fmt = form.fmt(op)
+    bits = fmt.storage_bits
+    w = max(1, bits // 32)                          # an f64 spans two registers, both in the map
+    rows, cols = rows[:, ::w], cols[:, ::w]
+    nrows, ncols = form.matrix_shape(op)
+    slots = (rows * ncols + cols).ravel()
+    if not np.array_equal(np.sort(slots), np.arange(nrows * ncols)):
+        raise RuntimeError(f"operand {op} of {form.name}: the fragment map is not one slot per matrix element")
+    unit = max(1, bits // 8)
+    g = 1
+    if bits >= 8:                                   # the widest aligned run of slots that is a run of elements
+        for cand in (8, 4, 2):
+            if cand * unit > WIDEST_GATHER_BYTES or slots.size % cand:
+                continue
+            runs = slots.reshape(-1, cand)
+            if (runs[:, 0] % cand == 0).all() and (runs == runs[:, :1] + np.arange(cand)).all():
+                g = cand
+                break
+    pack_index = (slots[::g] // g).astype(np.intp)
+    unpack_index = np.argsort(pack_index).astype(np.intp)
+    for a in (pack_index, unpack_index, slots):
+        a.setflags(write=False)
+    warp = rows.shape[0] == WARP_LANES
+    return RegisterPlan(form, op, f"operand {op} of {form.name}", fmt, rows.shape[0], "lane" if warp else "thread",
+                        "per lane" if warp else "per thread of the warpgroup", form.nregs(op), (nrows, ncols), bits,
+                        np.dtype(f"<u{unit}"), np.dtype(f"<u{unit * g}"), pack_index, unpack_index, slots)
+
+
+@lru_cache(maxsize=4096)
+def _cached_plan(form, operand) -> RegisterPlan:
+    return _plan(resolve(form), check_operand(operand))
+
+
+def plan(form, operand) -> RegisterPlan:
+    """The ``RegisterPlan`` of ``operand`` of ``form`` (an mma.sync or wgmma form), built once."""
+    try:
+        return _cached_plan(form, operand)
+    except TypeError:       # an unhashable argument (a list, an array): the refusals, uncached
+        return _plan(resolve(form), check_operand(operand))
 
 
 def _first_bad(bad: np.ndarray) -> tuple[int, ...]:
     return tuple(int(i) for i in np.argwhere(bad)[0])
 
 
-def _check_matrix(form, operand, matrix) -> np.ndarray:
-    fmt = form.fmt(operand)
-    m = array(matrix, f"operand {operand} of {form.name}")
-    shape = form.matrix_shape(operand)
+def _check_matrix(p: RegisterPlan, matrix) -> np.ndarray:
+    """``matrix`` validated, as little-endian words of the format, shaped (..., rows, cols)."""
+    fmt = p.fmt
+    m = array(matrix, p.what)
     if m.dtype.kind == "f":
-        raise TypeError(f"operand {operand} of {form.name}: expected {fmt.name} bit patterns "
+        raise TypeError(f"{p.what}: expected {fmt.name} bit patterns "
                         f"({np.dtype(fmt.dtype).name}), got float dtype {m.dtype}; convert with "
                         f"fragsim.{'facts.formats.int_to_bits' if isinstance(fmt, IntFormat) else 'to_bits'}"
                         f"(values, {fmt.name!r})")
     if m.dtype.kind not in "ui":
-        raise TypeError(f"operand {operand} of {form.name}: expected {np.dtype(fmt.dtype).name} bit "
-                        f"patterns, got dtype {m.dtype}")
-    if m.ndim < 2 or m.shape[-2:] != shape:
-        raise ValueError(f"operand {operand} of {form.name}: expected a matrix shaped (..., {shape[0]}, "
-                         f"{shape[1]}), got shape {m.shape}")
-    # a 64-bit word can exceed nothing but a negative value (compared as Python ints: uint64)
-    limit = 1 << fmt.storage_bits
-    if m.size and (int(m.min()) < 0 or int(m.max()) >= limit):
-        idx = _first_bad((m < 0) | (m > limit - 1))
-        raise ValueError(f"operand {operand} of {form.name}: {fmt.name} words must lie in "
-                         f"[0, 2**{fmt.storage_bits}), got {int(m[idx])} at row {idx[-2]}, col {idx[-1]}"
-                         + (f" of batch index {idx[:-2]}" if m.ndim > 2 else ""))
-    return m.astype(np.uint64 if fmt.storage_bits > 32 else np.uint32)
+        raise TypeError(f"{p.what}: expected {np.dtype(fmt.dtype).name} bit patterns, got dtype {m.dtype}")
+    if m.ndim < 2 or m.shape[-2:] != p.shape:
+        raise ValueError(f"{p.what}: expected a matrix shaped (..., {p.shape[0]}, {p.shape[1]}), got shape {m.shape}")
+    # an unsigned dtype no wider than the format holds nothing else; a 64-bit word can exceed
+    # nothing but a negative value (compared as Python ints: uint64)
+    if m.size and not (m.dtype.kind == "u" and m.dtype.itemsize * 8 <= p.bits):
+        limit = 1 << p.bits
+        if int(m.min()) < 0 or int(m.max()) >= limit:
+            idx = _first_bad((m < 0) | (m > limit - 1))
+            raise ValueError(f"{p.what}: {fmt.name} words must lie in [0, 2**{p.bits}), got {int(m[idx])} at "
+                             f"row {idx[-2]}, col {idx[-1]}" + (f" of batch index {idx[:-2]}" if m.ndim > 2 else ""))
+    return m.astype(p.elem, copy=False)
+
+
+def _rows(x: np.ndarray, width: int) -> np.ndarray:
+    """``x`` as (batch, width), its rows contiguous (a view where the layout allows)."""
+    x = x.reshape(-1, width)
+    return x if x.strides[-1] == x.itemsize else np.ascontiguousarray(x)
+
+
+def pack_plan(p: RegisterPlan, matrix) -> np.ndarray:
+    """``pack`` with the plan already looked up."""
+    m = _check_matrix(p, matrix)
+    lead = m.shape[:-2]
+    flat = _rows(m, p.shape[0] * p.shape[1])
+    if p.bits >= 8:
+        regs = flat.view(p.wide).take(p.pack_index, axis=1)
+    else:
+        slots = flat.take(p.pack_index, axis=1)                 # one element per byte
+        if p.bits == 4:
+            regs = slots[:, 0::2] | (slots[:, 1::2] << np.uint8(4))
+        else:
+            regs = np.packbits(slots, axis=-1, bitorder="little")
+    return regs.view("<u4").astype(np.uint32, copy=False).reshape(lead + (p.threads, p.nregs))
+
+
+def unpack_plan(p: RegisterPlan, regs) -> np.ndarray:
+    """``unpack`` with the plan already looked up."""
+    r = check_plan_regs(p, regs)
+    lead = r.shape[:-2]
+    flat = _rows(r.astype("<u4", copy=False), p.threads * p.nregs)
+    if p.bits >= 8:
+        out = flat.view(p.wide).take(p.unpack_index, axis=1).view(p.elem)
+    else:
+        b = flat.view(np.uint8)
+        slots = (_NIBBLES[b].reshape(b.shape[0], 2 * b.shape[1]) if p.bits == 4
+                 else np.unpackbits(b, axis=-1, bitorder="little"))
+        out = slots.take(p.unpack_index, axis=1)
+    return out.astype(p.fmt.dtype, copy=False).reshape(lead + p.shape)
 
 
 def pack(form, operand, matrix) -> np.ndarray:
-    """Matrix bits (..., rows, cols) -> registers uint32 (..., 32, nregs) of ``operand``."""
-    form = lookup(form)
-    m = _check_matrix(form, operand, matrix)
-    rows, cols = form.coords(operand)           # (32, nregs, epr)
-    bits = form.fmt(operand).storage_bits
-    lead = m.shape[:-2]
-    vals = m.reshape((-1,) + m.shape[-2:])[:, rows, cols]   # (n, 32, nregs, epr)
-    w = form.words_per_elem(operand)
-    if w > 1:   # register r holds word r % w of its element, low word first
-        shift = (np.arange(rows.shape[1], dtype=np.uint64) % np.uint64(w)) * np.uint64(32)
-        regs = ((vals[..., 0] >> shift) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        return regs.reshape(lead + regs.shape[1:])
-    regs = np.zeros(vals.shape[:-1], dtype=np.uint32)
-    for e in range(vals.shape[-1]):
-        regs |= vals[..., e] << np.uint32(bits * e)
-    return regs.reshape(lead + regs.shape[1:])
+    """Matrix bits (..., rows, cols) -> registers uint32 (..., threads, nregs) of ``operand``.
+
+    ``form``: an mma.sync form (``"m16n8k16.row.col.f32.bf16.bf16.f32"``: a warp, 32 lanes) or a
+    wgmma form (``"m64n64k16.f32.bf16.bf16"``: a warpgroup, 128 threads; A, C and D)."""
+    return pack_plan(plan(form, operand), matrix)
+
+
+def unpack(form, operand, regs) -> np.ndarray:
+    """Registers uint32 (..., threads, nregs) -> matrix bits (..., rows, cols) of ``operand``
+    (the inverse of ``pack``)."""
+    return unpack_plan(plan(form, operand), regs)
 
 
 def check_regs(form, operand, regs, what: str = "registers") -> np.ndarray:
     """Validate a register array for ``operand``: integer words in [0, 2**32), shaped
-    (..., 32, nregs); returns it as uint32."""
-    form = lookup(form)
-    r = array(regs, f"operand {operand} of {form.name}: {what}")
-    n = form.nregs(operand)
+    (..., threads, nregs); returns it as uint32."""
+    return check_plan_regs(plan(form, operand), regs, what)
+
+
+def check_plan_regs(p: RegisterPlan, regs, what: str = "registers") -> np.ndarray:
+    """``check_regs`` with the plan already looked up."""
+    r = array(regs, f"{p.what}: {what}")
     if r.dtype.kind not in "ui":
-        raise TypeError(f"operand {operand} of {form.name}: {what} must be uint32 words, got dtype {r.dtype}")
-    if r.ndim < 2 or r.shape[-2:] != (32, n):
-        raise ValueError(f"operand {operand} of {form.name}: expected {what} shaped (..., 32, {n}) "
-                         f"({n} registers per lane), got shape {r.shape}")
+        raise TypeError(f"{p.what}: {what} must be uint32 words, got dtype {r.dtype}")
+    if r.ndim < 2 or r.shape[-2:] != (p.threads, p.nregs):
+        raise ValueError(f"{p.what}: expected {what} shaped (..., {p.threads}, {p.nregs}) "
+                         f"({p.nregs} registers {p.per_thread}), got shape {r.shape}")
     # A negative int8/16/32 word would otherwise wrap to 0xFF..., a silent wrong register.
     if r.size and (r.dtype.kind == "i" or r.dtype.itemsize > 4):
         bad = (r < 0) | (r > 0xFFFFFFFF)
         if bad.any():
             idx = _first_bad(bad)
-            raise ValueError(f"operand {operand} of {form.name}: {what} must be 32-bit words in "
-                             f"[0, 2**32), got {int(r[idx])} at lane {idx[-2]}, register {idx[-1]}"
+            raise ValueError(f"{p.what}: {what} must be 32-bit words in [0, 2**32), got {int(r[idx])} at "
+                             f"{p.thread} {idx[-2]}, register {idx[-1]}"
                              + (f" of batch index {idx[:-2]}" if r.ndim > 2 else ""))
     return r.astype(np.uint32, copy=False)
 
 
-def unpack(form, operand, regs) -> np.ndarray:
-    """Registers uint32 (..., 32, nregs) -> matrix bits (..., rows, cols) of ``operand``."""
-    form = lookup(form)
-    r = check_regs(form, operand, regs)
-    fmt = form.fmt(operand)
-    rows, cols = form.coords(operand)
-    bits = fmt.storage_bits
-    mask = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-    lead = r.shape[:-2]
-    r = r.reshape((-1,) + r.shape[-2:])
-    out = np.zeros((r.shape[0],) + form.matrix_shape(operand), dtype=fmt.dtype)
-    w = form.words_per_elem(operand)
-    if w > 1:   # the element of registers r..r+w-1 from its words, low word first
-        val = np.zeros(r.shape[:-1] + (r.shape[-1] // w,), np.uint64)
-        for i in range(w):
-            val |= r[..., i::w].astype(np.uint64) << np.uint64(32 * i)
-        out[:, rows[:, ::w, 0], cols[:, ::w, 0]] = val
-        return out.reshape(lead + out.shape[1:])
-    for e in range(rows.shape[-1]):
-        out[:, rows[..., e], cols[..., e]] = ((r >> np.uint32(bits * e)) & mask).astype(fmt.dtype)
-    return out.reshape(lead + out.shape[1:])
+def owners(form, operand) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(thread, register, element of the register) holding each (row, col) of ``operand``: three
+    int arrays shaped like the matrix (an f64 element: its low word's register)."""
+    p = plan(form, operand)
+    w = max(1, p.bits // 32)
+    epr = max(1, 32 // p.bits)
+    slot = np.empty(p.slots.size, np.int64)
+    slot[p.slots] = np.arange(p.slots.size)
+    slot = slot.reshape(p.shape)
+    per_thread = p.nregs // w * epr
+    return slot // per_thread, slot % per_thread // epr * w, slot % epr
