@@ -170,7 +170,7 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
                 seg_col.append(darker(LANE_RGB[dst_lane[k, j]]))
     for i in range(num):
         rows = slice(i * MATRIX_ROWS, (i + 1) * MATRIX_ROWS)
-        gid = [[f"{gid_prefix}flow-s-{k}-{j}" for j in range(HALVES)] for k in range(i * 8, i * 8 + 8)]
+        gid = [[f"{gid_prefix}flow-s-{k}-{j}" for j in range(HALVES)] for k in range(i * MATRIX_ROWS, (i + 1) * MATRIX_ROWS)]
         draw_cells(cv, mx, _row_y(i * MATRIX_ROWS), LANE_RGB[dst_lane[rows]], None if labels is None else labels[rows],
                    fontsize=fs, gids=gid, insets=insets[rows])
         ph = rep.phases[i] if i < len(rep.phases) else None
@@ -209,10 +209,10 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
     rins[:, 0::2, 1] = 0
     rins[:, 1::2, 0] = 0
     for g in range(WARP_LANES // MATRIX_ROWS):
-        lanes = slice(g * 8, g * 8 + 8)
-        gid = [[f"{gid_prefix}flow-r-{l}-{c // 2}-{c % 2}" for c in range(2 * num)] for l in range(g * 8, g * 8 + 8)]
-        colors = np.repeat(LANE_RGB[g * 8:g * 8 + 8, None, :], 2 * num, axis=1)
-        draw_cells(cv, rx, _row_y(g * 8), colors, None if rl is None else rl[lanes], fontsize=rfs, gids=gid,
+        lanes = slice(g * MATRIX_ROWS, (g + 1) * MATRIX_ROWS)        # the address lanes of matrix g
+        gid = [[f"{gid_prefix}flow-r-{l}-{c // 2}-{c % 2}" for c in range(2 * num)] for l in range(lanes.start, lanes.stop)]
+        colors = np.repeat(LANE_RGB[lanes, None, :], 2 * num, axis=1)
+        draw_cells(cv, rx, _row_y(lanes.start), colors, None if rl is None else rl[lanes], fontsize=rfs, gids=gid,
                    insets=rins[lanes])
     lines(cv, [[(rx + 2 * i + 1, _row_y(l) + 0.05), (rx + 2 * i + 1, _row_y(l) + 0.95)]
                for l in range(WARP_LANES) for i in range(num)], color="#555555", lw=0.6, ls=(0, (1.5, 1.5)))
