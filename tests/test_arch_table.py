@@ -6,6 +6,7 @@ import pytest
 
 import fragsim
 from fragsim.arith import plan
+from fragsim.arith.explain import explain
 from fragsim.facts.arch import (ALIASES, ARCHS, COMPUTE_CAPABILITIES, DEFAULT_ARCH, WGMMA_PARAMS, WgmmaParams,
                                 arch_for_cc, get_arch, get_params)
 from fragsim.cli import build_parser
@@ -63,7 +64,7 @@ def test_the_default_architecture_is_a_row():
     assert DEFAULT_ARCH in ARCHS
 
 
-@pytest.mark.parametrize("fn", [fragsim.mma, fragsim.gemm, fragsim.wgmma, plan], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [fragsim.mma, fragsim.gemm, fragsim.wgmma, plan, explain], ids=lambda f: f.__name__)
 def test_every_arch_argument_defaults_to_the_default_architecture(fn):
     assert inspect.signature(fn).parameters["arch"].default == DEFAULT_ARCH
 

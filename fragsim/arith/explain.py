@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.facts.formats import (FloatFormat, IntFormat, decompose, get_format, int_from_bits, is_inf, is_nan, round_to_format,
                                    to_float)
 from . import Plan, plan
@@ -460,7 +461,7 @@ def _explain_chain(pl: ChainPlan, A, B, C, row: int, col: int, trace: dict) -> N
     trace["d"] = _element(word, fd, "d")
 
 
-def explain(form, A, B, C, row: int, col: int, arch="sm_90") -> dict:
+def explain(form, A, B, C, row: int, col: int, arch=DEFAULT_ARCH) -> dict:
     """The trace of D[row, col] = sum_k A[row, k] * B[k, col] + C[row, col] (bits in), as the form's
     plan on ``arch`` computes it."""
     pl = plan(form, arch)
