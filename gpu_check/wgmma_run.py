@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -214,7 +215,10 @@ def run(out: str, scale: float = 1.0, workers: int = 14, sass: bool = False, log
     fuzz: dict = {}
     keep: dict = {}
     errors = []
-    with ProcessPoolExecutor(workers, initializer=_init, initargs=(paths,)) as ex:
+    # spawned, not forked: the command has opened the device in this process, and a forked child
+    # cannot use a CUDA context its parent initialized
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init,
+                             initargs=(paths,)) as ex:
         for r in ex.map(_work, jobs, chunksize=1):
             if "error" in r:
                 errors.append(r["error"])

@@ -8,7 +8,8 @@ format, version and kind fields.
 
 - warp corpora (hw/, "fragsim-hw-corpus/1"): only the metadata's format changes
 - movmatrix (hw_movmatrix/): a warp corpus now; every recorded warp gets its input class (the
-  2,000 recorded were all from the sparse class: every bit outside 0x80018001 is clear)
+  2,000 recorded were all from the sparse class: every bit outside 0x80018001 is clear; the file
+  was since recorded anew, with both classes, by ``fragsim gpu-check --family movmatrix --record``)
 - wgmma (wgmma/*.npz): the compacted cases and the descriptor fuzz gain metadata
 - Nsight Compute (banks/, access/): each metric's array is named ``m_<full metric name>`` (v1 used
   short names, below) and ``meta["metrics"]`` lists the metrics
