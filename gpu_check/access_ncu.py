@@ -115,7 +115,7 @@ def launch(out: str) -> None:
     cp = import_cupy()
     with open(os.path.join(out, "plan.json")) as f:
         plan = json.load(f)
-    mod = cp.RawModule(path=os.path.join(out, "access_kernels.cubin"))
+    fns = compile.functions(os.path.join(out, "access_kernels.cubin"), [K.kernel_name(c) for c in K.CASES], cp)
     g = cp.zeros(K.GLOBAL_BYTES, dtype=cp.uint8)
     gbase = int(g.data.ptr)
     info = cp.zeros(4, dtype=cp.uint32)
@@ -128,7 +128,7 @@ def launch(out: str) -> None:
         g.set(t["G"])
         dev = {k: cp.asarray(t[k]) for k in ("ADDR", "MASK", "VALS", "SRC")}
         o = cp.zeros(t["out_words"], dtype=cp.uint32)
-        fn = mod.get_function(K.kernel_name(case))
+        fn = fns[K.kernel_name(case)]
         if tile.size > DEFAULT_SMEM:
             raise ValueError(f"{case.name} [{tile.layout_name}]: {tile.size} bytes of shared memory exceed the "
                              f"{DEFAULT_SMEM} a launch gets without opting in")

@@ -7,7 +7,7 @@ counts the cases whose outputs differ in any bit.  It can record what the hardwa
 said (``Recorder``) and run the named probe cases of the arithmetic reference.
 
 Backends:
-- ``GpuBackend``    kernels on the GPU through CuPy (``runner.GpuRunner``)
+- ``GpuBackend``    the table's kernels on the GPU (CuPy, NVRTC through ``compile.nvrtc``)
 - ``ReplayBackend`` the inputs and outputs of recorded corpora (no GPU needed)
 - ``ModelBackend``  fragsim standing in for the GPU: checks the pipeline, not the model
 """

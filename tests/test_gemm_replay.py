@@ -1,6 +1,6 @@
 """Whole GEMMs an H100 computed with mma.sync, replayed through fragsim.gemm on the CPU.
 
-tests/data/gemm/gemm_h100.json was written by ``python -m fragsim.gpu_check.gemm record`` on the
+tests/data/gemm/gemm_h100.json was written by ``fragsim gpu-check --family gemm --record`` on the
 GPU: per form 100 GEMMs (seeded inputs: sizes, K up to 8,192, k order, input class), each with the
 digest of its inputs and of the D the GPU produced, and two small GEMMs per form in full.  CI
 replays a sample per form (the first seeds and the longest K); FRAGSIM_GEMM_REPLAY=all replays
