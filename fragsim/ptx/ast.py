@@ -199,7 +199,8 @@ class Function:
     directives (``.maxntid``, ``.reqntid``, ``.minnctapersm``, ``.maxnreg``, ``.explicitcluster``,
     ``.reqnctapercluster``, ``.maxclusterrank``, ``.pragma``) name without the dot -> tuple of values.
     ``defined``: False for a declaration without body (``.extern .func vprintf(...)`` or a forward
-    declaration)."""
+    declaration).  ``tables``: labelled ``.branchtargets``/``.calltargets`` lists (name -> the
+    targets' names, for ``brx.idx`` and indirect ``call``) and ``.callprototype`` (name -> ())."""
 
     name: str
     kind: str
@@ -216,6 +217,7 @@ class Function:
     noreturn: bool = False
     defined: bool = True
     labels: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
 
     @property
     def instructions(self) -> tuple[Instr, ...]:
