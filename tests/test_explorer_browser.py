@@ -1,6 +1,8 @@
-"""The explorer page in a real browser (headless Chromium driven by Selenium): for every form,
-clicking lane 5 highlights exactly the cells the instruction table gives lane 5 -- in A, B and C/D,
-and in the ldmatrix flows the row it addresses, the elements it receives and its registers.
+"""The explorer page in a real browser (headless Chromium driven by Selenium): the page draws each
+entry from its tables, and clicking lane 5 highlights exactly the cells the instruction tables give
+lane 5 -- in A, B and C/D of every mma.sync form, with the row it addresses, the elements it receives
+and its registers in the ldmatrix flows; thread 37 (warp 1, lane 5) in a wgmma form's A and D; and a
+swizzle chunk highlights the slot the Swizzle sends it to.
 
 Skips, saying why, where Chromium, its driver or Selenium is missing (``.ci/run`` installs them).
 """
@@ -12,8 +14,12 @@ import numpy as np
 import pytest
 
 from fragsim.instructions import FORMS
+from fragsim.instructions.wgmma import WGMMA_FORMS, lookup_wgmma
+from fragsim.sim.wgmma import owners
+from fragsim.viz import _blocks
 
 LANE = 5
+WARP = 1
 
 
 def _browser():
@@ -45,67 +51,122 @@ def page(tmp_path_factory):
     browser.quit()
 
 
-HIGHLIGHTED = "return Array.from(document.querySelectorAll('.hl')).map(e => e.id)"
+HIGHLIGHTED = "return Array.from(document.querySelectorAll('rect.hl')).map(e => e.id)"
 
 
-def _expected(form, lane, flows):
-    """The ids the page must highlight for ``lane``, from the instruction table."""
-    from fragsim.viz import _groups
+def _entry(page, family, name):
+    """Select the picker's entry for ``name`` of ``family`` (mma, wgmma, ldsm, swizzle)."""
+    from selenium.webdriver.support.ui import Select
+    i = page.execute_script("return DATA.entries.findIndex(e => e.family === arguments[0] && e.name === arguments[1])",
+                            family, name)
+    assert i >= 0, (family, name)
+    Select(page.find_element("id", "form-picker")).select_by_value(str(i))
+
+
+def _flow_ids(tag, lane, op=None, form=None, operand=None):
+    """What the flow of ``op`` (or of ``form``'s ``operand``) highlights for ``lane``, from the movement table."""
     from fragsim.viz.flow import flow_data
-    ids = set()
-    view = next(i for i, fs in enumerate(_groups.group(FORMS.values(), _groups.view_key).values()) if form in fs)
-    ops = "ABC" if form.layout("C") == form.layout("D") else "ABCD"
-    for op in ops:
-        rows, cols = form.coords(op)
-        ids |= {f"f{view}-{op}-{r}-{c}" for r, c in zip(rows[lane].ravel(), cols[lane].ravel())}
-    for op, k in flows.items():
-        entry, a, dst, _, _, _, _ = flow_data(None, form=form, operand=op)
-        p = f"g{k}-flow-"
-        ids |= {f"{p}s-{r}-{c}" for r, c in zip(*np.nonzero(dst == lane))}
-        ids |= {f"{p}r-{lane}-{i}-{h}" for i in range(entry.num) for h in range(2)}
-        if lane < entry.address_lanes:
-            ids |= {f"{p}row-{lane}", f"{p}p-{a[lane] // 128}-{a[lane] % 128 // 16}"}
+    entry, a, dst, _, _, _, _ = flow_data(op, form=form, operand=operand)
+    ids = {f"{tag}-s-{r}-{c}" for r, c in zip(*np.nonzero(dst == lane))}
+    ids |= {f"{tag}-r-{lane}-{i}-{h}" for i in range(entry.num) for h in range(2)}
+    if lane < entry.address_lanes:
+        ids |= {f"{tag}-row-{lane}", f"{tag}-p-{a[lane] // 128}-{a[lane] % 128 // 16}"}
     return ids
 
 
 def _labels(page, ids):
     script = "return arguments[0].map(i => { const t = document.getElementById(i + '-t'); " \
-             "return t ? Array.from(t.querySelectorAll('text')).map(x => x.textContent).join(' ') : null; })"
+             "return t ? t.textContent : null; })"
     return page.execute_script(script, sorted(ids))
 
 
-@pytest.mark.parametrize("index", range(len(FORMS)), ids=list(FORMS))
-def test_clicking_lane_5_highlights_exactly_its_cells(page, index):
-    from selenium.webdriver.support.ui import Select
-    form = list(FORMS.values())[index]
-    Select(page.find_element("id", "form-picker")).select_by_index(index)
-    flows = page.execute_script("return DATA.forms[arguments[0]].flows", index)
+@pytest.mark.parametrize("name", list(FORMS))
+def test_clicking_lane_5_highlights_exactly_its_cells(page, name):
+    form = FORMS[name]
+    _entry(page, "mma", name)
     page.find_element("id", f"lane-{LANE}").click()
     got = set(page.execute_script(HIGHLIGHTED))
-    cells = {i for i in got if not i.endswith("-t")}
-    assert cells == _expected(form, LANE, flows)
+    want = set()
+    for op in "ABC" if form.layout("C") == form.layout("D") else "ABCD":
+        rows, cols = form.coords(op)
+        want |= {f"{op}-{r}-{c}" for r, c in zip(rows[LANE].ravel(), cols[LANE].ravel())}
+    for op in "AB":
+        if _blocks.storages(form, op):
+            want |= _flow_ids(f"f{op}", LANE, form=form, operand=op)
+    assert got == want
     # every highlighted map cell that carries a label says lane 5
-    shown = [x for x in _labels(page, [i for i in cells if i.startswith("f")]) if x is not None]
-    assert all(x.split()[0] == f"T{LANE}" for x in shown)
-    # and they are visible: the form's view and flows are the ones on screen
-    visible = page.execute_script("return Array.from(document.querySelectorAll('section.active')).map(s => s.id)")
-    assert visible[0].startswith("view-") and len(visible) == 1 + len(flows)
+    shown = [x for x in _labels(page, [i for i in got if i[0] in "ABCD"]) if x is not None]
+    assert all(x == f"T{LANE}" for x in shown)
     page.find_element("id", f"lane-{LANE}").click()                  # clicking again clears
     assert page.execute_script(HIGHLIGHTED) == []
+
+
+def _wgmma_views():
+    """One wgmma form for each distinct pair of maps (A, D): the page draws each pair the same way."""
+    seen = {}
+    for name in WGMMA_FORMS:
+        f = lookup_wgmma(name)
+        seen.setdefault((f.layout("A"), f.layout("D"), f.elems_per_reg("A"), f.elems_per_reg("D")), name)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("name", _wgmma_views())
+def test_clicking_lane_5_of_warp_1_highlights_thread_37_in_a_and_d(page, name):
+    from selenium.webdriver.support.ui import Select
+    form = lookup_wgmma(name)
+    _entry(page, "wgmma", name)
+    Select(page.find_element("id", "warp-picker")).select_by_value(str(WARP))
+    page.find_element("id", f"lane-{LANE}").click()
+    thread = WARP * 32 + LANE
+    want = set()
+    for op in "AD":
+        t = owners(form, op)[0]
+        want |= {f"{op}-{r}-{c}" for r, c in zip(*np.nonzero(t == thread))}
+    assert set(page.execute_script(HIGHLIGHTED)) == want
+    assert page.find_element("id", "info").text.startswith(f"thread {thread} (warp {WARP}, lane {LANE})")
+    page.find_element("id", f"lane-{LANE}").click()
+
+
+@pytest.mark.parametrize("op", ["ldmatrix.x1", "ldmatrix.x4.trans", "stmatrix.x2", "stmatrix.x4.trans"])
+def test_an_ldmatrix_flow_on_its_own_highlights_what_lane_5_gives_and_gets(page, op):
+    _entry(page, "ldsm", op)
+    page.find_element("id", f"lane-{LANE}").click()
+    assert set(page.execute_script(HIGHLIGHTED)) == _flow_ids("fX", LANE, op)
+    page.find_element("id", f"lane-{LANE}").click()
+
+
+def test_a_swizzle_chunk_highlights_the_slot_it_lands_in(page):
+    """Swizzle<3,4,3>: logical row 3, chunk 1 (byte 400) lands at 400 ^ (3 << 4) = 0x1a0 -- line 3, slot 2."""
+    import fragsim
+    _entry(page, "swizzle", "Swizzle<3,4,3> (128B)")
+    page.find_element("id", "sw-l-3-1").click()
+    a = int(fragsim.Swizzle(3, 4, 3)(3 * 128 + 16))
+    assert a == 0x1A0
+    assert set(page.execute_script(HIGHLIGHTED)) == {"sw-l-3-1", f"sw-p-{a // 128}-{a % 128 // 16}"}
+    assert "-> 0x01a0: line 3, slot 2 (banks 8-11)" in page.find_element("id", "info").text
 
 
 def test_clicking_a_cell_selects_the_lane_that_holds_it(page):
     """A click on A's cell (9, 3) of m16n8k16 (lane 5's a3) selects lane 5; hovering another lane's
     cell previews it; the info line lists lane 5's elements."""
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.support.ui import Select
-    Select(page.find_element("id", "form-picker")).select_by_index(0)
-    cell = page.find_element("css selector", "#f0-A-9-3 rect")
-    ActionChains(page).move_to_element(cell).click().perform()
+    _entry(page, "mma", "m16n8k16.row.col.f16.f16.f16.f16")
+    ActionChains(page).move_to_element(page.find_element("id", "A-9-3")).click().perform()
     info = page.find_element("id", "info").text
     assert info.startswith("lane 5 ") and "a3=(9,3)" in info and "B  : b0=(2,1)" in info
-    assert "f0-A-9-3" in page.execute_script(HIGHLIGHTED)
-    other = page.find_element("css selector", "#f0-C-0-0 rect")          # lane 0's c0
-    ActionChains(page).move_to_element(other).perform()
+    assert "A-9-3" in page.execute_script(HIGHLIGHTED)
+    ActionChains(page).move_to_element(page.find_element("id", "C-0-0")).perform()     # lane 0's c0
     assert page.find_element("id", "info").text.startswith("lane 0 ")
     page.find_element("id", "lane-5").click()                            # un-pin lane 5
+
+
+def test_the_first_screen_shows_a_b_and_c_d_together(page):
+    """All operands of the selected form side by side, inside the window (the flows come below)."""
+    _entry(page, "mma", "m16n8k16.row.col.f32.f16.f16.f32")
+    def boxes(selector):
+        return page.execute_script(f"return Array.from(document.querySelectorAll('{selector}')).map(s => "
+                                   "{ const r = s.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
+    width, height = page.execute_script("return [window.innerWidth, window.innerHeight]")
+    panels, maps = boxes("#maps .panel"), boxes("#maps svg")
+    assert len(panels) == len(maps) == 3 and len({round(b[1]) for b in panels}) == 1     # A, B, C/D in one row
+    assert all(b[2] <= width and b[3] <= height for b in maps)

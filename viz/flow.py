@@ -19,6 +19,8 @@ PTX names (``T5 a2``).  Everything comes from the instruction table's movement l
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from fragsim.facts.hardware import BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES, WAVEFRONT_BYTES
@@ -147,12 +149,7 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
              + (f"   |   tile {place.name}" if place is not None else ""))
 
     # shared-memory rows -------------------------------------------------------------------------
-    names = _element_names(storage, n)
-    full = np.empty((n, HALVES), dtype=object)
-    short = np.empty((n, HALVES), dtype=object)
-    for (k, j), ln in np.ndenumerate(dst_lane):
-        short[k, j] = f"T{ln}"
-        full[k, j] = f"T{ln}\n{names[k][j]}" if names is not None else f"T{ln}\nr{k // MATRIX_ROWS}.{'lh'[dst_half[k, j]]}"
+    full, short, reg_labels, reg_short = flow_labels(dst_lane, dst_half, src, col, storage)
     labels, fs = fit_labels(cv.cell_pt * 0.9, full, short)
     insets = np.full((n, HALVES, 4), 0.05)
     segs, seg_col = [], []
@@ -191,19 +188,6 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
             size=TEXT_FONT - 1, va="bottom", color="#333333")
 
     # registers ------------------------------------------------------------------------------------
-    reg_labels = np.empty((WARP_LANES, 2 * num), dtype=object)
-    reg_short = np.empty((WARP_LANES, 2 * num), dtype=object)
-    for l in range(WARP_LANES):
-        for i in range(num):
-            for h in range(2):
-                k, j = src[l, i, h], col[l, i, h]
-                if storage is not None:
-                    r, c = _operand_cell(storage, k, j)
-                    reg_labels[l, 2 * i + h] = f"{names[k][j]}\n{r},{c}"
-                    reg_short[l, 2 * i + h] = names[k][j]
-                else:
-                    reg_labels[l, 2 * i + h] = f"r{k % 8}\nc{j}"
-                    reg_short[l, 2 * i + h] = f"{k % 8},{j}"
     rl, rfs = fit_labels(cv.cell_pt * 0.9, reg_labels, reg_short)
     rins = np.full((WARP_LANES, 2 * num, 4), 0.05)
     rins[:, 0::2, 1] = 0
@@ -257,6 +241,39 @@ def draw_ldmatrix_flow(op=None, addrs=None, *, form=None, operand=None, tile=Non
     return finish(cv, path)
 
 
+def flow_labels(dst_lane, dst_half, src, col, storage):
+    """The flow's cell texts (as ``flow_data`` gives the flow): memory rows (n, 8) ``T5 a2`` (without an
+    operand: ``T5 r0.l``, register 0's low half) and registers (32, 2 * num) ``a2 9,3`` (the element
+    and its operand row, column; without an operand: ``r1 c4``, matrix row 1, column 4), each as
+    (two-line labels, one-line labels): (memory, memory short, registers, registers short)."""
+    n, num = dst_lane.shape[0], src.shape[1]
+    names = _element_names(storage, n)
+    mem = np.empty((n, HALVES), dtype=object)
+    mem_short = np.empty((n, HALVES), dtype=object)
+    for (k, j), ln in np.ndenumerate(dst_lane):
+        mem_short[k, j] = f"T{ln}"
+        mem[k, j] = f"T{ln}\n{names[k][j]}" if names is not None else f"T{ln}\nr{k // MATRIX_ROWS}.{'lh'[dst_half[k, j]]}"
+    regs = np.empty((WARP_LANES, 2 * num), dtype=object)
+    regs_short = np.empty((WARP_LANES, 2 * num), dtype=object)
+    for l in range(WARP_LANES):
+        for i in range(num):
+            for h in range(2):
+                k, j = src[l, i, h], col[l, i, h]
+                if names is not None:
+                    r, c = _operand_cell(storage, k, j)
+                    regs[l, 2 * i + h] = f"{names[k][j]}\n{r},{c}"
+                    regs_short[l, 2 * i + h] = names[k][j]
+                else:
+                    regs[l, 2 * i + h] = f"r{k % MATRIX_ROWS}\nc{j}"
+                    regs_short[l, 2 * i + h] = f"{k % MATRIX_ROWS},{j}"
+    return mem, mem_short, regs, regs_short
+
+
+def row_name(storage, k: int) -> str:
+    """The operand row (or column) address lane ``k`` gives the start of: ``A[5, 0:8]``."""
+    return _row_name(storage, k, 0, None, {})
+
+
 def _lanes(arrows):
     lanes = [] if arrows is None else list(np.atleast_1d(np.asarray(arrows)).ravel())
     for x in lanes:
@@ -283,9 +300,14 @@ def _element_names(storage, n):
     return [[name(k, j) for j in range(HALVES)] for k in range(n)]
 
 
+@lru_cache(maxsize=64)
+def _row_starts(storage) -> list:
+    return storage.row_starts()
+
+
 def _operand_cell(storage, k, j, sub=0):
     """Operand (row, col) of element ``sub`` within 16-bit piece j of memory row k."""
-    mr, mc = storage.mem_coords(*storage.row_starts()[k])
+    mr, mc = storage.mem_coords(*_row_starts(storage)[k])
     return storage.operand_coords(mr, mc + (j * 16) // storage.elem_bits + sub)
 
 

@@ -8,6 +8,7 @@
 * the physical memory in 128-byte lines (16-byte columns = bank groups), each slot labelled with
   the logical chunk it holds and coloured by that chunk's logical column, so the permutation shows.
 
+``swizzle_layout(...)`` is what the view shows, as arrays (the explorer page draws it from those).
 ``swizzle`` is a ``fragsim.Swizzle``, any XOR map or other callable on offsets (``offset_bytes``:
 1 for byte offsets, 2 for fp16 element offsets as in CuTe's ``Swizzle<3,3,3>``), or None;
 ``pitch`` pads rows; ``tile`` takes all of it from a ``fragsim.Tile``.
@@ -60,9 +61,10 @@ def _swizzle_fn(sw, offset_bytes: int):
     return fn
 
 
-def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=None, offset_bytes=1,
-                 title=None, path=None) -> "Figure":  # noqa: F821
-    """Logical tile -> physical placement of ``swizzle`` (or ``pitch`` padding, or a ``tile``)."""
+def swizzle_layout(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=None, offset_bytes=1, title=None):
+    """What a swizzle view shows, as data: (placement, title, chunk_addr, per_col) -- the byte address of
+    each 16-byte chunk (rows, chunks) of the logical tile, and per chunk column the wavefronts of the
+    worst ldmatrix phase reading 8 of its rows (None for fewer than 8 rows).  Arguments as ``draw_swizzle``."""
     if isinstance(offset_bytes, bool) or not isinstance(offset_bytes, numbers.Integral) or offset_bytes not in (1, 2, 4, 8, 16):
         raise ValueError(f"offset_bytes must be 1, 2, 4, 8 or 16 (bytes per offset unit), got {offset_bytes!r}")
     if tile is None:
@@ -88,6 +90,23 @@ def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=Non
         return place.offsets(rr, (cc + b) // place.esize) + b % place.esize
     chunk_addr = addr_of(0)
     _check_chunks(addr_of, R, C)
+    # what one ldmatrix phase (8 rows of one chunk column) costs, column by column
+    from fragsim.banks import bank_conflicts
+    wf = []
+    for c in range(C):
+        for r0 in range(0, R - MATRIX_ROWS + 1, MATRIX_ROWS):
+            a = np.resize(chunk_addr[r0:r0 + MATRIX_ROWS, c], WARP_LANES)
+            wf.append(bank_conflicts("ldmatrix.x1", a).wavefronts)
+    per_col = np.array(wf).reshape(C, -1).max(axis=1) if wf else None
+    return place, head, chunk_addr, per_col
+
+
+def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=None, offset_bytes=1,
+                 title=None, path=None) -> "Figure":  # noqa: F821
+    """Logical tile -> physical placement of ``swizzle`` (or ``pitch`` padding, or a ``tile``)."""
+    place, head, chunk_addr, per_col = swizzle_layout(swizzle, tile=tile, rows=rows, row_bytes=row_bytes,
+                                                      pitch=pitch, offset_bytes=offset_bytes, title=title)
+    R, C = chunk_addr.shape
     bank0 = (chunk_addr // BANK_BYTES) % NUM_BANKS
 
     used = sorted({int(a) // WAVEFRONT_BYTES for a in chunk_addr.ravel()})
@@ -113,15 +132,7 @@ def draw_swizzle(swizzle=None, *, tile=None, rows=None, row_bytes=128, pitch=Non
     axis_numbers(cv, 0, 0, R, C)
     cv.text(0, -cv.units(0.3), "logical tile (row, chunk): colour = banks it lands in", size=TEXT_FONT - 1,
             va="bottom", color="#333333")
-    # what one ldmatrix phase (8 rows of one chunk column) costs, column by column
-    from fragsim.banks import bank_conflicts
-    wf = []
-    for c in range(C):
-        for r0 in range(0, R - MATRIX_ROWS + 1, MATRIX_ROWS):
-            a = np.resize(chunk_addr[r0:r0 + MATRIX_ROWS, c], WARP_LANES)
-            wf.append(bank_conflicts("ldmatrix.x1", a).wavefronts)
-    if wf:
-        per_col = np.array(wf).reshape(C, -1).max(axis=1)
+    if per_col is not None:
         small = max(5.0, min(TEXT_FONT - 1, cv.cell_pt * 0.3))
         for c in range(C):
             cv.text(c + 0.5, R + 0.25, str(per_col[c]), size=small, ha="center", va="top",

@@ -112,11 +112,8 @@ def _picture_tasks(out: str) -> tuple[list, dict]:
 
 
 def _draw(task):
-    """A picture task in a worker: a file drawn (its path), or a picture of the explorer (its SVG)."""
+    """A picture task in a worker: a file drawn (its path)."""
     import importlib
-    if task[0] == "explorer":
-        from fragsim.viz.explorer import render
-        return render(task[1])
     _, module, function, fargs, kwargs, path = task
     getattr(importlib.import_module(f"fragsim.viz.{module}"), function)(*fargs, path=path, **kwargs)
     return path
@@ -127,21 +124,18 @@ def _pictures(out, written, jobs):
     tasks, index = _picture_tasks(out)
     for t in tasks:
         os.makedirs(os.path.dirname(t[-1]), exist_ok=True)
-    page = explorer.figure_tasks(explorer.explorer_data(list(FORMS.values())))
-    # the explorer's pictures first: the large ones take longest, and the page waits for them all
-    order = [("explorer", t) for t in page] + tasks
     jobs = jobs or min(8, os.cpu_count() or 1)
     if jobs == 1:
-        results = [_draw(t) for t in order]
+        results = [_draw(t) for t in tasks]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(order)), mp_context=ctx) as pool:
-            results = list(pool.map(_draw, order))
-    written["pictures"].extend(results[len(page):])
-    written["explorer"].append(explorer.write_explorer(out, svgs=results[:len(page)]))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
+            results = list(pool.map(_draw, tasks))
+    written["pictures"].extend(results)
+    written["explorer"].append(explorer.write_explorer(out))     # drawn in the browser from its tables
     written["tables"].append(_picture_index(out, index))
 
 
