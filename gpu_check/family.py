@@ -83,10 +83,15 @@ def families() -> dict[str, Family]:
     return out
 
 
+#: What ``fragsim gpu-check`` checks without --family: the table's mma forms and shared ops together
+#: (module, name), loaded by name like every family of the registry.
+DEFAULT = ("table", "BOTH")
+
+
 def default() -> Family:
-    """What ``fragsim gpu-check`` checks without --family: the table's mma forms and shared ops together."""
-    from .table import BOTH
-    return BOTH
+    """The family ``DEFAULT`` names."""
+    module, name = DEFAULT
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
 def say(args: argparse.Namespace) -> Say:
