@@ -1,0 +1,24 @@
+#!/bin/sh
+# Regenerates the PTX corpus in tests/data/ptx/ from these sources (nvcc 13, -O3 by default).
+set -e
+cd "$(dirname "$0")"
+out=..
+for cu in *.cu; do
+    k=${cu%.cu}
+    nvcc -arch=sm_90a -ptx "$cu" -o "$out/$k.sm90a.ptx"
+    nvcc -arch=sm_90a -lineinfo -ptx "$cu" -o "$out/$k.sm90a.lineinfo.ptx"
+    [ "$k" = wgmma_desc ] || nvcc -arch=sm_80 -ptx "$cu" -o "$out/$k.sm80.ptx"
+done
+for k in reduce_shfl devfunc_local; do
+    nvcc -arch=sm_90a -G -ptx "$k.cu" -o "$out/$k.sm90a.G.ptx"
+done
+# CUTLASS's CuTe tutorials (a checkout of github.com/NVIDIA/cutlass in $CUTLASS, if set)
+if [ -n "$CUTLASS" ]; then
+    inc="-std=c++17 -O3 -I$CUTLASS/include -I$CUTLASS/tools/util/include --expt-relaxed-constexpr"
+    nvcc $inc -arch=sm_80 -ptx "$CUTLASS/examples/cute/tutorial/sgemm_sm80.cu" \
+        -o "$out/cutlass_sgemm_sm80.sm80.ptx"
+    nvcc $inc -arch=sm_90a -ptx "$CUTLASS/examples/cute/tutorial/hopper/wgmma_sm90.cu" \
+        -o "$out/cutlass_wgmma_sm90.sm90a.ptx"
+fi
+# source paths relative to the repository, whichever folder it was built in
+sed -i 's#"[^"]*/tests/data/ptx/src/#"tests/data/ptx/src/#' "$out"/*.ptx
