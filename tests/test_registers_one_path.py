@@ -122,19 +122,20 @@ def test_wgmma_accumulator_registers_are_the_isa_figure():
             assert regs[t, i] == m[16 * warp + lane // 4 + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * (lane % 4) + (i & 1)]
 
 
-@pytest.mark.parametrize("name", ["m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k64.row.col.s32.u4.u4.s32",
-                                  "m16n8k8.row.col.f64.f64.f64.f64", "m64n16k32.f16.e4m3.e4m3"])
-def test_memory_layout_and_byte_order_of_the_input_do_not_matter(name):
+@pytest.mark.parametrize("name, op", [("m16n8k16.row.col.f32.bf16.bf16.f32", "A"), ("m16n8k64.row.col.s32.u4.u4.s32", "A"),
+                                      ("m16n8k64.row.col.s32.u4.u4.s32", "B"), ("m16n8k128.row.col.s32.b1.b1.s32.xor.popc", "B"),
+                                      ("m16n8k8.row.col.f64.f64.f64.f64", "A"), ("m64n16k32.f16.e4m3.e4m3", "A")])
+def test_memory_layout_and_byte_order_of_the_input_do_not_matter(name, op):
     """Fortran order, strided and broadcast views, big-endian words: the same registers, and back."""
     f = lookup_wgmma(name) if name.startswith("m64") else lookup(name)
-    op = "A"
     m = _words(np.random.default_rng(5), f, op, (3,))
     want = fragsim.pack(name, op, m)
     wide = np.zeros((3, m.shape[1], 2 * m.shape[2]), m.dtype)
     wide[..., ::2] = m
     swapped = m.astype(m.dtype.newbyteorder(">"))
     signed = [m.astype(np.int64)] if f.fmt(op).storage_bits < 64 else []      # int64 holds every word but f64's
-    for variant in [np.asfortranarray(m), wide[..., ::2], swapped] + signed:
+    every_other = np.repeat(m, 2, axis=0)[::2]          # each matrix contiguous, the batch strided
+    for variant in [np.asfortranarray(m), wide[..., ::2], swapped, every_other] + signed:
         assert np.array_equal(fragsim.pack(name, op, variant), want)
     assert np.array_equal(fragsim.pack(name, op, np.broadcast_to(m[0], (2,) + m.shape[1:])), np.stack([want[0]] * 2))
     for regs in (np.asfortranarray(want), want.astype(">u4"), np.stack([want, want], -1)[..., 0], want.astype(np.int64)):

@@ -8,12 +8,14 @@ indices, so that ``pack`` and ``unpack`` are one ``np.take`` each between views.
 
 The registers of a batch element, read in memory order (thread, register, then the register's
 elements from the low bits up; an f64 as two registers, low word first), are a row of *slots*
-of the format's width.  For formats of 8 bits or more a little-endian view of the registers *is*
-that row, so packing is a gather of matrix elements into slot order and unpacking the inverse
-gather.  Where the map sends g consecutive slots to g consecutive elements of the row-major
-matrix (two f16 of a register to two adjacent columns, the d0/d1 pair of f32 accumulators), the
-gather moves g elements at once as one wider word.  4-bit and 1-bit elements are spread to one
-byte each around the gather.
+of the format's width, and a little-endian view of the registers *is* that row.  The matrix,
+read row by row, is a *stream* of elements of the same width (4-bit and 1-bit elements packed
+two or eight to a byte first, the first in the low bits).  Packing gathers the stream into slot
+order; unpacking is the inverse gather.  Where the map sends g consecutive slots to g consecutive
+elements of the stream (two f16 of a register to two adjacent columns, the d0/d1 pair of f32
+accumulators, the 32 bits of a .b1 A register), the gather moves them as one word of up to 8
+bytes.  Where a register's sub-byte elements run down a column (B of the .s4/.b1 forms), the
+stream reads the matrix column by column instead, so that each gathered word is whole bytes.
 
 Leading (batch) dimensions are flattened to one, so any number of them works (up to NumPy's 64
 dimensions in all).
@@ -40,9 +42,9 @@ __all__ = ["pack", "unpack", "check_regs", "owners", "resolve", "plan", "Registe
            "check_plan_regs"]
 
 WIDEST_GATHER_BYTES = 8    # the widest word np.take moves as one (uint64)
-
-# Each of the 256 bytes as its two nibbles, low first.
-_NIBBLES = np.stack([np.arange(256) & 15, np.arange(256) >> 4], axis=-1).astype(np.uint8)
+# Read the matrix column by column only where row by row a gathered run would be under a byte:
+# for 8-bit and wider formats the transposing copy costs more than the wider gather saves.
+TRANSPOSE_BELOW_BITS = 8
 
 
 def _wgmma_module():
@@ -84,11 +86,24 @@ class RegisterPlan:
     nregs: int                      # uint32 registers per thread
     shape: tuple[int, int]          # the matrix's rows, cols
     bits: int                       # the format's storage bits
-    elem: np.dtype                  # little-endian unsigned word of one element ('<u1' for 4- and 1-bit)
-    wide: np.dtype                  # the word one gather step moves: g elements
-    pack_index: np.ndarray          # slot group i <- matrix element group pack_index[i]
-    unpack_index: np.ndarray        # matrix element group j <- slot group unpack_index[j]
+    elem: np.dtype                  # little-endian unsigned word of one matrix element ('<u1' below 8 bits)
+    transposed: bool                # the element stream is the matrix column by column
+    wide: np.dtype                  # the word one gather step moves: a run of elements of the stream
+    pack_index: np.ndarray          # register word i <- stream word pack_index[i]
+    unpack_index: np.ndarray        # stream word j <- register word unpack_index[j]
     slots: np.ndarray               # slot s holds matrix element slots[s] (row-major flat index)
+
+
+def _run(stream: np.ndarray, most: int) -> int:
+    """The longest aligned run (a power of two, at most ``most``): every run of that many slots holds
+    that many consecutive elements of the stream, the first at a multiple of it."""
+    g = 1
+    while 2 * g <= most and stream.size % (2 * g) == 0:
+        runs = stream.reshape(-1, 2 * g)
+        if not ((runs[:, 0] % (2 * g) == 0).all() and (runs == runs[:, :1] + np.arange(2 * g)).all()):
+            break
+        g *= 2
+    return g
 
 
 def _plan(form, op: str) -> RegisterPlan:
@@ -101,24 +116,24 @@ def _plan(form, op: str) -> RegisterPlan:
     slots = (rows * ncols + cols).ravel()
     if not np.array_equal(np.sort(slots), np.arange(nrows * ncols)):
         raise RuntimeError(f"operand {op} of {form.name}: the fragment map is not one slot per matrix element")
-    unit = max(1, bits // 8)
-    g = 1
-    if bits >= 8:                                   # the widest aligned run of slots that is a run of elements
-        for cand in (8, 4, 2):
-            if cand * unit > WIDEST_GATHER_BYTES or slots.size % cand:
-                continue
-            runs = slots.reshape(-1, cand)
-            if (runs[:, 0] % cand == 0).all() and (runs == runs[:, :1] + np.arange(cand)).all():
-                g = cand
-                break
-    pack_index = (slots[::g] // g).astype(np.intp)
+    # The stream the gather reads: the matrix row by row, or column by column where a register's
+    # elements run down a column and row by row a run would not fill a byte (B of .s4/.b1).
+    most = WIDEST_GATHER_BYTES * 8 // bits
+    by_col = (cols * nrows + rows).ravel()
+    g_row, g_col = _run(slots, most), _run(by_col, most)
+    transposed = g_col > g_row and g_row * bits < TRANSPOSE_BELOW_BITS
+    stream, g = (by_col, g_col) if transposed else (slots, g_row)
+    if g * bits % 8:
+        raise RuntimeError(f"operand {op} of {form.name}: no register's elements fill a byte of the matrix")
+    pack_index = (stream[::g] // g).astype(np.intp)
     unpack_index = np.argsort(pack_index).astype(np.intp)
     for a in (pack_index, unpack_index, slots):
         a.setflags(write=False)
     warp = rows.shape[0] == WARP_LANES
     return RegisterPlan(form, op, f"operand {op} of {form.name}", fmt, rows.shape[0], "lane" if warp else "thread",
                         "per lane" if warp else "per thread of the warpgroup", form.nregs(op), (nrows, ncols), bits,
-                        np.dtype(f"<u{unit}"), np.dtype(f"<u{unit * g}"), pack_index, unpack_index, slots)
+                        np.dtype(f"<u{max(1, bits // 8)}"), transposed, np.dtype(f"<u{g * bits // 8}"),
+                        pack_index, unpack_index, slots)
 
 
 @lru_cache(maxsize=4096)
@@ -155,7 +170,7 @@ def _check_matrix(p: RegisterPlan, matrix) -> np.ndarray:
     # nothing but a negative value (compared as Python ints: uint64)
     if m.size and not (m.dtype.kind == "u" and m.dtype.itemsize * 8 <= p.bits):
         limit = 1 << p.bits
-        if int(m.min()) < 0 or int(m.max()) >= limit:
+        if (m.dtype.kind == "i" and int(m.min()) < 0) or int(m.max()) >= limit:
             idx = _first_bad((m < 0) | (m > limit - 1))
             raise ValueError(f"{p.what}: {fmt.name} words must lie in [0, 2**{p.bits}), got {int(m[idx])} at "
                              f"row {idx[-2]}, col {idx[-1]}" + (f" of batch index {idx[:-2]}" if m.ndim > 2 else ""))
@@ -172,15 +187,13 @@ def pack_plan(p: RegisterPlan, matrix) -> np.ndarray:
     """``pack`` with the plan already looked up."""
     m = _check_matrix(p, matrix)
     lead = m.shape[:-2]
-    flat = _rows(m, p.shape[0] * p.shape[1])
-    if p.bits >= 8:
-        regs = flat.view(p.wide).take(p.pack_index, axis=1)
-    else:
-        slots = flat.take(p.pack_index, axis=1)                 # one element per byte
-        if p.bits == 4:
-            regs = slots[:, 0::2] | (slots[:, 1::2] << np.uint8(4))
-        else:
-            regs = np.packbits(slots, axis=-1, bitorder="little")
+    stream = _rows(m.swapaxes(-1, -2) if p.transposed else m, p.shape[0] * p.shape[1])
+    if p.bits == 4:     # two elements a byte, the first in the low nibble: lo | hi << 8 -> lo | hi << 4
+        pairs = stream.view("<u2")
+        stream = (pairs | (pairs >> np.uint16(4))).astype(np.uint8)
+    elif p.bits == 1:
+        stream = np.packbits(stream, axis=-1, bitorder="little")
+    regs = stream.view(p.wide).take(p.pack_index, axis=1)
     return regs.view("<u4").astype(np.uint32, copy=False).reshape(lead + (p.threads, p.nregs))
 
 
@@ -189,14 +202,16 @@ def unpack_plan(p: RegisterPlan, regs) -> np.ndarray:
     r = check_plan_regs(p, regs)
     lead = r.shape[:-2]
     flat = _rows(r.astype("<u4", copy=False), p.threads * p.nregs)
-    if p.bits >= 8:
-        out = flat.view(p.wide).take(p.unpack_index, axis=1).view(p.elem)
-    else:
-        b = flat.view(np.uint8)
-        slots = (_NIBBLES[b].reshape(b.shape[0], 2 * b.shape[1]) if p.bits == 4
-                 else np.unpackbits(b, axis=-1, bitorder="little"))
-        out = slots.take(p.unpack_index, axis=1)
-    return out.astype(p.fmt.dtype, copy=False).reshape(lead + p.shape)
+    stream = flat.view(p.wide).take(p.unpack_index, axis=1).view(np.uint8 if p.bits < 8 else p.elem)
+    if p.bits == 4:     # byte lo | hi << 4 -> the two bytes lo, hi (a little-endian lo | hi << 8)
+        pairs = stream.astype("<u2")
+        stream = ((pairs | (pairs << np.uint16(4))) & np.uint16(0x0F0F)).view(np.uint8)
+    elif p.bits == 1:
+        stream = np.unpackbits(stream, axis=-1, bitorder="little")
+    out = stream.astype(p.fmt.dtype, copy=False)
+    if p.transposed:
+        out = np.ascontiguousarray(out.reshape((-1,) + p.shape[::-1]).swapaxes(-1, -2))
+    return out.reshape(lead + p.shape)
 
 
 def pack(form, operand, matrix) -> np.ndarray:
