@@ -36,6 +36,8 @@ _LAZY = {
     "check_copy": ("fragsim.check", "check_copy"),
     "MatrixDescriptor": ("fragsim.layout.descriptor", "MatrixDescriptor"),
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
+    "run_kernel": ("fragsim.ptx.run", "run_kernel"),
+    "Buffer": ("fragsim.ptx.memory", "Buffer"),
     "access": ("fragsim.search.access", None),      # the access-set module: presets and from_exprs
 }
 

@@ -1,0 +1,94 @@
+"""fragsim run KERNEL.ptx --kernel NAME --grid X,Y --block N --arg A.npy --arg 256 ...: run a kernel's
+PTX on the CPU, bit for bit, and save what it wrote.
+
+Each ``--arg`` is one ``.param`` of the entry, in order: a ``.npy`` file is a global buffer (its array
+after the run is saved under ``--out``, by the file's own name), a number becomes the parameter's
+type, ``hex:0011..`` gives the bytes of a struct passed by value (a ``.b8 [N]`` parameter).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+import numpy as np
+
+from .files import load_npy, writable_dir
+
+NAME = "run"
+HELP = "run a kernel's PTX on the CPU, bit-exactly (tensor cores included), and save the buffers it wrote"
+DEFAULT_OUT = "fragsim-run"
+
+
+def add_arguments(p):
+    p.add_argument("ptx", metavar="KERNEL.ptx", help="PTX file (nvcc -ptx, Triton's cache, CuTe DSL dump)")
+    p.add_argument("--kernel", metavar="NAME", help="the .entry to run (its mangled name, or a part of it that "
+                   "names one entry); optional when the module has one entry")
+    p.add_argument("--grid", default="1", metavar="X[,Y[,Z]]", help="CTAs of the launch (default 1)")
+    p.add_argument("--block", default="1", metavar="X[,Y[,Z]]", help="threads per CTA (default 1)")
+    p.add_argument("--smem", type=int, default=0, metavar="BYTES", help="dynamic shared memory per CTA (default 0)")
+    p.add_argument("--cta", action="append", default=[], metavar="X[,Y[,Z]]",
+                   help="run only this CTA of the grid (repeatable; default: every CTA)")
+    p.add_argument("--arg", action="append", default=[], metavar="VALUE",
+                   help="one per .param of the kernel, in order: FILE.npy (a global buffer), a number, or "
+                   "hex:BYTES (a struct by value)")
+    from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
+    p.add_argument("--arch", default=DEFAULT_ARCH, choices=sorted({n for a in ARCHS.values() for n in (a.name, *a.aliases)}),
+                   help=f"architecture whose tensor-core arithmetic the mma instructions use (default {DEFAULT_ARCH})")
+    p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"folder for the buffers after the run, one .npy per array argument (default ./{DEFAULT_OUT})")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _dims(text: str, option: str) -> tuple[int, ...]:
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3 or not all(re.fullmatch(r"\s*\d+\s*", x) for x in parts):
+        raise ValueError(f"{option} {text!r}: expected 1 to 3 positive integers X[,Y[,Z]], e.g. {option} 2,2")
+    return tuple(int(x) for x in parts)
+
+
+def _value(text: str, k: int):
+    """One --arg: a .npy array, hex bytes, or a number (typed by the parameter later)."""
+    if text.endswith(".npy"):
+        return np.ascontiguousarray(load_npy(text, f"--arg {k + 1}"))
+    if text.startswith("hex:"):
+        try:
+            return bytes.fromhex(text[4:])
+        except ValueError:
+            raise ValueError(f"--arg {k + 1} {text!r}: hex:BYTES takes an even number of hex digits") from None
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"--arg {k + 1} {text!r}: expected FILE.npy, a number or hex:BYTES") from None
+
+
+def run(args) -> int:
+    from fragsim.ptx.run import run_kernel
+
+    out = writable_dir(args.out, "--out")
+    values = [_value(a, k) for k, a in enumerate(args.arg)]
+    ctas = [_dims(c, "--cta") for c in args.cta] or None
+    t0 = time.time()
+    r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
+                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas)
+    seconds = time.time() - t0
+    saved = []
+    for text, v in zip(args.arg, values):
+        if isinstance(v, np.ndarray):
+            path = os.path.join(out, os.path.basename(text))
+            np.save(path, v)
+            saved.append(path)
+    if args.json:
+        print(json.dumps({"kernel": r.kernel, "grid": r.grid, "block": r.block, "ctas": len(r.ctas),
+                          "steps": r.steps, "seconds": round(seconds, 3), "saved": saved}))
+        return 0
+    print(f"{r.kernel}: grid {r.grid}, block {r.block}, {len(r.ctas)} CTA(s) run, {r.steps:,} steps in {seconds:.2f} s")
+    for path in saved:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,431 @@
+"""A kernel made ready to run: the entry and every function it calls flattened into one list of
+compiled instructions, registers and variables given their places.
+
+Compiling resolves everything that does not depend on the data once: each instruction's semantic
+(``fragsim.ptx.semantics``), how each operand is read and written (``Compiler.reader`` /
+``Compiler.writer``: closures over the register's array or the immediate's bits), the byte offset of
+every variable in its state space, and the PC of every label.  A variant that fragsim does not model
+is refused here, naming the instruction and its PTX line, before anything runs.
+
+Functions are not re-entrant: each ``.func`` has one set of registers and parameters (nvcc emits
+recursion only for recursive source, which kernels of this field do not have; a recursive call is
+refused).  Registers are named ``function::register``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fragsim.facts.hardware import WARP_LANES
+
+from . import ast as A
+from .semantics import Spec, UnsupportedInstruction, resolve
+from .state import PtxRuntimeError, State
+from .types import TYPES, PtxType, ptx_type
+
+#: Families of instructions that act on the machine (memory, control flow, warps' data movement,
+#: the tensor cores), each with ``BUILDERS: opcode -> (Instr, Compiler) -> Op``; the pure value
+#: families are in ``fragsim.ptx.semantics.FAMILIES``.
+MACHINE_FAMILIES = ("control", "data", "memory", "tensor")
+
+Reader = Callable[[State, np.ndarray], np.ndarray]
+Writer = Callable[[State, np.ndarray, np.ndarray], None]
+Run = Callable[[State, np.ndarray], None]
+
+
+class PtxLoadError(ValueError):
+    """The kernel cannot be made ready: an unknown instruction or operand, a recursive call, an
+    undeclared name; the message names the PTX line."""
+
+
+@dataclass
+class Op:
+    """One compiled instruction.  ``run(state, idx)`` executes it for threads ``idx`` (the guard has
+    already selected them); unless ``sets_pc``, the machine then advances their PC.  ``collective``:
+    a ``.sync``/``.aligned`` warp instruction (its lanes must run it together)."""
+
+    instr: A.Instr
+    function: str
+    run: Run
+    guard: tuple[str, bool] | None = None
+    sets_pc: bool = False
+    collective: bool = False
+    kind: str = "plain"            # "plain" | "barrier" | "exit" | "call" | "ret" | "branch"
+    target: int = -1               # branch / call target PC
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def line(self) -> int:
+        return self.instr.line
+
+
+@dataclass
+class Layout:
+    """Byte offsets of variables in their state spaces, and the sizes the launch allocates."""
+
+    shared: dict[str, int] = field(default_factory=dict)
+    shared_static: int = 0
+    dynamic_name: str | None = None
+    dynamic_align: int = 16
+    local: dict[str, int] = field(default_factory=dict)
+    local_bytes: int = 0
+    const: dict[str, int] = field(default_factory=dict)
+    const_bytes: bytearray = field(default_factory=bytearray)
+    globals: dict[str, "A.VarDecl"] = field(default_factory=dict)
+    kernel_params: dict[str, int] = field(default_factory=dict)      # offset in the kernel's param bytes
+    kernel_param_bytes: int = 0
+    thread_params: dict[str, int] = field(default_factory=dict)      # .func params, call arguments
+    thread_param_bytes: int = 0
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def var_bytes(v: A.VarDecl) -> int:
+    """Bytes of a variable (0 for an extern array of unknown size)."""
+    t = ptx_type(v.type)
+    n = 1 if v.count is None and not v.extern else (v.count or 0)
+    return max(t.bytes, 1) * v.vector * n
+
+
+def _param_bytes(p: A.Param) -> tuple[int, int]:
+    t = TYPES.get(p.type)
+    size = (t.bytes if t is not None else 8) * (p.count or 1)
+    align = p.align or (t.bytes if t is not None else 8)
+    return size, max(align, 1)
+
+
+@dataclass
+class Program:
+    """The compiled kernel: ``ops`` by PC; ``entry`` its name; ``layout`` the variable offsets;
+    ``registers`` every register (qualified name -> type)."""
+
+    module: A.Module
+    entry: A.Function
+    ops: list[Op]
+    layout: Layout
+    registers: dict[str, PtxType]
+    functions: dict[str, int]               # function name -> PC of its first instruction
+    module_path: str = ""
+
+
+class Compiler:
+    """Turns instructions into ``Op``s; the machine families call its ``reader``/``writer``/
+    ``address_of`` while building their ops."""
+
+    def __init__(self, module: A.Module, entry: A.Function, arch):
+        self.module = module
+        self.entry = entry
+        self.arch = arch                    # the ArchParams row the tensor-core instructions compute with
+        self.layout = Layout()
+        self.registers: dict[str, PtxType] = {}
+        self.function: A.Function = entry
+        self.functions = self._reachable(entry)
+        self._families = {name: importlib.import_module(f"{__package__}.semantics.{name}").BUILDERS
+                          for name in MACHINE_FAMILIES}
+        self._lay_out()
+
+    # ---- layout ---------------------------------------------------------------------------------
+
+    def _reachable(self, entry: A.Function) -> list[A.Function]:
+        """The entry and every function it calls, directly or not (a recursive call is refused)."""
+        out, seen = [entry], {entry.name}
+        stack = [entry]
+        while stack:
+            f = stack.pop()
+            for ins in f.instructions:
+                if ins.opcode != "call":
+                    continue
+                target = next((o.name for o in ins.operands if isinstance(o, (A.Label, A.Symbol))), None)
+                if target is None:
+                    raise PtxLoadError(f"line {ins.line}: call without a target")
+                callee = self.module.functions.get(self.module.aliases.get(target, target))
+                if callee is None or not callee.defined:
+                    raise PtxLoadError(f"line {ins.line}: call to {target}, which this module does not define "
+                                       "(external functions such as vprintf are not modelled)")
+                if callee.name == f.name or callee.name == entry.name:
+                    raise PtxLoadError(f"line {ins.line}: recursive call to {callee.name} is not modelled")
+                if callee.name not in seen:
+                    seen.add(callee.name)
+                    out.append(callee)
+                    stack.append(callee)
+        return out
+
+    def _lay_out(self) -> None:
+        L = self.layout
+        shared_vars = [v for v in self.module.vars if v.space == "shared"]
+        for f in self.functions:
+            shared_vars += [v for v in f.vars if v.space == "shared"]
+        off = 0
+        for v in shared_vars:
+            if v.extern:
+                L.dynamic_name = v.name
+                L.dynamic_align = max(L.dynamic_align, v.align or 1)
+                continue
+            off = _align(off, v.align or ptx_type(v.type).bytes or 1)
+            L.shared[v.name] = off
+            off += var_bytes(v)
+        L.shared_static = off
+        if L.dynamic_name is not None:
+            L.shared[L.dynamic_name] = _align(off, L.dynamic_align)
+        loff = 0
+        for f in self.functions:
+            for v in f.vars:
+                if v.space == "local":
+                    loff = _align(loff, v.align or ptx_type(v.type).bytes or 1)
+                    L.local[self.qualify_var(f, v.name)] = loff
+                    loff += var_bytes(v)
+        L.local_bytes = loff
+        coff = 0
+        for v in self.module.vars:
+            if v.space == "const":
+                coff = _align(coff, v.align or ptx_type(v.type).bytes or 1)
+                L.const[v.name] = coff
+                L.const_bytes.extend(b"\0" * (coff - len(L.const_bytes)))
+                L.const_bytes.extend(init_bytes(v))
+                coff += var_bytes(v)
+            elif v.space == "global":
+                L.globals[v.name] = v
+        poff = 0
+        for p in self.entry.params:
+            size, align = _param_bytes(p)
+            poff = _align(poff, align)
+            L.kernel_params[p.name] = poff
+            poff += size
+        L.kernel_param_bytes = poff
+        toff = 0
+        for f in self.functions:
+            own = [*(f.params if f is not self.entry else ()), *f.returns]
+            for p in own:
+                size, align = _param_bytes(p)
+                toff = _align(toff, align)
+                L.thread_params[self.qualify_var(f, p.name)] = toff
+                toff += size
+            for v in f.vars:
+                if v.space == "param":
+                    toff = _align(toff, v.align or ptx_type(v.type).bytes or 1)
+                    L.thread_params[self.qualify_var(f, v.name)] = toff
+                    toff += var_bytes(v)
+        L.thread_param_bytes = toff
+        for f in self.functions:
+            for d in f.regs:
+                t = ptx_type(d.type)
+                for name in d.names:
+                    self.registers[self.qualify(f, name)] = t
+
+    def qualify(self, f: A.Function, name: str) -> str:
+        return f"{f.name}::{name}"
+
+    def qualify_var(self, f: A.Function, name: str) -> str:
+        return f"{f.name}::{name}"
+
+    # ---- operands -------------------------------------------------------------------------------
+
+    def reg(self, name: str, line: int) -> str:
+        q = self.qualify(self.function, name)
+        if q not in self.registers:
+            raise PtxLoadError(f"line {line}: register {name} is not declared in {self.function.name}")
+        return q
+
+    def reader(self, operand, t: PtxType, line: int) -> Reader:
+        """How to read ``operand`` as type ``t`` for threads ``idx``."""
+        if isinstance(operand, A.Reg):
+            q = self.reg(operand.name, line)
+            if operand.negated:
+                return lambda s, idx: ~s.read_reg(q, idx, TYPES["pred"])
+            return lambda s, idx: s.read_reg(q, idx, t)
+        if isinstance(operand, A.Imm):
+            bits = immediate_bits(operand, t, line)
+            return lambda s, idx: np.full(len(idx), bits, t.dtype)
+        if isinstance(operand, A.Special):
+            name, comp = operand.name, operand.component
+            return lambda s, idx: s.special(name, comp, idx).astype(t.dtype)
+        if isinstance(operand, A.Symbol):
+            space, off = self.symbol(operand.name, line)
+            if space == "global":                 # mov %rd, gvar: its device address
+                name = operand.name
+                return lambda s, idx: np.full(len(idx), s.global_vars[name], np.uint64).astype(t.dtype)
+            value = np.array(off, np.uint64).astype(t.dtype)
+            return lambda s, idx: np.full(len(idx), value, t.dtype)
+        raise PtxLoadError(f"line {line}: operand {operand!r} cannot be read as a .{t.name} value")
+
+    def writer(self, operand, t: PtxType, line: int) -> Writer:
+        """How to write a value of type ``t`` into ``operand`` for threads ``idx``."""
+        if isinstance(operand, A.Sink):
+            return lambda s, idx, v: None
+        if isinstance(operand, A.Reg) and not operand.negated:
+            q = self.reg(operand.name, line)
+            return lambda s, idx, v: s.write_reg(q, idx, v, t)
+        raise PtxLoadError(f"line {line}: operand {operand!r} cannot be written")
+
+    def symbol(self, name: str, line: int) -> tuple[str, int]:
+        """A variable's state space and its byte offset there (a global variable: offset 0 of its
+        own buffer)."""
+        L = self.layout
+        fq = self.qualify_var(self.function, name)
+        if name in L.shared:
+            return "shared", L.shared[name]
+        if fq in L.local:
+            return "local", L.local[fq]
+        if fq in L.thread_params:
+            return "param", L.kernel_param_bytes + L.thread_params[fq]
+        if name in L.kernel_params and self.function is self.entry:
+            return "param", L.kernel_params[name]
+        if name in L.const:
+            return "const", L.const[name]
+        if name in L.globals:
+            return "global", 0
+        raise PtxLoadError(f"line {line}: {name} is not a variable or parameter of {self.function.name}")
+
+    def address_of(self, operand: A.Addr, space: str | None, line: int) -> tuple[Reader, str | None]:
+        """``[base+offset]`` -> a reader of the address (uint64) and the state space the base implies
+        (a variable's own space, or ``space``)."""
+        off = np.uint64(operand.offset & ((1 << 64) - 1))
+        base = operand.base
+        if base is None:
+            return (lambda s, idx: np.full(len(idx), off, np.uint64)), space
+        if isinstance(base, A.Reg):
+            q = self.reg(base.name, line)
+            return (lambda s, idx: s.read_reg(q, idx, TYPES["u64"]) + off), space
+        vspace, voff = self.symbol(base.name, line)
+        if vspace == "global":
+            name = base.name
+            return (lambda s, idx: np.full(len(idx), np.uint64(s.global_vars[name]) + off)), "global"
+        total = np.uint64((voff + operand.offset) & ((1 << 64) - 1))
+        return (lambda s, idx: np.full(len(idx), total, np.uint64)), vspace
+
+    # ---- instructions ---------------------------------------------------------------------------
+
+    def compile(self) -> Program:
+        ops: list[Op] = []
+        starts: dict[str, int] = {}
+        labels: dict[tuple[str, str], int] = {}
+        pc = 0
+        for f in self.functions:          # PCs first: labels may point forward and into later functions
+            starts[f.name] = pc
+            for item in f.body:
+                if isinstance(item, A.LabelDef):
+                    labels[(f.name, item.name)] = pc
+                else:
+                    pc += 1
+            pc += 1                       # the implicit ret/exit when the body runs off its end
+        self.labels, self.starts = labels, starts
+        for f in self.functions:
+            self.function = f
+            for item in f.body:
+                if isinstance(item, A.Instr):
+                    ops.append(self.op(item, len(ops)))
+            # a function that runs off its end returns (a kernel exits)
+            ops.append(self.op(A.Instr("ret" if f is not self.entry else "exit", (), (), None, f.line, None, 0),
+                               len(ops)))
+        return Program(self.module, self.entry, ops, self.layout, self.registers, starts)
+
+    def label(self, name: str, line: int) -> int:
+        pc = self.labels.get((self.function.name, name))
+        if pc is None:
+            raise PtxLoadError(f"line {line}: label {name} is not defined in {self.function.name}")
+        return pc
+
+    def op(self, ins: A.Instr, pc: int) -> Op:
+        guard = None
+        if ins.guard is not None:
+            guard = (self.reg(ins.guard.name, ins.line), ins.guard.negated)
+        try:
+            if ins.opcode in ("tex", "tld4", "txq", "suld", "sust", "sured", "suq", "istypep"):
+                raise UnsupportedInstruction(f"{ins.text}: textures and surfaces are not modelled")
+            for builders in self._families.values():
+                if ins.opcode in builders:
+                    op = builders[ins.opcode](ins, self)
+                    op.guard, op.function = guard, self.function.name
+                    return op
+            return self.pure(ins, guard)
+        except UnsupportedInstruction as e:
+            raise PtxLoadError(f"line {ins.line}: {e}") from None
+
+    def pure(self, ins: A.Instr, guard) -> Op:
+        """An instruction of a value family: read the sources, compute, write the destinations."""
+        nsrc = len(ins.operands) - ins.ndst
+        sem = resolve(Spec(ins.opcode, ins.mods, ins.ndst, nsrc))
+        dsts, srcs = ins.operands[:ins.ndst], ins.operands[ins.ndst:]
+        if len(sem.src) != len(srcs) or len(sem.dst) != len(dsts):
+            raise PtxLoadError(f"line {ins.line}: {ins.text} takes {len(sem.dst)} destination(s) and "
+                               f"{len(sem.src)} source(s), the line has {len(dsts)} and {len(srcs)}")
+        readers = [self.reader(o, ptx_type(t), ins.line) for o, t in zip(srcs, sem.src)]
+        writers = [self.writer(o, ptx_type(t), ins.line) for o, t in zip(dsts, sem.dst)]
+        fn = sem.fn
+        if sem.warp:
+            def run_warp(s: State, idx: np.ndarray) -> None:
+                warps, inv = np.unique(s.warp[idx], return_inverse=True)
+                lanes = s.lane[idx]
+                mask = np.zeros((len(warps), WARP_LANES), bool)
+                mask[inv, lanes] = True
+                args = []
+                for r in readers:
+                    v = r(s, idx)
+                    full = np.zeros((len(warps), WARP_LANES), v.dtype)
+                    full[inv, lanes] = v
+                    args.append(full)
+                out = fn(mask, *args)
+                for w, v in zip(writers, out):
+                    w(s, idx, v[inv, lanes])
+            return Op(ins, self.function.name, run_warp, guard, collective=True)
+
+        def run(s: State, idx: np.ndarray) -> None:
+            out = fn(*(r(s, idx) for r in readers))
+            for w, v in zip(writers, out):
+                w(s, idx, v)
+        return Op(ins, self.function.name, run, guard)
+
+
+def immediate_bits(imm: A.Imm, t: PtxType, line: int) -> int:
+    """The bits an immediate has as an operand of type ``t``."""
+    if imm.kind == "int":
+        if t.kind == "f" and t.name in ("f32", "f64"):
+            # an integer literal where a float is expected is that value, converted (PTX: "integer
+            # literals ... are converted to the instruction's floating-point type")
+            return int(np.array(float(imm.value), np.float64).astype(t.name.replace("f", "float")).view(
+                f"uint{t.bits}"))
+        if t.kind == "pred":
+            return int(imm.value != 0)
+        return imm.value & ((1 << t.bits) - 1)
+    value = np.array(imm.value, np.uint64 if imm.kind == "f64" else np.uint32)
+    f = value.view(np.float64 if imm.kind == "f64" else np.float32)
+    if t.name == "f64":
+        return int(f.astype(np.float64).view(np.uint64))
+    if t.name == "f32":
+        return int(f.astype(np.float32).view(np.uint32))
+    if t.bits == imm_bits(imm):
+        return imm.value
+    raise PtxLoadError(f"line {line}: a .{imm.kind} literal cannot be a .{t.name} operand")
+
+
+def imm_bits(imm: A.Imm) -> int:
+    return 64 if imm.kind == "f64" else 32
+
+
+def init_bytes(v: A.VarDecl) -> bytes:
+    """The initial bytes of a variable (zeros where no initializer)."""
+    t = ptx_type(v.type)
+    n = var_bytes(v)
+    if not v.init:
+        return bytes(n)
+    out = bytearray()
+    for item in v.init:
+        if isinstance(item, A.Imm):
+            out += int(immediate_bits(item, t, v.line)).to_bytes(max(t.bytes, 1), "little")
+        else:
+            raise PtxLoadError(f"line {v.line}: initializer {item!r} of {v.name} is not modelled")
+    return bytes(out.ljust(n, b"\0"))
+
+
+def check_runtime(ok: np.ndarray, s: State, idx: np.ndarray, line: int, what: Callable[[int], str]) -> None:
+    """Raise a ``PtxRuntimeError`` naming the first thread of ``idx`` where ``ok`` is False."""
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        t = int(idx[k])
+        raise PtxRuntimeError(f"line {line}: {s.where(t)}: {what(k)}")

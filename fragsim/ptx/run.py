@@ -1,0 +1,213 @@
+"""``fragsim.run_kernel``: launch a kernel's PTX on the CPU, as CuPy would launch it on a GPU.
+
+    run = fragsim.run_kernel("gemm.ptx", "gemm_bf16", grid=(2, 2), block=128, dynamic_smem=61440,
+                             args=[A, Bt, D, 256, 256, 512])    # D now holds what the GPU would write
+
+``args`` gives one value per ``.param`` of the entry, in order: a NumPy array is a global buffer
+(placed at a device address, passed as that address, written back in place after the run), a
+``Buffer`` pins the address, a number becomes the parameter's type (``.u32``, ``.f32`` ...), and a
+``.b8 [N]`` parameter (a struct passed by value) takes ``N`` bytes or a NumPy scalar/array of ``N``
+bytes.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fragsim.facts.arch import DEFAULT_ARCH, get_arch
+
+from . import ast as A
+from .machine import MAX_STEPS, execute
+from .memory import Buffer, GlobalMemory
+from .program import Compiler, Program, init_bytes
+from .state import Geometry, State
+from .types import TYPES
+
+#: Threads of one CTA at most (every architecture fragsim models).
+MAX_THREADS_PER_CTA = 1024
+#: Thread slots one run may hold (registers are arrays over them): a whole 1024^3 GEMM's grid fits.
+MAX_THREADS = 1 << 20
+
+
+@dataclass
+class Run:
+    """What a run did: the kernel, its launch, the steps it took, and its buffers (already written back
+    into the arrays passed in)."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    ctas: list[tuple[int, int, int]]
+    steps: int
+    buffers: list[Buffer] = field(repr=False)
+    program: Program = field(repr=False)
+
+
+def _dims(value, name: str) -> tuple[int, int, int]:
+    if isinstance(value, (numbers.Integral,)) and not isinstance(value, bool):
+        value = (int(value),)
+    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
+        raise TypeError(f"{name} must be an int or 1-3 ints (x, y, z), got {value!r}")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"{name} must be positive integers, got {value!r}")
+        out.append(int(v))
+    return tuple(out + [1] * (3 - len(out)))  # type: ignore[return-value]
+
+
+def _cta(c, g: tuple[int, int, int]) -> tuple[int, int, int]:
+    """A CTA as (x, y, z) (missing components 0) or its linear index (x fastest)."""
+    if isinstance(c, (tuple, list)) and 1 <= len(c) <= 3 and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in c):
+        c3 = tuple(int(v) for v in c) + (0,) * (3 - len(c))
+    elif isinstance(c, numbers.Integral) and not isinstance(c, bool):
+        lin = int(c)
+        c3 = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1])) if 0 <= lin < g[0] * g[1] * g[2] else (-1, 0, 0)
+    else:
+        raise TypeError(f"ctas: each CTA is (x, y, z) or a linear index, got {c!r}")
+    if not all(0 <= v < n for v, n in zip(c3, g)):
+        raise ValueError(f"ctas: {c!r} is not a CTA of grid {g}")
+    return c3  # type: ignore[return-value]
+
+
+def _module(ptx) -> A.Module:
+    from .parse import parse
+    if isinstance(ptx, A.Module):
+        return ptx
+    if isinstance(ptx, os.PathLike) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
+        path = os.fspath(ptx)
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"ptx: cannot read {path}: {e.strerror or e}") from None
+        return parse(text)
+    if not isinstance(ptx, str):
+        raise TypeError(f"ptx must be PTX text or the path of a .ptx file, got {type(ptx).__name__}")
+    return parse(ptx)
+
+
+def _entry(module: A.Module, kernel) -> A.Function:
+    entries = module.entries
+    if kernel is None:
+        if len(entries) != 1:
+            raise ValueError(f"kernel: the module has {len(entries)} entries ({', '.join(entries) or 'none'}); name one")
+        return next(iter(entries.values()))
+    if not isinstance(kernel, str):
+        raise TypeError(f"kernel must be the name of an .entry, got {type(kernel).__name__}")
+    if kernel in entries:
+        return entries[kernel]
+    near = [n for n in entries if kernel in n]       # a plain C++ name inside its mangled name
+    if len(near) == 1:
+        return entries[near[0]]
+    raise ValueError(f"kernel {kernel!r}: no such .entry; the module has {', '.join(entries) or 'none'}")
+
+
+def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
+    """The bytes of one kernel argument."""
+    t = TYPES.get(p.type)
+    if p.count is not None or (t is not None and t.bits == 8 and p.type == "b8"):
+        n = (t.bytes if t else 1) * (p.count or 1)
+        if isinstance(value, (bytes, bytearray)):
+            data = bytes(value)
+        elif isinstance(value, (np.ndarray, np.generic)):
+            data = np.ascontiguousarray(value).tobytes()
+        else:
+            raise TypeError(f"parameter {p.name} (.{p.type} [{p.count}]) takes {n} bytes or a NumPy value of "
+                            f"{n} bytes, got {type(value).__name__}")
+        if len(data) != n:
+            raise ValueError(f"parameter {p.name} (.{p.type} [{p.count}]) takes {n} bytes, got {len(data)}")
+        return data
+    if t is None:
+        raise ValueError(f"parameter {p.name}: type .{p.type} is not modelled")
+    if isinstance(value, (np.ndarray, Buffer)):
+        if t.bits != 64:
+            raise TypeError(f"parameter {p.name} is .{p.type}; an array is passed as a 64-bit address")
+        b = value if isinstance(value, Buffer) else Buffer(value, name=p.name)
+        if not b.name:
+            b.name = p.name
+        buffers.append(b)
+        return b"\0" * 8          # the address is written once every buffer is placed
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"parameter {p.name} (.{p.type}): got a bool")
+    if t.kind == "f":
+        if not isinstance(value, (numbers.Real, np.floating)):
+            raise TypeError(f"parameter {p.name} (.{p.type}) takes a number, got {type(value).__name__}")
+        return np.array(value, {16: np.float16, 32: np.float32, 64: np.float64}[t.bits]).tobytes()
+    if not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"parameter {p.name} (.{p.type}) takes an integer, got {type(value).__name__}")
+    v = int(value)
+    lo, hi = (-(1 << (t.bits - 1)), 1 << t.bits) if t.kind != "u" else (0, 1 << t.bits)
+    if not lo <= v < hi:
+        raise ValueError(f"parameter {p.name} (.{p.type}): {v} does not fit")
+    return (v & ((1 << t.bits) - 1)).to_bytes(t.bytes, "little")
+
+
+def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=DEFAULT_ARCH, ctas=None,
+               check=False, max_steps=MAX_STEPS) -> Run:
+    """Run ``kernel`` of ``ptx`` (text, a path, or a parsed module) for the CTAs ``ctas`` of ``grid`` (all
+    by default) with ``block`` threads each; arrays in ``args`` are written back in place."""
+    if check:
+        raise ValueError("check=True (kernel bug finding) is not available yet; run without it")
+    module = _module(ptx)
+    entry = _entry(module, kernel)
+    g, b = _dims(grid, "grid"), _dims(block, "block")
+    threads = b[0] * b[1] * b[2]
+    if threads > MAX_THREADS_PER_CTA:
+        raise ValueError(f"block {b}: {threads} threads, more than {MAX_THREADS_PER_CTA} per CTA")
+    if ctas is None:
+        chosen = [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
+    else:
+        chosen = [_cta(c, g) for c in ctas]
+        if not chosen:
+            raise ValueError("ctas: give at least one CTA")
+    geometry = Geometry(g, b, chosen)
+    if geometry.slots > MAX_THREADS:
+        raise ValueError(f"{len(chosen)} CTAs of {threads} threads: {geometry.slots} thread slots, more than "
+                         f"{MAX_THREADS} in one run; run a subset with ctas=")
+    row = get_arch(arch)
+    if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, numbers.Integral) or dynamic_smem < 0:
+        raise ValueError(f"dynamic_smem must be a non-negative integer, got {dynamic_smem!r}")
+    program = Compiler(module, entry, row).compile()
+    L = program.layout
+    smem_bytes = (L.shared[L.dynamic_name] if L.dynamic_name else L.shared_static) + int(dynamic_smem)
+    if smem_bytes > row.smem_per_cta:
+        raise ValueError(f"{entry.name}: {smem_bytes} bytes of shared memory ({L.shared_static} static + "
+                         f"{dynamic_smem} dynamic), more than {row.name}'s {row.smem_per_cta} per CTA")
+    args = list(args)
+    if len(args) != len(entry.params):
+        raise ValueError(f"{entry.name} takes {len(entry.params)} parameter(s) "
+                         f"({', '.join('.' + p.type + ' ' + p.name for p in entry.params)}), got {len(args)} args")
+    buffers: list[Buffer] = []
+    pieces: list[tuple[A.Param, bytes, Buffer | None]] = []
+    for p, v in zip(entry.params, args):
+        before = len(buffers)
+        pieces.append((p, _param_bytes(p, v, buffers), buffers[before] if len(buffers) > before else None))
+    globals_ = {}
+    for name, v in L.globals.items():
+        arr = np.frombuffer(init_bytes(v), np.uint8).copy()
+        buf = Buffer(arr, name=name)
+        buffers.append(buf)
+        globals_[name] = buf
+    gmem = GlobalMemory(buffers)
+    params = np.zeros(L.kernel_param_bytes, np.uint8)
+    for p, data, pbuf in pieces:
+        off = L.kernel_params[p.name]
+        if pbuf is not None:
+            data = int(pbuf.address or 0).to_bytes(8, "little")
+        params[off:off + len(data)] = np.frombuffer(data, np.uint8)
+    n = geometry.slots
+    state = State(geometry, gmem, smem=np.zeros((len(chosen), smem_bytes), np.uint8),
+                  lmem=np.zeros((n, L.local_bytes), np.uint8), params=params,
+                  cmem=np.frombuffer(bytes(L.const_bytes), np.uint8).copy(),
+                  pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
+                  global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
+    for name, t in program.registers.items():
+        state.declare(name, t)
+    steps = execute(program, state, max_steps=max_steps)
+    return Run(entry.name, g, b, chosen, steps, buffers, program)

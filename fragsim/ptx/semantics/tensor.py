@@ -1,0 +1,337 @@
+"""The tensor-core data path, through fragsim's own validated models: ``ldmatrix``, ``stmatrix``,
+``movmatrix``, ``mma.sync`` and ``cp.async`` (with ``commit_group``/``wait_group``/``wait_all``).
+
+These are ``.sync.aligned`` warp instructions (cp.async excepted): every lane of the warp executes
+them together, so each runs once per warp of the step, all warps at once: registers are gathered into
+``(warps, 32, registers)`` arrays, the model runs (``fragsim.mma`` on the architecture's row, the
+ldmatrix/stmatrix data movement of the shared-memory table), and the results go back.  A warp with
+lanes missing (diverged or predicated off) is an error naming the lanes: PTX leaves it undefined.
+
+``cp.async``: the source bytes are read when the instruction issues (a race-free kernel does not
+change them before the copy completes) and land in shared memory at the ``cp.async.wait_group`` /
+``wait_all`` that covers their group, as PTX defines; ``src-size`` copies that many bytes and fills
+the rest with zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.instructions import lookup
+from fragsim.instructions.shared_ops import matrix_op
+
+from .. import ast as A
+from ..program import Compiler, Op, PtxLoadError
+from ..state import PtxRuntimeError, State
+from ..types import TYPES
+from . import UnsupportedInstruction
+
+B32, U32, U64 = TYPES["b32"], TYPES["u32"], TYPES["u64"]
+
+
+def whole_warps(s: State, idx: np.ndarray, ins: A.Instr) -> int:
+    """The number of warps in ``idx`` (ascending thread order), all of whose present lanes execute."""
+    warps = s.warp[idx]
+    first, counts = np.unique(warps, return_counts=True)
+    need = np.array([int(s.present[w * WARP_LANES:(w + 1) * WARP_LANES].sum()) for w in first])
+    if (counts != need).any() or (need != WARP_LANES).any():
+        k = int(np.flatnonzero((counts != need) | (need != WARP_LANES))[0])
+        t = int(first[k]) * WARP_LANES
+        raise PtxRuntimeError(f"line {ins.line}: {s.where(t).split(' (warp')[0]}: {ins.text} is .sync.aligned: "
+                              f"all {WARP_LANES} lanes of the warp must execute it together, "
+                              f"{int(counts[k])} do")
+    return len(first)
+
+
+def _registers(c: Compiler, operand, n: int, t, ins: A.Instr, what: str) -> list:
+    items = operand.items if isinstance(operand, A.Vec) else (operand,)
+    if len(items) != n:
+        raise PtxLoadError(f"line {ins.line}: {ins.text}: {what} has {n} register(s), the line gives {len(items)}")
+    return list(items)
+
+
+# ------------------------------------------------------------------------------- ldmatrix, stmatrix
+
+def _matrix_entry(ins: A.Instr):
+    mods = [m for m in ins.mods if m not in ("sync", "aligned")]
+    shape = [m for m in mods if m.startswith("m8n8")]
+    nums = [m for m in mods if m in ("x1", "x2", "x4")]
+    rest = set(mods) - set(shape) - set(nums) - {"trans", "shared", "shared::cta", "b16"}
+    if shape != ["m8n8"] or len(nums) != 1 or rest:
+        raise UnsupportedInstruction(f"{ins.text}: modelled are {ins.opcode}.sync.aligned.m8n8.x1|x2|x4"
+                                     "{.trans}.shared.b16")
+    return matrix_op(ins.opcode, int(nums[0][1]), "trans" in mods)
+
+
+def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
+    op = _matrix_entry(ins)
+    d, a = ins.operands
+    if not isinstance(a, A.Addr):
+        raise PtxLoadError(f"line {ins.line}: {ins.text}: expected [address]")
+    addr, space = c.address_of(a, "shared", ins.line)
+    writers = [c.writer(x, B32, ins.line) for x in _registers(c, d, op.nregs, B32, ins, "d")]
+    src, col = op.movement.table()                       # (32, num, 2): source lane and column
+    line = ins.line
+
+    def run(s: State, idx: np.ndarray) -> None:
+        w = whole_warps(s, idx, ins)
+        rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
+        use = np.arange(WARP_LANES) < op.address_lanes
+        s.check_shared(rows[:, use], 16, idx.reshape(w, WARP_LANES)[:, use], line)
+        cta = s.cta[idx].reshape(w, WARP_LANES)[:, 0]
+        byte = rows[:, src] + 2 * col                     # (w, 32, num, 2)
+        mem = s.smem[cta[:, None, None, None], byte].astype(np.uint32) | (
+            s.smem[cta[:, None, None, None], byte + 1].astype(np.uint32) << 8)
+        regs = (mem[..., 0] | (mem[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
+        for k, wr in enumerate(writers):
+            wr(s, idx, regs[:, k])
+    return Op(ins, "", run, collective=True, extra={"shared_op": op})
+
+
+def _stmatrix(ins: A.Instr, c: Compiler) -> Op:
+    op = _matrix_entry(ins)
+    a, v = ins.operands
+    if not isinstance(a, A.Addr):
+        raise PtxLoadError(f"line {ins.line}: {ins.text}: expected [address]")
+    addr, space = c.address_of(a, "shared", ins.line)
+    readers = [c.reader(x, B32, ins.line) for x in _registers(c, v, op.nregs, B32, ins, "the source")]
+    src, col = op.movement.table()
+    src_flat, col_flat = src.ravel(), col.ravel()
+    # matrices in order; within one, lower rows written last so that they win (as the H200 did)
+    order = np.lexsort((col_flat, -src_flat, src_flat // op.phase_lanes))
+    line = ins.line
+
+    def run(s: State, idx: np.ndarray) -> None:
+        w = whole_warps(s, idx, ins)
+        rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
+        use = np.arange(WARP_LANES) < op.address_lanes
+        s.check_shared(rows[:, use], 16, idx.reshape(w, WARP_LANES)[:, use], line)
+        cta = s.cta[idx].reshape(w, WARP_LANES)[:, 0]
+        regs = np.stack([r(s, idx) for r in readers], axis=-1).reshape(w, WARP_LANES, op.nregs)
+        halves = np.stack([regs & 0xFFFF, regs >> 16], axis=-1).reshape(w, -1)     # (w, 32*num*2)
+        byte = (rows[:, src_flat] + 2 * col_flat)[:, order]
+        val = halves[:, order]
+        ctas = np.broadcast_to(cta[:, None], byte.shape)
+        s.smem[ctas, byte] = (val & 0xFF).astype(np.uint8)
+        s.smem[ctas, byte + 1] = (val >> 8).astype(np.uint8)
+    return Op(ins, "", run, collective=True, extra={"shared_op": op})
+
+
+# ------------------------------------------------------------------------------------ movmatrix
+
+def _movmatrix(ins: A.Instr, c: Compiler) -> Op:
+    if ins.mods != ("sync", "aligned", "m8n8", "trans", "b16"):
+        raise UnsupportedInstruction(f"{ins.text}: modelled is movmatrix.sync.aligned.m8n8.trans.b16")
+    from fragsim.sim.movmatrix import movmatrix
+    d, a = ins.operands
+    read = c.reader(a, B32, ins.line)
+    write = c.writer(d, B32, ins.line)
+
+    def run(s: State, idx: np.ndarray) -> None:
+        w = whole_warps(s, idx, ins)
+        out = movmatrix(read(s, idx).reshape(w, WARP_LANES, 1))
+        write(s, idx, out.reshape(-1))
+    return Op(ins, "", run, collective=True)
+
+
+# ------------------------------------------------------------------------------------- mma.sync
+
+def _mma(ins: A.Instr, c: Compiler) -> Op:
+    name = ".".join(m for m in ins.mods if m not in ("sync", "aligned"))
+    try:
+        form = lookup(name)
+    except ValueError as e:
+        raise UnsupportedInstruction(f"{ins.text}: {e}") from None
+    if len(ins.operands) != 4:
+        raise PtxLoadError(f"line {ins.line}: {ins.text} takes d, a, b, c")
+    arch = c.arch
+    wide = {op: form.fmt(op).name == "f64" for op in "ABCD"}       # f64 elements: one .f64 register, two words
+    regs = {op: _registers(c, operand, form.nregs(op) // (2 if wide[op] else 1), TYPES["b64"] if wide[op] else B32,
+                           ins, op) for operand, op in zip(ins.operands, "DABC")}
+    typ = {op: TYPES["b64"] if wide[op] else B32 for op in "ABCD"}
+    writers = [c.writer(x, typ["D"], ins.line) for x in regs["D"]]
+    readers = {op: [c.reader(x, typ[op], ins.line) for x in regs[op]] for op in "ABC"}
+
+    def gather(s: State, idx: np.ndarray, op: str, w: int) -> np.ndarray:
+        vals = [r(s, idx) for r in readers[op]]
+        if wide[op]:
+            vals = [x for v in vals for x in ((v & np.uint64(0xFFFFFFFF)).astype(np.uint32),
+                                              (v >> np.uint64(32)).astype(np.uint32))]
+        return np.stack(vals, axis=-1).astype(np.uint32).reshape(w, WARP_LANES, -1)
+
+    def run(s: State, idx: np.ndarray) -> None:
+        from fragsim.sim.mma import mma
+        w = whole_warps(s, idx, ins)
+        d = mma(form, gather(s, idx, "A", w), gather(s, idx, "B", w), gather(s, idx, "C", w), arch=arch)
+        d = d.reshape(w * WARP_LANES, -1)
+        if wide["D"]:
+            d = d[:, 0::2].astype(np.uint64) | (d[:, 1::2].astype(np.uint64) << np.uint64(32))
+        for k, wr in enumerate(writers):
+            wr(s, idx, d[:, k])
+    return Op(ins, "", run, collective=True, extra={"form": form})
+
+
+# ------------------------------------------------------------------------------------- cp.async
+
+def _cp(ins: A.Instr, c: Compiler) -> Op:
+    mods = ins.mods
+    if mods[:1] != ("async",):
+        raise UnsupportedInstruction(f"{ins.text}: only cp.async is modelled (not cp.async.bulk or cp.reduce)")
+    rest = mods[1:]
+    if rest in (("commit_group",), ("wait_all",)) or (rest and rest[0] == "wait_group"):
+        return _cp_group(ins, c, rest[0])
+    levels = [m for m in rest if m in ("ca", "cg")]
+    spaces = [m for m in rest if m.startswith(("shared", "global"))]
+    others = set(rest) - set(levels) - set(spaces)
+    if len(levels) != 1 or sorted(x.split("::")[0] for x in spaces) != ["global", "shared"] or any(
+            not o.startswith(("L2::", "L1::")) for o in others):
+        raise UnsupportedInstruction(f"{ins.text}: expected cp.async.ca|cg.shared{{::cta}}.global{{.L2::...}}")
+    ops = ins.operands
+    if len(ops) not in (3, 4) or not isinstance(ops[0], A.Addr) or not isinstance(ops[1], A.Addr):
+        raise PtxLoadError(f"line {ins.line}: {ins.text} [dst], [src], cp-size{{, src-size}}")
+    if not isinstance(ops[2], A.Imm):
+        raise PtxLoadError(f"line {ins.line}: {ins.text}: cp-size must be an immediate (4, 8 or 16)")
+    size = ops[2].value
+    if size not in (4, 8, 16) or (levels[0] == "cg" and size != 16):
+        raise PtxLoadError(f"line {ins.line}: {ins.text}: cp-size {size}: .ca copies 4, 8 or 16 bytes, .cg 16")
+    dst, _ = c.address_of(ops[0], "shared", ins.line)
+    src, _ = c.address_of(ops[1], "global", ins.line)
+    src_size = c.reader(ops[3], U32, ins.line) if len(ops) == 4 else None
+    line = ins.line
+
+    def run(s: State, idx: np.ndarray) -> None:
+        d = dst(s, idx)
+        n = np.full(len(idx), size, np.int64) if src_size is None else src_size(s, idx).astype(np.int64)
+        if (n > size).any():
+            k = int(np.flatnonzero(n > size)[0])
+            raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: src-size {int(n[k])} exceeds cp-size {size}")
+        s.check_shared(d.astype(np.int64), size, idx, line)
+        data = np.zeros((len(idx), size), np.uint8)
+        a = src(s, idx)
+        full = n == size
+        if full.any():
+            data[full] = s.load("global", a[full], size, idx[full], line)
+        for nb in np.unique(n[~full & (n > 0)]):     # src-size < cp-size: read those bytes, zeros after
+            sel = n == nb
+            for j in range(int(nb)):
+                data[sel, j] = s.load("global", a[sel] + np.uint64(j), 1, idx[sel], line)[:, 0]
+        s.cp_pending.append((idx.copy(), np.full(len(idx), -1, np.int64), d.astype(np.int64), data))
+    return Op(ins, "", run)
+
+
+def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
+    keep = 0
+    if what == "wait_group":
+        if len(ins.operands) != 1 or not isinstance(ins.operands[0], A.Imm):
+            raise PtxLoadError(f"line {ins.line}: {ins.text} N: N must be an immediate")
+        keep = int(ins.operands[0].value)
+
+    def commit(s: State, idx: np.ndarray) -> None:
+        s.cp_committed[idx] += 1
+        mine = np.zeros(s.geometry.slots, bool)
+        mine[idx] = True
+        for t, g, _, _ in s.cp_pending:
+            new = mine[t] & (g < 0)
+            g[new] = s.cp_committed[t[new]]
+
+    def wait(s: State, idx: np.ndarray) -> None:
+        if what == "wait_all":
+            commit(s, idx)
+        mine = np.zeros(s.geometry.slots, bool)
+        mine[idx] = True
+        left = []
+        for t, g, d, data in s.cp_pending:
+            done = mine[t] & (g >= 0) & (g <= s.cp_committed[t] - keep)
+            if done.any():
+                cols = d[done][:, None] + np.arange(data.shape[1])
+                s.smem[s.cta[t[done]][:, None], cols] = data[done]
+            if (~done).any():
+                left.append((t[~done], g[~done], d[~done], data[~done]))
+        s.cp_pending[:] = left
+
+    return Op(ins, "", commit if what == "commit_group" else wait)
+
+
+# ---------------------------------------------------------------------------------------- wgmma
+
+def whole_warpgroups(s: State, idx: np.ndarray, ins: A.Instr) -> int:
+    """The number of warpgroups in ``idx``: 4 consecutive warps of a CTA, warp 4k first, all lanes."""
+    from fragsim.instructions.wgmma import THREADS
+    whole_warps(s, idx, ins)
+    if len(idx) % THREADS or (s.tid_linear[idx[::THREADS]] % THREADS).any():
+        raise PtxRuntimeError(f"line {ins.line}: {s.where(int(idx[0])).split(' (warp')[0]}: {ins.text} is executed "
+                              "by whole warpgroups (4 consecutive warps, the first a multiple of 4) together")
+    tg = s.tid_linear[idx].reshape(-1, THREADS)
+    if (tg != tg[:, :1] + np.arange(THREADS)).any():
+        raise PtxRuntimeError(f"line {ins.line}: {ins.text}: every warp of a warpgroup must execute it together")
+    return len(idx) // THREADS
+
+
+def _wgmma(ins: A.Instr, c: Compiler) -> Op:
+    what = ins.mods[0] if ins.mods else ""
+    if what in ("fence", "commit_group", "wait_group"):
+        # D is computed when the mma issues (a race-free kernel reads it only after the wait that
+        # covers it, and changes no operand in flight): these order nothing more here
+        return Op(ins, "", lambda s, idx: None, collective=True)
+    if what != "mma_async" or ins.mods[1:3] != ("sync", "aligned"):
+        raise UnsupportedInstruction(f"{ins.text}: modelled are wgmma.fence, commit_group, wait_group and "
+                                     "wgmma.mma_async.sync.aligned (dense)")
+    from fragsim.instructions.wgmma import THREADS, lookup_wgmma
+    name = ".".join(ins.mods[3:])
+    try:
+        form = lookup_wgmma(name)
+    except ValueError as e:
+        raise UnsupportedInstruction(f"{ins.text}: {e}") from None
+    ops = list(ins.operands)
+    d, a, b = ops[:3]
+    rest = ops[3:]
+    a_regs = isinstance(a, A.Vec)
+    want = 1 + (2 if form.scale_ab else 0) + (2 if form.trans and not a_regs else (1 if form.trans else 0))
+    if len(rest) != want:
+        raise PtxLoadError(f"line {ins.line}: {ins.text} takes d, a, b, scale-d"
+                           f"{', imm-scale-a, imm-scale-b' if form.scale_ab else ''}"
+                           f"{', imm-trans-a' if form.trans and not a_regs else ''}{', imm-trans-b' if form.trans else ''}")
+    imms = []
+    for x in rest[1:]:
+        if not isinstance(x, A.Imm) or x.kind != "int":
+            raise PtxLoadError(f"line {ins.line}: {ins.text}: imm-scale/imm-trans operands are integer immediates")
+        imms.append(int(x.value))
+    scale_a, scale_b = (imms[0], imms[1]) if form.scale_ab else (1, 1)
+    trans = imms[2:] if form.scale_ab else imms
+    trans_a = bool(trans[0]) if form.trans and not a_regs else False
+    trans_b = bool(trans[-1]) if form.trans else False
+    scale_d = c.reader(rest[0], TYPES["pred"], ins.line)
+    dregs = _registers(c, d, form.nregs("D"), B32, ins, "d")
+    writers = [c.writer(x, B32, ins.line) for x in dregs]
+    readers_c = [c.reader(x, B32, ins.line) for x in dregs]
+    readers_a = ([c.reader(x, B32, ins.line) for x in _registers(c, a, form.nregs("A"), B32, ins, "a")]
+                 if a_regs else c.reader(a, U64, ins.line))
+    read_b = c.reader(b, U64, ins.line)
+    arch = c.arch
+    line = ins.line
+
+    def run(s: State, idx: np.ndarray) -> None:
+        from fragsim.sim.wgmma import wgmma
+        g = whole_warpgroups(s, idx, ins)
+        first = idx[::THREADS]
+        cc = np.stack([r(s, idx) for r in readers_c], axis=-1).reshape(g, THREADS, -1)
+        if a_regs:
+            av = np.stack([r(s, idx) for r in readers_a], axis=-1).reshape(g, THREADS, -1)   # type: ignore[union-attr]
+        else:
+            av = readers_a(s, first)                                                          # type: ignore[operator]
+        bv = read_b(s, first)
+        sd = scale_d(s, first)
+        smem = s.smem[s.cta[first]]
+        try:
+            out = wgmma(form, av, bv, cc, smem=smem, scale_d=sd, scale_a=scale_a, scale_b=scale_b,
+                        trans_a=trans_a, trans_b=trans_b, arch=arch)
+        except ValueError as e:
+            raise PtxRuntimeError(f"line {line}: {s.where(int(first[0])).split(' (warp')[0]}: {ins.text}: {e}") from None
+        out = out.reshape(g * THREADS, -1)
+        for k, w in enumerate(writers):
+            w(s, idx, out[:, k])
+    return Op(ins, "", run, collective=True, extra={"form": form})
+
+
+BUILDERS = {"wgmma": _wgmma, "ldmatrix": _ldmatrix, "stmatrix": _stmatrix, "movmatrix": _movmatrix, "mma": _mma, "cp": _cp}

@@ -1,0 +1,293 @@
+"""The state of a simulated launch: every thread of the chosen CTAs, their registers, and the memory
+spaces, as NumPy arrays over the threads.
+
+Threads are numbered CTA by CTA, warp by warp, lane by lane: thread ``t`` is lane ``t % 32`` of warp
+``t // 32`` (counted over the launch); a CTA whose block is not a multiple of 32 threads has absent
+lanes in its last warp, which never execute.  An instruction runs for an index array of threads
+(those at its PC whose guard holds) as array operations over them.
+
+Address spaces (the PTX ISA's state spaces): ``.global`` through ``GlobalMemory`` (the kernel's
+buffers), ``.shared`` one byte array per CTA (static variables, then the dynamic ``extern`` array),
+``.local`` one byte array per thread, ``.param`` the kernel's argument bytes (and, per thread, the
+argument/return bytes of ``.func`` calls), ``.const`` the module's constant bytes.  Generic addresses
+(``cvta``) put the shared and local windows at ``SHARED_WINDOW`` and ``LOCAL_WINDOW``; every other
+generic address is global.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fragsim.facts.hardware import WARP_LANES
+
+from .memory import GlobalMemory
+from .types import PtxType
+
+#: Generic address of shared byte 0 (``cvta.shared``): a 4 GiB window below the default global buffers.
+SHARED_WINDOW = 0x7D00_0000_0000
+#: Generic address of local byte 0 (``cvta.local``), each thread seeing its own local memory there.
+LOCAL_WINDOW = 0x7E00_0000_0000
+WINDOW_BYTES = 1 << 32
+
+#: Scheduler states of a thread.
+RUNNING, WAITING, EXITED, ABSENT = 0, 1, 2, 3
+
+
+class PtxRuntimeError(ValueError):
+    """A kernel did something the hardware would fault on or PTX leaves undefined; the message names
+    the PTX line, the CTA, the thread and the address or value involved."""
+
+
+@dataclass
+class Geometry:
+    """Launch geometry: ``grid``/``block`` as (x, y, z); ``ctas`` the (x, y, z) of each simulated CTA."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    ctas: list[tuple[int, int, int]]
+
+    @property
+    def threads_per_cta(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def warps_per_cta(self) -> int:
+        return -(-self.threads_per_cta // WARP_LANES)
+
+    @property
+    def slots(self) -> int:
+        """Thread slots: whole warps of every simulated CTA."""
+        return len(self.ctas) * self.warps_per_cta * WARP_LANES
+
+
+@dataclass
+class State:
+    """Everything a running kernel reads and writes."""
+
+    geometry: Geometry
+    gmem: GlobalMemory
+    smem: np.ndarray                 # uint8 (ctas, bytes)
+    lmem: np.ndarray                 # uint8 (threads, bytes)
+    params: np.ndarray               # uint8: the kernel's .param bytes
+    cmem: np.ndarray                 # uint8: the module's .const bytes
+    pmem: np.ndarray                 # uint8 (threads, bytes): .func parameters and call arguments
+    global_vars: dict[str, int] = field(default_factory=dict)     # module .global variable -> address
+    program: Any = None              # the Program running (ret finds its call's result copies there)
+    regs: dict[str, np.ndarray] = field(default_factory=dict)
+    reg_types: dict[str, PtxType] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        g = self.geometry
+        n = g.slots
+        t = np.arange(n)
+        self.cta = t // (g.warps_per_cta * WARP_LANES)          # index into geometry.ctas
+        self.tid_linear = t % (g.warps_per_cta * WARP_LANES)    # thread index within its CTA
+        self.lane = t % WARP_LANES
+        self.warp = t // WARP_LANES                              # warp over the whole launch
+        self.present = self.tid_linear < g.threads_per_cta
+        bx, by, _ = g.block
+        self.tid = np.stack([self.tid_linear % bx, self.tid_linear // bx % by, self.tid_linear // (bx * by)])
+        self.ctaid = np.array(g.ctas, np.int64).reshape(-1, 3).T[:, self.cta] if g.ctas else np.zeros((3, 0))
+        self.pc = np.zeros(n, np.int64)
+        self.status = np.where(self.present, RUNNING, ABSENT).astype(np.int8)
+        self.barrier = np.full(n, -1, np.int16)                 # barrier a waiting thread waits on
+        self.cc = np.zeros(n, bool)                             # the carry flag of add.cc and friends
+        self.barrier_count: dict[tuple[int, int], int] = {}     # (CTA, barrier) -> its thread count b
+        self.cp_pending: list = []                               # cp.async copies not yet landed
+        self.cp_committed = np.zeros(n, np.int64)                # cp.async groups each thread committed
+        self.stack = np.zeros((n, 0), np.int64)                  # return PCs of .func calls
+        self.depth = np.zeros(n, np.int64)
+
+    # ---- registers ----------------------------------------------------------------------------
+
+    def declare(self, name: str, t: PtxType) -> None:
+        """A register of every thread, zero until written (PTX leaves it undefined; zero is repeatable)."""
+        self.regs[name] = np.zeros(self.geometry.slots, t.dtype)
+        self.reg_types[name] = t
+
+    def read_reg(self, name: str, idx: np.ndarray, t: PtxType) -> np.ndarray:
+        """Register ``name`` of threads ``idx`` in type ``t``: the low bits when the register is wider
+        (ld/st/cvt may name a wider register), zero-extended when narrower."""
+        v = self.regs[name][idx]
+        if t.kind == "pred":
+            return v.astype(bool) if v.dtype != bool else v
+        if v.dtype == bool:
+            return v.astype(t.dtype)
+        return v if v.dtype == t.dtype else v.astype(t.dtype)
+
+    def write_reg(self, name: str, idx: np.ndarray, value: np.ndarray, t: PtxType) -> None:
+        """Write ``value`` (bits of type ``t``) into register ``name`` of threads ``idx``; into a wider
+        register a signed type sign-extends, every other type zero-extends (ld.s8 %r1 does)."""
+        reg = self.regs[name]
+        if reg.dtype == bool:
+            reg[idx] = value.astype(bool)
+            return
+        if value.dtype == bool:
+            value = value.astype(np.uint8)
+        if t.kind == "s" and reg.dtype.itemsize > value.dtype.itemsize:
+            narrow, wide = np.dtype(f"int{8 * value.dtype.itemsize}"), np.dtype(f"int{8 * reg.dtype.itemsize}")
+            value = value.view(narrow).astype(wide).view(reg.dtype)
+        reg[idx] = value.astype(reg.dtype, copy=False)
+
+    # ---- special registers ---------------------------------------------------------------------
+
+    def special(self, name: str, component: str | None, idx: np.ndarray) -> np.ndarray:
+        """The value of a special register for threads ``idx`` (as uint64, the machine narrows it)."""
+        g = self.geometry
+        axis = {"x": 0, "y": 1, "z": 2}.get(component or "", None)
+        if name == "tid" and axis is not None:
+            return self.tid[axis][idx].astype(np.uint64)
+        if name == "ntid" and axis is not None:
+            return np.full(len(idx), g.block[axis], np.uint64)
+        if name == "ctaid" and axis is not None:
+            return self.ctaid[axis][idx].astype(np.uint64)
+        if name == "nctaid" and axis is not None:
+            return np.full(len(idx), g.grid[axis], np.uint64)
+        if name == "laneid":
+            return self.lane[idx].astype(np.uint64)
+        if name == "warpid":         # the warp's index in its CTA (the hardware's may differ: documented)
+            return (self.tid_linear[idx] // WARP_LANES).astype(np.uint64)
+        if name == "nwarpid":
+            return np.full(len(idx), g.warps_per_cta, np.uint64)
+        if name in ("smid", "nsmid", "gridid"):     # a documented constant: every CTA runs on "SM 0"
+            return np.zeros(len(idx), np.uint64)
+        if name in ("lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt"):
+            lane = self.lane[idx].astype(np.uint64)
+            one = np.uint64(1)
+            eq = one << lane
+            return {"lanemask_eq": eq, "lanemask_lt": eq - one, "lanemask_le": (eq << one) - one,
+                    "lanemask_ge": ~(eq - one) & np.uint64(0xFFFFFFFF),
+                    "lanemask_gt": ~((eq << one) - one) & np.uint64(0xFFFFFFFF)}[name]
+        raise PtxRuntimeError(f"special register %{name}{'.' + component if component else ''} is not modelled")
+
+    # ---- addresses -------------------------------------------------------------------------------
+
+    def shared_rows(self, idx: np.ndarray) -> np.ndarray:
+        return self.cta[idx]
+
+    def where(self, t: int) -> str:
+        """Thread ``t`` as a user reads it: CTA (x,y,z), thread (x,y,z), warp and lane."""
+        c = self.geometry.ctas[int(self.cta[t])]
+        return (f"CTA ({c[0]},{c[1]},{c[2]}) thread ({int(self.tid[0][t])},{int(self.tid[1][t])},"
+                f"{int(self.tid[2][t])}) (warp {int(self.tid_linear[t]) // WARP_LANES}, lane {int(self.lane[t])})")
+
+    # ---- memory ----------------------------------------------------------------------------------
+
+    def _fail(self, idx: np.ndarray, bad: np.ndarray, line: int, message) -> None:
+        k = int(np.flatnonzero(bad)[0])
+        raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
+
+    def resolve_generic(self, addrs: np.ndarray) -> np.ndarray:
+        """The state space of each generic address: 0 global, 1 shared, 2 local."""
+        a = addrs.astype(np.uint64)
+        shared = (a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_BYTES))
+        local = (a >= np.uint64(LOCAL_WINDOW)) & (a < np.uint64(LOCAL_WINDOW + WINDOW_BYTES))
+        return np.where(shared, 1, np.where(local, 2, 0))
+
+    def load(self, space: str | None, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> np.ndarray:
+        """``width`` bytes at each thread's address in ``space`` (None: generic) -> uint8 (n, width)."""
+        if space is None:
+            kinds = self.resolve_generic(addrs)
+            out = np.empty((len(idx), width), np.uint8)
+            for k, sp, base in ((0, "global", 0), (1, "shared", SHARED_WINDOW), (2, "local", LOCAL_WINDOW)):
+                sel = kinds == k
+                if sel.any():
+                    out[sel] = self.load(sp, addrs[sel] - np.uint64(base), width, idx[sel], line)
+            return out
+        self._check_alignment(addrs, width, idx, line, space)
+        if space == "global":
+            which, _ = self.gmem.locate(addrs, width)
+            if (which < 0).any():
+                self._fail(idx, which < 0, line, lambda i: f"global load of {width} bytes at {int(addrs[i]):#x} is "
+                           "outside every buffer of the launch")
+            return self.gmem.load(addrs, width)
+        if space == "param" and self.pmem.shape[1]:
+            split = addrs.astype(np.uint64) >= np.uint64(self.params.size)
+            if split.any():          # a .func parameter or call argument: this thread's own bytes
+                out = np.empty((len(idx), width), np.uint8)
+                if (~split).any():
+                    out[~split] = self.load("param", addrs[~split], width, idx[~split], line)
+                off = addrs[split].astype(np.int64) - self.params.size
+                out[split] = self.pmem[idx[split][:, None], off[:, None] + np.arange(width)]
+                return out
+        mem, rows = self._space(space, idx)
+        off = addrs.astype(np.int64)
+        bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
+        if bad.any():
+            self._fail(idx, bad, line, lambda i: f"{space} load of {width} bytes at {int(addrs[i]):#x} is outside "
+                       f"the {mem.shape[-1]} bytes of {space} memory")
+        cols = off[:, None] + np.arange(width)
+        return mem[rows[:, None], cols] if rows is not None else mem[cols]
+
+    def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
+        """Write ``data`` (uint8 (n, width)) at each thread's address; threads in order, the last wins."""
+        width = data.shape[1]
+        if space is None:
+            kinds = self.resolve_generic(addrs)
+            for k, sp, base in ((0, "global", 0), (1, "shared", SHARED_WINDOW), (2, "local", LOCAL_WINDOW)):
+                sel = kinds == k
+                if sel.any():
+                    self.store(sp, addrs[sel] - np.uint64(base), data[sel], idx[sel], line)
+            return
+        self._check_alignment(addrs, width, idx, line, space)
+        if space == "global":
+            which, _ = self.gmem.locate(addrs, width)
+            if (which < 0).any():
+                self._fail(idx, which < 0, line, lambda i: f"global store of {width} bytes at {int(addrs[i]):#x} is "
+                           "outside every buffer of the launch")
+            self.gmem.store(addrs, data)
+            return
+        if space == "const":
+            raise PtxRuntimeError(f"line {line}: .const memory is read-only")
+        if space == "param":
+            off = addrs.astype(np.int64) - self.params.size
+            bad = (off < 0) | (off + width > self.pmem.shape[1])
+            if bad.any():
+                self._fail(idx, bad, line, lambda i: f"param store at {int(addrs[i]):#x}: a kernel's own "
+                           "parameters are read-only; only call arguments are written")
+            self.pmem[idx[:, None], off[:, None] + np.arange(width)] = data
+            return
+        mem, rows = self._space(space, idx)
+        off = addrs.astype(np.int64)
+        bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
+        if bad.any():
+            self._fail(idx, bad, line, lambda i: f"{space} store of {width} bytes at {int(addrs[i]):#x} is outside "
+                       f"the {mem.shape[-1]} bytes of {space} memory")
+        cols = off[:, None] + np.arange(width)
+        if rows is None:
+            mem[cols] = data
+        else:
+            mem[rows[:, None], cols] = data
+
+    def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The byte array of a non-global space, and the row of each thread in it (None: one array)."""
+        if space == "shared":
+            return self.smem, self.cta[idx]
+        if space == "local":
+            return self.lmem, idx
+        if space == "const":
+            return self.cmem, None
+        if space == "param":
+            return self.params, None
+        raise PtxRuntimeError(f"state space .{space} is not modelled")
+
+    def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, space: str) -> None:
+        """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults)."""
+        if width > 1:
+            bad = (addrs.astype(np.uint64) % np.uint64(width)) != 0
+            if bad.any():
+                self._fail(idx, bad, line, lambda i: f"{space} access of {width} bytes at {int(addrs[i]):#x} is "
+                           f"not {width}-byte aligned")
+
+    def check_shared(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> None:
+        """Shared addresses (any shape, with ``idx`` alike) of ``width``-byte accesses: aligned and inside
+        the CTA's shared memory."""
+        a, t = addrs.reshape(-1), idx.reshape(-1)
+        bad = (a < 0) | (a + width > self.smem.shape[1])
+        if bad.any():
+            self._fail(t, bad, line, lambda i: f"shared access of {width} bytes at {int(a[i]):#x} is outside the "
+                       f"{self.smem.shape[1]} bytes of the CTA's shared memory")
+        self._check_alignment(a.astype(np.uint64), width, t, line, "shared")
