@@ -1,0 +1,189 @@
+"""fragsim.run_kernel: the execution model (SIMT lockstep with divergence, barriers, memory spaces, calls)
+and whole kernels compiled by nvcc 13 that must give fragsim's own bit-exact tensor-core results."""
+
+import numpy as np
+import pytest
+
+import fragsim
+from fragsim.ptx.memory import MALLOC_ALIGN, Buffer
+from fragsim.ptx.program import PtxLoadError
+from fragsim.ptx.run import run_kernel
+from fragsim.ptx.state import PtxRuntimeError
+
+HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
+CORPUS = "tests/data/ptx/"
+
+
+def kernel(params: str, body: str, regs: str = ".reg .pred %p<4>;\n.reg .b32 %r<16>;\n.reg .b64 %rd<16>;") -> str:
+    return f"{HEAD}.visible .entry k({params})\n{{\n{regs}\n{body}\n}}\n"
+
+
+#: out[tid] as a 64-bit address: %rd3 = out + 4 * tid.x
+OUT_ADDR = """
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+"""
+
+
+def test_a_loop_whose_trip_count_differs_per_thread_runs_each_thread_its_own_count():
+    """Thread t adds 1 t times: the warp diverges at the loop test and reconverges after it."""
+    ptx = kernel(".param .u64 out", OUT_ADDR + """
+    mov.u32 %r2, 0;
+$L_loop:
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra $L_done;
+    add.u32 %r2, %r2, 1;
+    bra.uni $L_loop;
+$L_done:
+    st.global.u32 [%rd3], %r2;
+    ret;""")
+    out = np.zeros(40, np.uint32)
+    run_kernel(ptx, "k", block=40, args=[out])
+    assert out.tolist() == list(range(40))
+
+
+def test_divergent_branches_write_each_side_and_reconverge_for_what_follows():
+    ptx = kernel(".param .u64 out", OUT_ADDR + """
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra $L_even;
+    mov.u32 %r3, 100;
+    bra.uni $L_join;
+$L_even:
+    mov.u32 %r3, 200;
+$L_join:
+    add.u32 %r3, %r3, %r1;
+    st.global.u32 [%rd3], %r3;
+    ret;""")
+    out = np.zeros(32, np.uint32)
+    run_kernel(ptx, "k", block=32, args=[out])
+    assert out.tolist() == [(200 if t % 2 == 0 else 100) + t for t in range(32)]
+
+
+def test_bar_sync_makes_every_warps_shared_stores_visible_to_every_warp():
+    """64 threads: t stores t at smem[t]; after bar.sync, t reads smem[63 - t] (written by the other warp)."""
+    ptx = kernel(".param .u64 out", ".shared .align 4 .b8 buf[256];\n" + OUT_ADDR + """
+    mov.u32 %r4, buf;
+    shl.b32 %r5, %r1, 2;
+    add.u32 %r6, %r4, %r5;
+    st.shared.u32 [%r6], %r1;
+    bar.sync 0;
+    sub.u32 %r7, 63, %r1;
+    shl.b32 %r8, %r7, 2;
+    add.u32 %r9, %r4, %r8;
+    ld.shared.u32 %r10, [%r9];
+    st.global.u32 [%rd3], %r10;
+    ret;""")
+    out = np.zeros(64, np.uint32)
+    run_kernel(ptx, "k", block=64, args=[out])
+    assert out.tolist() == [63 - t for t in range(64)]
+
+
+def test_a_barrier_only_part_of_the_cta_reaches_is_reported_as_a_deadlock_not_a_hang():
+    ptx = kernel(".param .u64 out", OUT_ADDR + """
+    setp.ge.u32 %p1, %r1, 32;
+    @%p1 bra $L_spin;
+    bar.sync 0;
+    ret;
+$L_spin:
+    bar.sync 1;
+    ret;""")
+    with pytest.raises(PtxRuntimeError, match="deadlock: line .*: 32 thread\\(s\\) wait at barrier"):
+        run_kernel(ptx, "k", block=64, args=[np.zeros(64, np.uint32)])
+
+
+def test_threads_that_exited_count_as_arrived_at_a_barrier():
+    ptx = kernel(".param .u64 out", OUT_ADDR + """
+    setp.ge.u32 %p1, %r1, 32;
+    @%p1 ret;
+    bar.sync 0;
+    st.global.u32 [%rd3], %r1;
+    ret;""")
+    out = np.zeros(64, np.uint32)
+    run_kernel(ptx, "k", block=64, args=[out])
+    assert out[:32].tolist() == list(range(32)) and not out[32:].any()
+
+
+def test_an_endless_loop_stops_at_the_step_limit_with_its_line():
+    ptx = kernel(".param .u64 out", "$L_top:\n    bra.uni $L_top;\n    ret;")
+    with pytest.raises(PtxRuntimeError, match=r"stopped after 1000 steps \(max_steps\): at line 10"):
+        run_kernel(ptx, "k", block=32, args=[np.zeros(1, np.uint32)], max_steps=1000)
+
+
+def test_a_store_outside_every_buffer_names_the_line_the_thread_and_the_address():
+    ptx = kernel(".param .u64 out", OUT_ADDR + "    st.global.u32 [%rd3], %r1;\n    ret;")
+    with pytest.raises(PtxRuntimeError, match=r"line 15: CTA \(0,0,0\) thread \(8,0,0\) \(warp 0, lane 8\): global "
+                                              r"store of 4 bytes at 0x[0-9a-f]+ is outside every buffer"):
+        run_kernel(ptx, "k", block=32, args=[np.zeros(8, np.uint32)])
+
+
+def test_a_misaligned_access_is_refused_as_the_hardware_faults():
+    ptx = kernel(".param .u64 out", OUT_ADDR + "    st.global.u32 [%rd3+2], %r1;\n    ret;")
+    with pytest.raises(PtxRuntimeError, match="is not 4-byte aligned"):
+        run_kernel(ptx, "k", block=1, args=[np.zeros(8, np.uint32)])
+
+
+def test_an_instruction_fragsim_does_not_run_is_refused_before_running_naming_its_line():
+    ptx = kernel(".param .u64 out", "    tex.1d.v4.s32.s32 {%r1, %r2, %r3, %r4}, [tex, {%r5}];\n    ret;")
+    with pytest.raises(PtxLoadError, match="line 9: tex.1d.v4.s32.s32: textures and surfaces are not modelled"):
+        run_kernel(ptx, "k", args=[np.zeros(1, np.uint32)])
+
+
+def test_a_pinned_buffer_is_passed_at_its_address():
+    ptx = kernel(".param .u64 out", """
+    ld.param.u64 %rd1, [out];
+    st.global.u64 [%rd1], %rd1;
+    ret;""")
+    out = np.zeros(2, np.uint64)
+    run_kernel(ptx, "k", args=[Buffer(out, address=0x7F12_3456_7800)])
+    assert int(out[0]) == 0x7F12_3456_7800
+
+
+def test_default_placement_is_aligned_as_cudamalloc_aligns():
+    ptx = kernel(".param .u64 a, .param .u64 b", """
+    ld.param.u64 %rd1, [a];
+    ld.param.u64 %rd2, [b];
+    st.global.u64 [%rd1], %rd2;
+    ret;""")
+    a, b = np.zeros(3, np.uint64), np.zeros(5, np.uint8)
+    run_kernel(ptx, "k", args=[a, b])
+    assert int(a[0]) % MALLOC_ALIGN == 0
+
+
+def test_the_argument_count_must_match_the_entry():
+    ptx = kernel(".param .u64 out", "    ret;")
+    with pytest.raises(ValueError, match=r"k takes 1 parameter\(s\) \(.u64 out\), got 2 args"):
+        run_kernel(ptx, "k", args=[np.zeros(1), 3])
+
+
+def test_mma_1warp_gives_the_bits_of_fragsim_gemm():
+    """nvcc 13 -O3: one warp stages A and B^T through shared memory, ldmatrix.x4/.x2, mma.m16n8k16 bf16."""
+    rng = np.random.default_rng(0)
+    K = 64
+    A = fragsim.to_bits(rng.standard_normal((16, K)), "bf16")
+    Bt = fragsim.to_bits(rng.standard_normal((8, K)), "bf16")
+    D = np.zeros((16, 8), np.float32)
+    run_kernel(CORPUS + "mma_1warp.sm90a.ptx", block=32, args=[A, Bt, D, K])
+    assert np.array_equal(D.view(np.uint32), fragsim.gemm("m16n8k16.row.col.f32.bf16.bf16.f32", A, Bt.T.copy()))
+
+
+@pytest.mark.parametrize("ctas", [None, [(1, 1)]])
+def test_hgemm_with_cp_async_zero_fill_gives_the_bits_of_fragsim_gemm(ctas):
+    """4 warps per 64x64 tile, cp.async.cg with src-size 0 past M (zero fill), Swizzle<3,3,3>-style XOR,
+    ldmatrix, mma.m16n8k16 f16; a 96-row M leaves the second tile row half empty.  With ``ctas`` only
+    that CTA's tile is written."""
+    rng = np.random.default_rng(1)
+    M, N, K = 96, 128, 128
+    A = fragsim.to_bits(rng.standard_normal((M, K)), "f16")
+    Bt = fragsim.to_bits(rng.standard_normal((N, K)), "f16")
+    D = np.zeros((M, N), np.float32)
+    run_kernel(CORPUS + "hgemm_cpasync.sm90a.ptx", grid=(2, 2), block=128, dynamic_smem=16384,
+               args=[A, Bt, D, M, N, K], ctas=ctas)
+    want = fragsim.gemm("m16n8k16.row.col.f32.f16.f16.f32", A, Bt.T.copy())
+    if ctas is None:
+        assert np.array_equal(D.view(np.uint32), want)
+    else:
+        assert np.array_equal(D[64:, 64:].view(np.uint32), want[64:, 64:]) and not D[:64].any()
