@@ -28,6 +28,8 @@ from ..types import TYPES
 from . import UnsupportedInstruction
 
 B32, U32, U64 = TYPES["b32"], TYPES["u32"], TYPES["u64"]
+#: Warps of one mma.sync step from which the arithmetic runs on numba's thread pool.
+PARALLEL_WARPS = 256
 
 
 def whole_warps(s: State, idx: np.ndarray, ins: A.Instr) -> int:
@@ -163,7 +165,9 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         from fragsim.sim.mma import mma
         w = whole_warps(s, idx, ins)
-        d = mma(form, gather(s, idx, "A", w), gather(s, idx, "B", w), gather(s, idx, "C", w), arch=arch)
+        # a few warps per step: numba's thread pool costs more than it saves below a few hundred warps
+        d = mma(form, gather(s, idx, "A", w), gather(s, idx, "B", w), gather(s, idx, "C", w), arch=arch,
+                parallel=w >= PARALLEL_WARPS)
         d = d.reshape(w * WARP_LANES, -1)
         if wide["D"]:
             d = d[:, 0::2].astype(np.uint64) | (d[:, 1::2].astype(np.uint64) << np.uint64(32))
