@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fragsim  # noqa: E402
 
 FORMS = ["m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k8.row.col.f32.tf32.tf32.f32",
-         "m16n8k32.row.col.s32.s8.s8.s32", "m16n8k32.row.col.f32.e4m3.e4m3.f32", "m64n64k16.f32.bf16.bf16"]
+         "m16n8k32.row.col.s32.s8.s8.s32", "m16n8k32.row.col.f32.e4m3.e4m3.f32", "m16n8k64.row.col.s32.s4.s4.s32",
+         "m16n8k256.row.col.s32.b1.b1.s32.and.popc", "m64n64k16.f32.bf16.bf16"]
 SAMPLE_S = 1e-3
 
 
@@ -102,7 +103,7 @@ def main(argv=None):
             if not args.json:
                 cells = "  ".join(f"{k} {row[k]:7.3f}" if k in row else f"{k} {'-':>7s}"
                                   for k in ("pack A", "pack B", "pack C", "mma", "unpack D", "pack+unpack"))
-                print(f"{form:36s} batch {batch:5d}  us/warp: {cells}", flush=True)
+                print(f"{form:40s} batch {batch:5d}  us/warp: {cells}", flush=True)
     if args.json:
         print(json.dumps({"machine": platform.processor() or platform.machine(), "numpy": np.__version__,
                           "numba": numba.__version__, "rows": rows}, indent=1))

@@ -1,4 +1,5 @@
-"""pack/unpack: matrix bits <-> per-lane registers, exact inverses."""
+"""pack/unpack of the mma.sync forms: matrix bits <-> per-lane registers, exact inverses (wgmma forms and the one
+path both share: test_registers_one_path.py)."""
 
 import numpy as np
 import pytest
