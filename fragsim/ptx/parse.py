@@ -15,8 +15,10 @@ nesting depth is bounded (``MAX_DEPTH``) and a ``%r<N>`` range at most ``MAX_RAN
 
 from __future__ import annotations
 
+import gc
 import re
 import struct
+from bisect import bisect_right
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,9 +91,7 @@ class PtxSyntaxError(ValueError):
 # ------------------------------------------------------------------------------------- tokenizer
 
 _TOKEN = re.compile(r"""
-  (?P<ws>[ \t\r\f\v\n]+)
-| (?P<lc>//[^\n]*)
-| (?P<bc>/\*)
+  (?P<skip>(?:[ \t\r\f\v\n]+|//[^\n]*|/\*.*?\*/)+)
 | (?P<str>"(?:[^"\\\n]|\\.)*")
 | (?P<flt>(?:0[fF][0-9A-Fa-f]{8}|0[dD][0-9A-Fa-f]{16}
           |[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)(?![0-9A-Za-z_$.]))
@@ -100,60 +100,80 @@ _TOKEN = re.compile(r"""
            (?:\.[A-Za-z0-9_$]+(?:::[A-Za-z0-9_$]+)*)*)
 | (?P<dir>\.[A-Za-z_][A-Za-z0-9_$]*(?:::[A-Za-z0-9_$]+)*)
 | (?P<punct>[{}()\[\],;:@!|+\-<>=_])
-""", re.X)
+| (?P<bad>.)
+""", re.X | re.S)
 
 EOF = "eof"
+#: Tokens read ahead at a time (the lexer holds one chunk, never the whole text's tokens).
+_CHUNK = 4096
 
 
 class _Lexer:
-    """Tokens ``(kind, text, line, column)`` one at a time, with lookahead; comments and white
-    space are dropped."""
+    """Tokens ``(kind, text, offset)`` one at a time, with lookahead; comments and white space are
+    dropped.  Lines and columns are computed from the offset only where needed (``where``)."""
 
     def __init__(self, text: str):
         self.text = text
-        self.pos = 0
-        self.line = 1
-        self.line_start = 0
-        self.buf: list[tuple[str, str, int, int]] = []
+        self.matches = _TOKEN.finditer(text)
+        self.toks: list[tuple[str, str, int]] = []
+        self.i = 0
+        self.newlines: list[int] | None = None
 
-    def _scan(self) -> tuple[str, str, int, int]:
-        text = self.text
-        while True:
-            if self.pos >= len(text):
-                return (EOF, "", self.line, self.pos - self.line_start + 1)
-            m = _TOKEN.match(text, self.pos)
-            col = self.pos - self.line_start + 1
-            if m is None:
-                raise PtxSyntaxError(
-                    f"line {self.line}, column {col}: unexpected character {text[self.pos]!r}")
-            kind = m.lastgroup or ""
-            start, end = m.span()
-            if kind == "bc":
-                close = text.find("*/", end)
-                if close < 0:
-                    raise PtxSyntaxError(f"line {self.line}, column {col}: '/*' comment never closed")
-                end = close + 2
-            if kind in ("ws", "bc"):
-                nl = text.count("\n", start, end)
-                if nl:
-                    self.line += nl
-                    self.line_start = text.rfind("\n", start, end) + 1
-                self.pos = end
-                continue
-            self.pos = end
-            if kind == "lc":
-                continue
-            return (kind, m.group(kind), self.line, col)
+    def where(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a text offset."""
+        if self.newlines is None:
+            self.newlines = [m.start() for m in re.finditer("\n", self.text)]
+        line = bisect_right(self.newlines, offset - 1)
+        start = self.newlines[line - 1] + 1 if line else 0
+        return line + 1, offset - start + 1
 
-    def peek(self, k: int = 0) -> tuple[str, str, int, int]:
-        while len(self.buf) <= k:
-            self.buf.append(self._scan())
-        return self.buf[k]
+    def _fill(self, need: int):
+        del self.toks[:self.i]
+        need -= self.i
+        self.i = 0
+        toks = self.toks
+        while len(toks) <= need:
+            for m in self.matches:
+                kind = m.lastgroup
+                if kind == "skip":
+                    continue
+                if kind == "bad":
+                    line, col = self.where(m.start())
+                    if m.group().startswith("/") and self.text.startswith("/*", m.start()):
+                        raise PtxSyntaxError(f"line {line}, column {col}: '/*' comment never closed")
+                    raise PtxSyntaxError(
+                        f"line {line}, column {col}: unexpected character {m.group()!r}")
+                toks.append((kind, m.group(), m.start()))  # type: ignore[arg-type]
+                if len(toks) > need + _CHUNK:
+                    break
+            else:
+                toks.append((EOF, "", len(self.text)))
+                while len(toks) <= need:
+                    toks.append(toks[-1])
 
-    def next(self) -> tuple[str, str, int, int]:
-        tok = self.peek()
-        self.buf.pop(0)
-        return tok
+    def peek(self, k: int = 0) -> tuple[str, str, int]:
+        j = self.i + k
+        if j >= len(self.toks):
+            self._fill(j)
+            j = k
+        return self.toks[j]
+
+    def next(self) -> tuple[str, str, int]:
+        i = self.i
+        if i >= len(self.toks):
+            self._fill(i)
+            i = 0
+        self.i = i + 1
+        return self.toks[i]
+
+    def is_(self, ch: str) -> bool:
+        """Whether the next token is the punctuation ``ch`` (no other token's text is one of
+        those characters)."""
+        j = self.i
+        if j >= len(self.toks):
+            self._fill(j)
+            j = 0
+        return self.toks[j][1] == ch
 
 
 def _found(tok) -> str:
@@ -234,6 +254,7 @@ class _Body:
         self.vars: list[VarDecl] = []
         self.tables: dict[str, tuple] = {}
         self.label_uses: list[tuple[int, _Scope]] = []
+        self.operands: dict[str, Reg | Symbol] = {}   # one shared node per name, in one scope
         self.loc: SourceLoc | None = None
         for p in params:
             self.scope.names[p.name] = (p.name, p.space == "reg")
@@ -258,7 +279,8 @@ class _Parser:
 
     # -- helpers
     def fail(self, tok, message: str):
-        raise PtxSyntaxError(f"line {tok[2]}, column {tok[3]}: {message}")
+        line, col = self.lx.where(tok[2])
+        raise PtxSyntaxError(f"line {line}, column {col}: {message}")
 
     def expected(self, what: str, tok=None):
         tok = self.lx.peek() if tok is None else tok
@@ -276,7 +298,7 @@ class _Parser:
 
     def integer(self, what: str) -> int:
         neg = False
-        if self.at("punct", "-"):
+        if self.lx.is_("-"):
             self.lx.next()
             neg = True
         tok = self.lx.peek()
@@ -330,7 +352,7 @@ class _Parser:
             elif d == "target":
                 lx.next()
                 names = [self.name("a target name (sm_90a, ...) after .target")[0]]
-                while self.at("punct", ","):
+                while self.lx.is_(","):
                     lx.next()
                     names.append(self.name("a target name after ','")[0])
                 target = tuple(names)
@@ -346,7 +368,7 @@ class _Parser:
                 if s[0] != "str":
                     self.expected("a quoted path after '.file N'", s)
                 files[index] = s[1][1:-1]
-                while self.at("punct", ","):   # optional timestamp and size
+                while self.lx.is_(","):   # optional timestamp and size
                     lx.next()
                     self.integer("a number after ',' in .file")
             elif d == "section":
@@ -407,7 +429,7 @@ class _Parser:
         s = self.lx.next()
         if s[0] != "str":
             self.expected("a quoted string after .pragma", s)
-        while self.at("punct", ","):
+        while self.lx.is_(","):
             self.lx.next()
             if self.lx.next()[0] != "str":
                 self.expected("a quoted string after ',' in .pragma")
@@ -420,12 +442,12 @@ class _Parser:
         line = self.integer("a line number after '.loc file'")
         col = self.integer("a column after '.loc file line'")
         inlined = None
-        while self.at("punct", ","):
+        while self.lx.is_(","):
             self.lx.next()
             attr, tok = self.name("'function_name' or 'inlined_at' after ',' in .loc")
             if attr == "function_name":
                 self.name("a label after function_name")
-                if self.at("punct", "+"):
+                if self.lx.is_("+"):
                     self.lx.next()
                     self.integer("an offset after '+'")
             elif attr == "inlined_at":
@@ -442,11 +464,11 @@ class _Parser:
         head = lx.next()
         kind = head[1][1:]
         returns: tuple[Param, ...] = ()
-        if kind == "func" and self.at("punct", "("):
+        if kind == "func" and self.lx.is_("("):
             returns = self.param_list("the return parameters")
         name, _ = self.name(f"the {kind}'s name")
         params: tuple[Param, ...] = ()
-        if self.at("punct", "("):
+        if self.lx.is_("("):
             params = self.param_list(f"the parameters of {name!r}")
         directives: dict[str, tuple] = {}
         noreturn = False
@@ -469,7 +491,7 @@ class _Parser:
             values = []
             if self.at("int"):
                 values.append(self.integer("a number"))
-                while self.at("punct", ","):
+                while self.lx.is_(","):
                     lx.next()
                     values.append(self.integer(f"a number after ',' in .{d}"))
             if d == "noreturn":
@@ -477,12 +499,12 @@ class _Parser:
             else:
                 directives[d] = tuple(values)
         common = dict(name=name, kind=kind, params=params, returns=returns, directives=directives,
-                      line=head[2], visible=linkage == "visible", weak=linkage == "weak",
+                      line=self.lx.where(head[2])[0], visible=linkage == "visible", weak=linkage == "weak",
                       extern=linkage == "extern", noreturn=noreturn)
-        if self.at("punct", ";"):
+        if self.lx.is_(";"):
             lx.next()
             return Function(body=(), regs=(), vars=(), defined=False, **common)  # type: ignore[arg-type]
-        if not self.at("punct", "{"):
+        if not self.lx.is_("{"):
             self.expected(f"'{{' or ';' after {name!r}'s parameters")
         lx.next()
         body = self.body(_Body(returns + params), name)
@@ -491,7 +513,7 @@ class _Parser:
     def param_list(self, what: str) -> tuple[Param, ...]:
         self.punct("(", f"opening {what}")
         out: list[Param] = []
-        if self.at("punct", ")"):
+        if self.lx.is_(")"):
             self.lx.next()
             return ()
         while True:
@@ -525,7 +547,7 @@ class _Parser:
             self.expected("a parameter's type (.u64, .b32, ...)")
         name, _ = self.name("a parameter name")
         count = None
-        if self.at("punct", "["):
+        if self.lx.is_("["):
             lx.next()
             count = self.integer("an array size")
             self.punct("]", "after the array size")
@@ -535,6 +557,7 @@ class _Parser:
     def var_decl(self, linkage: str, body: _Body | None) -> list[VarDecl]:
         lx = self.lx
         head = lx.next()
+        line = self.lx.where(head[2])[0]
         space = head[1][1:]
         align = None
         vector = 1
@@ -571,9 +594,9 @@ class _Parser:
         while True:
             name, ntok = self.name(f"a variable name in the .{space} declaration")
             dims: list[int | None] = []
-            while self.at("punct", "["):
+            while self.lx.is_("["):
                 lx.next()
-                if self.at("punct", "]"):
+                if self.lx.is_("]"):
                     dims.append(None)
                 else:
                     n = self.integer("an array size or ']'")
@@ -582,7 +605,7 @@ class _Parser:
                     dims.append(n)
                 self.punct("]", "after the array size")
             init = None
-            if self.at("punct", "="):
+            if self.lx.is_("="):
                 lx.next()
                 items: list = []
                 self.initializer(items, 0)
@@ -590,14 +613,14 @@ class _Parser:
             count: int | None = None
             if dims and None not in dims:
                 count = 1
-                for n in dims:
-                    count *= n or 0
+                for extent in dims:
+                    count *= extent or 0
             if body is not None:
                 name = self.declare(body, name, False, ntok)
-            out.append(VarDecl(space, type_, name, count, align, init, head[2],  # type: ignore[arg-type]
+            out.append(VarDecl(space, type_, name, count, align, init, line,  # type: ignore[arg-type]
                                extern=linkage == "extern", dims=tuple(dims), vector=vector,
                                linkage=linkage))
-            if not self.at("punct", ","):
+            if not self.lx.is_(","):
                 break
             lx.next()
         self.punct(";", f"after the .{space} declaration")
@@ -605,11 +628,11 @@ class _Parser:
 
     def initializer(self, items: list, depth: int):
         lx = self.lx
-        if self.at("punct", "{"):
+        if self.lx.is_("{"):
             if depth >= MAX_DEPTH:
                 self.fail(lx.peek(), f"initializer nested deeper than {MAX_DEPTH} braces")
             lx.next()
-            if self.at("punct", "}"):
+            if self.lx.is_("}"):
                 lx.next()
                 return
             while True:
@@ -630,7 +653,7 @@ class _Parser:
             items.append(self.plus_offset(Symbol(self.name("a variable name")[0])))
         else:
             neg = False
-            if self.at("punct", "-"):
+            if self.lx.is_("-"):
                 lx.next()
                 neg = True
             tok = lx.next()
@@ -646,7 +669,7 @@ class _Parser:
                 self.expected("a number, a name or '{' in the initializer", tok)
 
     def plus_offset(self, sym: Symbol):
-        if self.at("punct", "+"):
+        if self.lx.is_("+"):
             self.lx.next()
             return Addr(sym, self.integer("a byte offset after '+'"))
         return sym
@@ -661,7 +684,7 @@ class _Parser:
         names: list[str] = []
         while True:
             name, ntok = self.name("a register name in the .reg declaration")
-            if self.at("punct", "<"):
+            if self.lx.is_("<"):
                 lx.next()
                 n = self.integer("a register count after '<'")
                 if not 0 <= n <= MAX_RANGE:
@@ -670,11 +693,11 @@ class _Parser:
                 names.extend(self.declare(body, f"{name}{i}", True, ntok) for i in range(n))
             else:
                 names.append(self.declare(body, name, True, ntok))
-            if not self.at("punct", ","):
+            if not self.lx.is_(","):
                 break
             lx.next()
         self.punct(";", "after the .reg declaration")
-        body.regs.append(RegDecl(type_, tuple(names), head[2], vector))
+        body.regs.append(RegDecl(type_, tuple(names), self.lx.where(head[2])[0], vector))
 
     def declare(self, body: _Body, name: str, is_reg: bool, tok) -> str:
         scope = body.scope
@@ -683,6 +706,7 @@ class _Parser:
         unique = body._unique(name, body.taken)
         body.taken.add(unique)
         scope.names[name] = (unique, is_reg)
+        body.operands.pop(name, None)
         return unique
 
     # -- bodies
@@ -735,7 +759,7 @@ class _Parser:
                     b.renamed_labels = True
                 b.taken_labels.add(unique)
                 b.scope.labels[text] = unique
-                b.items.append(LabelDef(unique, tok[2]))
+                b.items.append(LabelDef(unique, self.lx.where(tok[2])[0]))
             elif kind == "word" or (kind == "punct" and text == "@"):
                 b.items.append(self.instruction(b))
             elif kind == EOF:
@@ -758,13 +782,13 @@ class _Parser:
         lx = self.lx
         d = lx.next()[1][1:]
         if d == "callprototype":
-            while not self.at("punct", ";"):
+            while not self.lx.is_(";"):
                 if lx.next()[0] == EOF:
                     self.expected("';' after .callprototype")
             b.tables[name] = ()
         else:
             names = [self.name(f"a target after .{d}")[0]]
-            while self.at("punct", ","):
+            while self.lx.is_(","):
                 lx.next()
                 names.append(self.name(f"a target after ',' in .{d}")[0])
             b.tables[name] = tuple(names)
@@ -777,7 +801,7 @@ class _Parser:
         if first[0] == "punct":      # '@'
             lx.next()
             neg = False
-            if self.at("punct", "!"):
+            if self.lx.is_("!"):
                 lx.next()
                 neg = True
             g, _ = self.name("a predicate after '@'")
@@ -790,20 +814,20 @@ class _Parser:
         opcode, mods = parts[0], tuple(parts[1:])
         operands: list = []
         extra = 0
-        if not self.at("punct", ";"):
+        if not self.lx.is_(";"):
             while True:
                 operands.append(self.operand(b, opcode, tok[1]))
-                if self.at("punct", "|"):
+                if self.lx.is_("|"):
                     if len(operands) != 1:
                         self.fail(lx.peek(), f"'|' pairs destinations of {tok[1]!r}: only after its"
                                              " first operand")
                     lx.next()
                     operands.append(self.operand(b, opcode, tok[1]))
                     extra = 1
-                if not self.at("punct", ","):
+                if not self.lx.is_(","):
                     break
                 lx.next()
-        if not self.at("punct", ";"):
+        if not self.lx.is_(";"):
             self.expected(f"';' after the operands of {tok[1]!r}")
         lx.next()
         if opcode in BRANCHES:
@@ -811,7 +835,10 @@ class _Parser:
             b.label_uses.append((len(b.items), b.scope))
         ops = tuple(operands)
         ndst = 1 + extra if extra else destination_count(opcode, mods, ops)
-        return Instr(opcode, mods, ops, guard, tok[2], b.loc, ndst, (first[3]))
+        line, col = self.lx.where(tok[2])
+        if first is not tok:
+            col = self.lx.where(first[2])[1]
+        return Instr(opcode, mods, ops, guard, line, b.loc, ndst, col)
 
     def resolve_reg(self, b: _Body, name: str) -> str:
         hit = b.scope.lookup(name)
@@ -858,7 +885,7 @@ class _Parser:
             if text == "{" and not in_vec:
                 lx.next()
                 items = [self.operand(b, opcode, op_text, True)]
-                while self.at("punct", ","):
+                while self.lx.is_(","):
                     lx.next()
                     items.append(self.operand(b, opcode, op_text, True))
                 self.punct("}", f"closing the vector operand of {op_text!r}")
@@ -868,9 +895,9 @@ class _Parser:
             if text == "(" and not in_vec:
                 lx.next()
                 items = []
-                if not self.at("punct", ")"):
+                if not self.lx.is_(")"):
                     items.append(self.operand(b, opcode, op_text, True))
-                    while self.at("punct", ","):
+                    while self.lx.is_(","):
                         lx.next()
                         items.append(self.operand(b, opcode, op_text, True))
                 self.punct(")", f"closing the parameter list of {op_text!r}")
@@ -886,7 +913,17 @@ class _Parser:
             return Special(base[1:], comp or None)
         if comp:
             self.fail(tok, f"{text!r}: unexpected '.{comp}' after a name")
-        hit = b.scope.lookup(text)
+        scope = b.scope
+        if scope.parent is None:     # the function's own scope: names never change meaning
+            op = b.operands.get(text)
+            if op is None:
+                op = b.operands[text] = self.resolve(scope, text)
+            return op
+        return self.resolve(scope, text)
+
+    @staticmethod
+    def resolve(scope: _Scope, text: str) -> Reg | Symbol:
+        hit = scope.lookup(text)
         if hit is not None:
             return Reg(hit[0]) if hit[1] else Symbol(hit[0])
         return Reg(text) if text[0] == "%" else Symbol(text)
@@ -905,18 +942,18 @@ class _Parser:
         base = self.name_operand(b, tok)
         if not isinstance(base, (Reg, Symbol)):
             self.fail(tok, f"{tok[1]!r} cannot be an address")
-        if self.at("punct", ","):
+        if self.lx.is_(","):
             items = [base]
-            while self.at("punct", ","):
+            while self.lx.is_(","):
                 lx.next()
                 items.append(self.operand(b, opcode, op_text))
             self.punct("]", f"closing the texture/tensor operand of {op_text!r}")
             return TexAddr(tuple(items))
         off = 0
-        if self.at("punct", "+"):
+        if self.lx.is_("+"):
             lx.next()
             off = self.integer(f"a byte offset after '+' in the address of {op_text!r}")
-        elif self.at("punct", "-"):
+        elif self.lx.is_("-"):
             off = self.integer(f"a byte offset after '-' in the address of {op_text!r}")
         self.punct("]", f"closing the address of {op_text!r}")
         return Addr(base, off)
@@ -927,7 +964,14 @@ def parse(text: str) -> Module:
     PTX this parser reads."""
     if not isinstance(text, str):
         raise TypeError(f"text: expected PTX as a str, got {type(text).__name__}")
-    return _Parser(text).module()
+    # The tree has no reference cycles: the cyclic collector only slows the build of a big module
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Parser(text).module()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def parse_file(path) -> Module:
