@@ -34,6 +34,10 @@ PARALLEL_WARPS = 256
 
 def whole_warps(s: State, idx: np.ndarray, ins: A.Instr) -> int:
     """The number of warps in ``idx`` (ascending thread order), all of whose present lanes execute."""
+    if len(idx) % WARP_LANES == 0:
+        r = idx.reshape(-1, WARP_LANES)
+        if not (r[:, 0] % WARP_LANES).any() and (r[:, -1] - r[:, 0] == WARP_LANES - 1).all():
+            return len(r)                      # whole warps (threads ascend, so first..last is every lane)
     warps = s.warp[idx]
     first, counts = np.unique(warps, return_counts=True)
     need = np.array([int(s.present[w * WARP_LANES:(w + 1) * WARP_LANES].sum()) for w in first])
@@ -162,13 +166,17 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
                                               (v >> np.uint64(32)).astype(np.uint32))]
         return np.stack(vals, axis=-1).astype(np.uint32).reshape(w, WARP_LANES, -1)
 
+    from fragsim.arith import plan, run as arithmetic
+    try:
+        pl = plan(form, arch)              # fragsim.mma's arithmetic, resolved once per instruction
+    except ValueError as e:
+        raise UnsupportedInstruction(f"{ins.text}: {e}") from None
+
     def run(s: State, idx: np.ndarray) -> None:
-        from fragsim.sim.mma import mma
         w = whole_warps(s, idx, ins)
+        a, b, cc = (gather(s, idx, op, w).reshape(w, -1) for op in "ABC")
         # a few warps per step: numba's thread pool costs more than it saves below a few hundred warps
-        d = mma(form, gather(s, idx, "A", w), gather(s, idx, "B", w), gather(s, idx, "C", w), arch=arch,
-                parallel=w >= PARALLEL_WARPS)
-        d = d.reshape(w * WARP_LANES, -1)
+        d = arithmetic(pl, a, b, cc, parallel=w >= PARALLEL_WARPS).reshape(w * WARP_LANES, -1)
         if wide["D"]:
             d = d[:, 0::2].astype(np.uint64) | (d[:, 1::2].astype(np.uint64) << np.uint64(32))
         for k, wr in enumerate(writers):
