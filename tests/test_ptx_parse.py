@@ -4,6 +4,7 @@ tests/data/ptx (nvcc 13, CUTLASS/CuTe, Triton) read whole."""
 
 from __future__ import annotations
 
+import random
 import re
 import struct
 from pathlib import Path
@@ -643,3 +644,22 @@ def test_large_module():
     lines = "\n".join(f"add.s32 %r{i % 8}, %r{(i + 1) % 8}, {i};" for i in range(n))
     f = parse(f"{HEAD}.entry k() {{ .reg .b32 %r<8>;\n{lines}\nret; }}").functions["k"]
     assert len(f.instructions) == n + 1 and f.instructions[-2].operands[2] == Imm(n - 1, "int")
+
+
+def test_damaged_corpus_files():
+    """Truncated, cut or spliced corpus files either parse or raise PtxSyntaxError: never another
+    exception."""
+    rng = random.Random(22)
+    texts = [p.read_text() for p in FILES if p.stat().st_size < 12000]
+    outcomes = set()
+    for _ in range(300):
+        t = rng.choice(texts)
+        a, b = sorted(rng.randrange(len(t)) for _ in range(2))
+        t = rng.choice([t[:a], t[:a] + t[a + rng.randrange(1, 16):], t[:a] + t[b:b + 60] + t[a:]])
+        try:
+            parse(t)
+            outcomes.add("parsed")
+        except PtxSyntaxError as e:
+            assert re.match(r"line \d+, column \d+: ", str(e)), str(e)
+            outcomes.add("error")
+    assert outcomes == {"parsed", "error"}

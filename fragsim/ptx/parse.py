@@ -100,6 +100,7 @@ _TOKEN = re.compile(r"""
            (?:\.[A-Za-z0-9_$]+(?:::[A-Za-z0-9_$]+)*)*)
 | (?P<dir>\.[A-Za-z_][A-Za-z0-9_$]*(?:::[A-Za-z0-9_$]+)*)
 | (?P<punct>[{}()\[\],;:@!|+\-<>=_])
+| (?P<badnum>[0-9][0-9A-Za-z_$.]*)
 | (?P<bad>.)
 """, re.X | re.S)
 
@@ -137,6 +138,10 @@ class _Lexer:
                 kind = m.lastgroup
                 if kind == "skip":
                     continue
+                if kind == "badnum":
+                    line, col = self.where(m.start())
+                    raise PtxSyntaxError(
+                        f"line {line}, column {col}: {m.group()!r} is not a number or a name")
                 if kind == "bad":
                     line, col = self.where(m.start())
                     if m.group().startswith("/") and self.text.startswith("/*", m.start()):
