@@ -1,0 +1,193 @@
+"""Warp-collective instructions: ``shfl.sync``, ``vote.sync``, ``match.sync``, ``redux.sync`` and
+``elect.sync``, over whole warps at once.
+
+Every Semantic here has ``warp=True``: ``fn(mask, *sources)`` gets ``(warps, 32)`` arrays in lane
+order and ``mask``, the lanes that execute the instruction (active and in the member mask; the
+machine also passes the ``membermask`` operand as the last source, which the functions need not
+read).  Lanes outside ``mask`` hold zeros in the sources and their results are ignored.  A
+predicate source written ``!a`` arrives negated.
+
+What the H100 does where the PTX ISA leaves it open (measured: gpu_check family ``ptx_int``):
+
+- ``shfl.sync`` whose computed source lane j is in range but does not execute the instruction (it
+  exited, or diverged away): PTX leaves the value undefined; the H100 gives 0, whatever the lane's
+  register holds, and so does fragsim (the machine passes zeros there); ``p`` says only whether j
+  was in range.
+- ``elect.sync`` elects the lowest lane of ``mask``.
+
+Not here: ``activemask`` (the machine's own: the bits of the active lanes), the ``%lanemask_*``
+special registers (machine), ``shfl``/``vote`` without ``.sync`` (ptxas refuses them for sm_70 and
+later), ``redux.sync`` on ``.f32`` (``.abs``/``.NaN``: sm_100a and later, refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from fragsim.facts.hardware import WARP_LANES
+
+from ..types import TYPES
+from . import Semantic, Spec, UnsupportedInstruction
+
+_LANES = np.arange(WARP_LANES, dtype=np.int64)
+#: lane -> its bit in a 32-bit lane mask
+_BITS = np.left_shift(np.uint32(1), np.arange(WARP_LANES, dtype=np.uint32))
+#: shfl's c operand: the clamp value in bits 4..0, the segment mask in bits 12..8
+_LANE_FIELD = WARP_LANES - 1
+_SEGMASK_SHIFT = 8
+
+
+def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
+    return UnsupportedInstruction(f"{spec.text}: {why}")
+
+
+def _split(spec: Spec, modes: tuple[str, ...], types: tuple[str, ...], needs_sync: bool = True
+           ) -> tuple[str, str]:
+    """(mode, type) of ``spec``: exactly one of ``modes``, one of ``types``, ``.sync`` present."""
+    mods = list(spec.mods)
+    if needs_sync:
+        if "sync" not in mods:
+            raise _refuse(spec, f"{spec.opcode} without .sync is not supported on sm_70 and later (use "
+                          f"{spec.opcode}.sync)")
+        mods.remove("sync")
+    mode = [m for m in mods if m in modes]
+    typ = [m for m in mods if m in TYPES]
+    rest = [m for m in mods if m not in modes and m not in TYPES]
+    if rest:
+        raise _refuse(spec, f".{rest[0]} is not a modifier of {spec.opcode}")
+    if len(mode) != 1:
+        raise _refuse(spec, f"{spec.opcode} needs one of {', '.join('.' + m for m in modes)}")
+    if len(typ) != 1 or typ[0] not in types:
+        raise _refuse(spec, f"{spec.opcode}.{mode[0]} takes {' or '.join('.' + t for t in types)}")
+    return mode[0], typ[0]
+
+
+def _operands(spec: Spec, ndst: tuple[int, ...], nsrc: int) -> None:
+    if spec.ndst not in ndst or spec.nsrc != nsrc:
+        raise _refuse(spec, f"takes {' or '.join(map(str, ndst))} destination and {nsrc} source operands, "
+                      f"the line has {spec.ndst} and {spec.nsrc}")
+
+
+def _ballot(bits: np.ndarray) -> np.ndarray:
+    """(warps,) uint32 whose bit i is ``bits[:, i]``."""
+    return np.bitwise_or.reduce(np.where(bits, _BITS, np.uint32(0)), axis=-1)
+
+
+def _broadcast(x: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(x[..., None], (*x.shape, WARP_LANES)).copy()
+
+
+def _shfl_fn(mode: str, with_pred: bool) -> Callable[..., tuple]:
+    def fn(mask, a, b, c, membermask):
+        lane = _LANES
+        bval = (b & np.uint32(_LANE_FIELD)).astype(np.int64)
+        cval = (c & np.uint32(_LANE_FIELD)).astype(np.int64)
+        seg = ((c >> np.uint32(_SEGMASK_SHIFT)) & np.uint32(_LANE_FIELD)).astype(np.int64)
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - bval
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + bval
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ bval
+            ok = j <= max_lane
+        else:
+            j = min_lane | (bval & ~seg)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        d = np.take_along_axis(a, j, axis=-1)
+        return (d, ok) if with_pred else (d,)
+    return fn
+
+
+def _shfl(spec: Spec) -> Semantic:
+    mode, _ = _split(spec, ("up", "down", "bfly", "idx"), ("b32",))
+    _operands(spec, (1, 2), 4)
+    pred = spec.ndst == 2
+    return Semantic(_shfl_fn(mode, pred), ("b32", "pred") if pred else ("b32",), ("b32",) * 4, warp=True)
+
+
+def _vote(spec: Spec) -> Semantic:
+    mode, typ = _split(spec, ("all", "any", "uni", "ballot"), ("pred", "b32"))
+    if (mode == "ballot") != (typ == "b32"):
+        raise _refuse(spec, "vote.ballot takes .b32, vote.all/.any/.uni take .pred")
+    _operands(spec, (1,), 2)
+
+    def fn(mask, a, membermask):
+        on = a & mask
+        if mode == "ballot":
+            return (_broadcast(_ballot(on)),)
+        if mode == "all":
+            r = ~(mask & ~a).any(axis=-1)
+        elif mode == "any":
+            r = on.any(axis=-1)
+        else:
+            r = ~on.any(axis=-1) | ~(mask & ~a).any(axis=-1)
+        return (_broadcast(r),)
+    return Semantic(fn, (typ,), ("pred", "b32"), warp=True)
+
+
+def _match(spec: Spec) -> Semantic:
+    mode, typ = _split(spec, ("any", "all"), ("b32", "b64"))
+    _operands(spec, (1, 2) if mode == "all" else (1,), 2)
+    pred = spec.ndst == 2
+
+    def fn(mask, a, membermask):
+        same = (a[..., :, None] == a[..., None, :]) & mask[..., None, :]      # [lane, other lane]
+        if mode == "any":
+            return (np.bitwise_or.reduce(np.where(same, _BITS, np.uint32(0)), axis=-1),)
+        uniform = (same | ~mask[..., None, :] | ~mask[..., :, None]).all(axis=(-2, -1))
+        d = _broadcast(np.where(uniform, _ballot(mask), np.uint32(0)))
+        return (d, _broadcast(uniform)) if pred else (d,)
+    return Semantic(fn, ("b32", "pred") if pred else ("b32",), (typ, "b32"), warp=True)
+
+
+_REDUX = {
+    "add": ("u32", "s32"), "min": ("u32", "s32"), "max": ("u32", "s32"),
+    "and": ("b32",), "or": ("b32",), "xor": ("b32",),
+}
+
+
+def _redux(spec: Spec) -> Semantic:
+    if "f32" in spec.mods:
+        raise _refuse(spec, "redux.sync on .f32 needs sm_100a; fragsim models sm_80 and sm_90")
+    op, typ = _split(spec, tuple(_REDUX), ("u32", "s32", "b32"))
+    if typ not in _REDUX[op]:
+        raise _refuse(spec, f"redux.sync.{op} takes {' or '.join('.' + t for t in _REDUX[op])}")
+    _operands(spec, (1,), 2)
+
+    def fn(mask, a, membermask):
+        if op == "add":
+            r = np.where(mask, a, np.uint32(0)).sum(axis=-1, dtype=np.uint64).astype(np.uint32)
+        elif op in ("min", "max"):
+            v = a.view(np.int32).astype(np.int64) if typ == "s32" else a.astype(np.int64)
+            fill = np.iinfo(np.int64).max if op == "min" else np.iinfo(np.int64).min
+            v = np.where(mask, v, fill)
+            r = (v.min(axis=-1) if op == "min" else v.max(axis=-1)).astype(np.uint32)
+        else:
+            ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+            neutral = np.uint32(0xFFFFFFFF) if op == "and" else np.uint32(0)
+            r = ufunc.reduce(np.where(mask, a, neutral), axis=-1)
+        return (_broadcast(r),)
+    return Semantic(fn, (typ,), (typ, "b32"), warp=True)
+
+
+def _elect(spec: Spec) -> Semantic:
+    if spec.mods != ("sync",):
+        raise _refuse(spec, "elect takes exactly .sync")
+    _operands(spec, (2,), 1)
+
+    def fn(mask, membermask):
+        leader = np.where(mask.any(axis=-1), mask.argmax(axis=-1), 0).astype(np.uint32)
+        return _broadcast(leader), mask & (_LANES == leader[..., None])
+    return Semantic(fn, ("b32", "pred"), ("b32",), warp=True)
+
+
+RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {
+    "shfl": _shfl, "vote": _vote, "match": _match, "redux": _redux, "elect": _elect,
+}
