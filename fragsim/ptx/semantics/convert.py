@@ -1,0 +1,458 @@
+"""``cvt`` with a floating-point type on either side: what the PTX ISA defines and the H100 computes.
+
+Forms (PTX ISA 9.0, "cvt"), each refused by name where ptxas 13.0 refuses it for sm_90a:
+
+    cvt{.irnd}{.ftz}{.sat}.dtype.atype          float -> integer, float -> same float rounded to an integer
+    cvt{.frnd}{.ftz}{.sat}.dtype.atype          float -> float, integer -> float
+    cvt.frnd2{.relu}{.satfinite}.(f16|bf16).f32 d, a
+    cvt.frnd2{.relu}{.satfinite}.(f16x2|bf16x2).f32 d, a, b      a -> upper half, b -> lower half
+    cvt.rna{.satfinite}.tf32.f32 d, a            cvt.frnd2{.relu}.tf32.f32 d, a
+    cvt.rn.satfinite{.relu}.(e4m3x2|e5m2x2).f32 d, a, b           a -> upper byte
+    cvt.rn.satfinite{.relu}.(e4m3x2|e5m2x2).f16x2 d, a
+    cvt.rn{.relu}.f16x2.(e4m3x2|e5m2x2) d, a
+
+    .irnd = .rni .rzi .rmi .rpi    .frnd = .rn .rz .rm .rp    .frnd2 = .rn .rz
+
+Integer-only ``cvt`` is the integer family's: ``resolve_cvt`` hands it to
+``fragsim.ptx.semantics.integer.resolve_integer_cvt``.  Forms of sm_100 and later (``.rs``, the 4- and
+6-bit floats, ``ue8m0x2``, ``.satfinite`` with ``.rn``/``.rz`` on tf32) are refused: the H100 has none.
+
+**Rounding** is exact (``convert_round``): one rounding of the exact source value, IEEE 754 overflow
+for the mode; float -> integer rounds to an integer in the ``.irnd`` mode and saturates to the
+destination's range (NaN -> 0), with or without ``.sat``.
+
+**Where the H100 differs from the ISA's text** (what ptxas 13.0 makes of the instruction, measured
+by ``fragsim gpu-check --family ptx_cvt``, recorded under tests/data/ptx/cvt):
+
+- ``.ftz`` is dropped for ``.f16.f32`` (ptxas emits no FTZ: an f32 subnormal rounds as itself, so
+  ``cvt.rm.ftz.f16.f32`` of a negative one is -2**-24, not -0); ``.f32`` results from ``.f64`` are
+  flushed by a compare against thresholds on the source (``cvt.rm.ftz``/``cvt.rp.ftz``: exactly the
+  largest f32 subnormal, which rounds to itself, is not flushed);
+- NaN results: see ``NAN_RESULT`` (which instructions keep a payload) and ``SAT_RESULT`` for ``.sat``;
+- ``cvt.rna.tf32.f32`` is integer arithmetic on the bits (add 0x1000 to a finite value, clear the
+  low 13 bits; ``.satfinite`` then subtracts 0x2000 from an infinity or NaN), so a NaN whose payload
+  lies in the low 13 bits becomes an infinity (and, ``.satfinite``, the largest tf32).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+from fragsim.facts.formats import FORMATS, FloatFormat
+
+from ..types import TYPES
+from . import Semantic, Spec, UnsupportedInstruction
+from .convert_round import FINITE, NAN, ZERO, float_parts, int_parts, round_float, round_int, round_integral
+
+FLOATS = ("f16", "bf16", "f32", "f64")
+INTS = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
+IRND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}
+FRND = ("rn", "rz", "rm", "rp")
+FLAGS = ("ftz", "sat", "relu", "satfinite")
+#: Types and modifiers of cvt that only sm_100 and later have.
+LATER = ("e2m1x2", "e2m3x2", "e3m2x2", "ue8m0x2", "e2m1x4", "e2m3x4", "e3m2x4", "e4m3x4", "e5m2x4", "rs")
+
+_U64 = np.uint64
+F16, BF16, F32, F64, TF32 = (FORMATS[n] for n in ("f16", "bf16", "f32", "f64", "tf32"))
+E4M3, E5M2 = FORMATS["e4m3"], FORMATS["e5m2"]
+_F8 = {"e4m3x2": E4M3, "e5m2x2": E5M2}
+#: Bits of 1.0 in each format (``.sat`` clamps to [0, 1]).
+_ONE = {"f16": 0x3C00, "bf16": 0x3F80, "f32": 0x3F800000, "f64": 0x3FF0000000000000}
+
+#: The NaN each H100 instruction that ptxas uses for cvt gives: "canonical" (the format's
+#: ``canonical_nan``, positive) or "payload" (the source's sign and leading payload bits, quieted).
+NAN_RESULT: dict[str, str] = {
+    "F2F": "canonical",         # F2F between float formats
+    "F2FP": "canonical",        # F2FP: f32 -> f16/bf16/tf32/e4m3/e5m2 and e4m3/e5m2/f16 packs
+    "HADD2.F32": "canonical",   # cvt.f32.f16
+    "HADD2": "canonical",       # cvt.f16.f16 (x + -0)
+    "HFMA2.BF16": "canonical",  # cvt.bf16.bf16 (-0 * 0 + x)
+    "FADD": "canonical",        # cvt.ftz.f32.f32 (x + -0)
+    "FMUL": "canonical",        # the FTZ of cvt.ftz.f64.f32 (x * 1)
+    "FRND": "canonical",        # .rni .rzi .rmi .rpi to the same type
+}
+#: ``.sat`` (clamp to [0.0, 1.0]) by the instruction that does it: the result of a NaN and of -0.0.
+SAT_RESULT: dict[str, dict[str, int]] = {
+    "FADD.SAT": {"nan": 0, "neg_zero": 0},       # f32 results
+    "HADD2.SAT": {"nan": 0, "neg_zero": 0},      # f16 results
+    "DSAT": {"nan": 0, "neg_zero": 0},           # f64 results (ptxas' DSETP.MAX/MIN sequence)
+}
+
+
+def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
+    return UnsupportedInstruction(f"{spec.text}: {why}")
+
+
+# ---------------------------------------------------------------------------------------------
+# the pieces: NaN results, .sat, .relu, .ftz
+
+
+def _nan_result(unit: str, bits: np.ndarray, src: FloatFormat, dst: FloatFormat) -> np.ndarray | None:
+    """The NaN words ``unit`` gives for NaN source words ``bits`` (None: the canonical NaN)."""
+    if NAN_RESULT[unit] == "canonical" or not dst.ieee_specials or not src.ieee_specials:
+        return None
+    b = bits.astype(_U64)
+    man = (b >> _U64(src.ignored_low_bits)) & _U64((1 << src.man_bits) - 1)
+    shift = src.man_bits - dst.man_bits
+    man = man >> _U64(shift) if shift >= 0 else man << _U64(-shift)
+    quiet = _U64(1 << (dst.man_bits - 1))
+    sign = (b >> _U64(src.sign_shift)) & _U64(1)
+    return ((sign << _U64(dst.sign_shift)) | _U64(((1 << dst.exp_bits) - 1) << dst.exp_shift)
+            | ((man | quiet) << _U64(dst.ignored_low_bits)))
+
+
+def _convert(bits: np.ndarray, src: FloatFormat, dst: FloatFormat, mode: str, unit: str,
+             ftz: bool = False, satfinite: bool = False) -> np.ndarray:
+    """One float -> float instruction: ``bits`` rounded to ``dst``."""
+    p = float_parts(bits, src, ftz)
+    return round_float(p, dst, mode, satfinite, _nan_result(unit, bits, src, dst))
+
+
+def _sat(bits: np.ndarray, fmt: FloatFormat, unit: str, ftz: bool = False) -> np.ndarray:
+    """Clamp to [0.0, 1.0] as ``unit`` does (``ftz``: subnormals first read as zeros)."""
+    p = float_parts(bits, fmt, ftz)
+    rule = SAT_RESULT[unit]
+    one = fmt.dtype(_ONE[fmt.name])
+    out = np.where(bits.astype(_U64) >= _U64(_ONE[fmt.name]), one, bits)     # 1 <= x <= inf (positive words)
+    out = np.where(p.kind == ZERO, fmt.dtype(0), out)
+    out = np.where((p.kind == ZERO) & p.sign, fmt.dtype(rule["neg_zero"]), out)
+    out = np.where(p.sign & (p.kind != NAN) & (p.kind != ZERO), fmt.dtype(0), out)
+    return np.where(p.kind == NAN, fmt.dtype(rule["nan"]), out).astype(fmt.dtype)
+
+
+def _relu(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """``.relu``: a negative result (-0.0 included) is +0.0, a NaN the canonical NaN."""
+    p = float_parts(bits, fmt)
+    out = np.where(p.sign, fmt.dtype(0), bits)
+    return np.where(p.kind == NAN, fmt.dtype(fmt.canonical_nan), out).astype(fmt.dtype)
+
+
+def _flush(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """Subnormals to zeros of their sign."""
+    p = float_parts(bits, fmt)
+    sub = (p.kind == FINITE) & ((bits.astype(_U64) & _U64((1 << (fmt.storage_bits - 1)) - 1))
+                                < _U64(1 << fmt.exp_shift))
+    return np.where(sub, bits & fmt.dtype(1 << fmt.sign_shift), bits).astype(fmt.dtype)
+
+
+def _canonical_where_nan(bits: np.ndarray, fmt: FloatFormat, unit: str) -> np.ndarray:
+    """An arithmetic instruction's result on a NaN operand (``unit`` of ``NAN_RESULT``)."""
+    p = float_parts(bits, fmt)
+    nan = _nan_result(unit, bits, fmt, fmt)
+    return np.where(p.kind == NAN, fmt.dtype(fmt.canonical_nan) if nan is None else nan.astype(fmt.dtype),
+                    bits).astype(fmt.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# float -> float
+
+_WIDTH = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2}     # f16 and bf16 hold neither one the other
+
+
+def _exact(d: str, a: str) -> bool:
+    """Every value of .a is a value of .d."""
+    return d == a or (_WIDTH[d] > _WIDTH[a])
+
+
+def _f32_from_f64_ftz(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
+    """ptxas' .ftz for .f32 results of .f64 sources: the F2F result ``r`` (after any .sat) becomes
+    a zero of its sign where a compare of the source (rn, rm, rp) or of ``r`` (rz) says the rounded
+    value is below 2**-126 (a NaN compares false)."""
+    ax = x & _U64(0x7FFFFFFFFFFFFFFF)
+    nan = ax > _U64(0x7FF0000000000000)
+    largest_sub, min_normal = _U64(0x380FFFFFE0000000), _U64(0x3810000000000000)
+    neg = (x >> _U64(63)) == 1
+    if mode == "rn":
+        flush = ax < _U64(0x380FFFFFF0000000)      # half way between the largest subnormal and 2**-126
+    elif mode == "rz":
+        flush = (r & np.uint32(0x7FFFFFFF)) < np.uint32(0x00800000)
+        return np.where(flush & ~nan, r & np.uint32(0x80000000), r).astype(np.uint32)
+    elif mode == "rm":
+        flush = ax < np.where(neg, largest_sub, min_normal)
+    else:
+        flush = ax < np.where(neg, min_normal, largest_sub)
+    return np.where(flush & ~nan, r & np.uint32(0x80000000), r).astype(np.uint32)
+
+
+def _float_to_float(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Callable:
+    src, dst = FORMATS[a], FORMATS[d]
+    ftz, sat = "ftz" in flags, "sat" in flags
+    relu, satfinite = "relu" in flags, "satfinite" in flags
+    mode = IRND.get(rnd or "", rnd or "rn")
+    sat_unit = {"f16": "HADD2.SAT", "f32": "FADD.SAT", "f64": "DSAT"}.get(d, "")
+
+    def finish(r: np.ndarray) -> np.ndarray:
+        return _sat(r, dst, sat_unit, ftz and d == "f32") if sat else r
+
+    if rnd in IRND:                                   # same type, rounded to an integral value
+        def integral(x):
+            p = round_integral(float_parts(x, src, ftz and a == "f32"), mode)
+            r = round_float(p, dst, "rn", nan=_nan_result("FRND", x, src, dst))
+            return (finish(r),)
+        return integral
+    if d == a:                                        # a move: f32/f64 copy, f16/bf16/ftz add -0
+        def same(x):
+            r = x
+            if d in ("f16", "bf16") or (ftz and not sat):
+                r = _canonical_where_nan(x, src, {"f16": "HADD2", "bf16": "HFMA2.BF16"}.get(d, "FADD"))
+                r = _flush(r, src) if ftz else r
+            return (finish(r),)
+        return same
+    if (d, a) == ("f32", "bf16") and not ftz:         # a shift: every bit kept, NaN payloads too
+        def shift(x):
+            return ((x.astype(np.uint32) << np.uint32(16)),)
+        return shift
+    if (d, a) == ("f32", "f64") and ftz:
+        def narrow_ftz(x):
+            r = _convert(x, src, dst, mode, "F2F")
+            return (_f32_from_f64_ftz(x, finish(r), mode),)
+        return narrow_ftz
+    unit = "F2FP" if (a == "f32" and d in ("f16", "bf16") and mode in ("rn", "rz")
+                      and not (d == "bf16" and ftz)) else "F2F"
+    if (d, a) == ("f32", "f16"):
+        unit = "HADD2.F32"
+
+    def convert(x):
+        xin = x
+        if (d, a) == ("f64", "f32") and ftz:          # FMUL.FTZ x, 1 first
+            xin = _flush(_canonical_where_nan(x, src, "FMUL"), src)
+        r = _convert(xin, src, dst, mode, unit, ftz=ftz and a == "f32" and d != "f16",
+                     satfinite=satfinite)
+        if ftz and d == "f32":
+            r = _flush(r, dst)
+        if relu:
+            r = _relu(r, dst)
+        return (finish(r),)
+    return convert
+
+
+# ---------------------------------------------------------------------------------------------
+# float <-> integer
+
+def _float_to_int(d: str, a: str, flags: set[str], rnd: str) -> Callable:
+    src, t = FORMATS[a], TYPES[d]
+    ftz = "ftz" in flags
+
+    def f2i(x):
+        return (round_int(float_parts(x, src, ftz), t.bits, t.kind == "s", IRND[rnd]),)
+    return f2i
+
+
+def _int_to_float(d: str, a: str, flags: set[str], rnd: str) -> Callable:
+    dst, t = FORMATS[d], TYPES[a]
+    sat_unit = {"f16": "HADD2.SAT", "f32": "FADD.SAT", "f64": "DSAT"}.get(d, "")
+
+    def i2f(x):
+        r = round_float(int_parts(x, t.kind == "s"), dst, rnd)
+        return (_sat(r, dst, sat_unit) if "sat" in flags else r,)
+    return i2f
+
+
+# ---------------------------------------------------------------------------------------------
+# packed and 8-bit forms
+
+
+def _pack_f32_pair(d: str, flags: set[str], rnd: str) -> Callable:
+    """f16x2/bf16x2/e4m3x2/e5m2x2 from two f32: ``a`` to the upper half, ``b`` to the lower."""
+    dst = {"f16x2": F16, "bf16x2": BF16}.get(d) or _F8[d]
+    half = dst.storage_bits
+    wide = np.dtype(f"uint{2 * half}")
+
+    def one(x):
+        r = _convert(x, F32, dst, rnd, "F2FP", satfinite="satfinite" in flags)
+        return _relu(r, dst) if "relu" in flags else r
+
+    def pack(a, b):
+        return ((one(a).astype(wide) << wide.type(half)) | one(b).astype(wide),)
+    return pack
+
+
+def _f8_from_f16x2(d: str, flags: set[str]) -> Callable:
+    dst = _F8[d]
+
+    def one(h):
+        r = _convert(h, F16, dst, "rn", "F2FP", satfinite=True)
+        return _relu(r, dst) if "relu" in flags else r
+
+    def pack(x):
+        lo, hi = (x & np.uint32(0xFFFF)).astype(np.uint16), (x >> np.uint32(16)).astype(np.uint16)
+        return ((one(hi).astype(np.uint16) << np.uint16(8)) | one(lo).astype(np.uint16),)
+    return pack
+
+
+def _f16x2_from_f8(a: str, flags: set[str]) -> Callable:
+    src = _F8[a]
+
+    def one(q):
+        r = _convert(q, src, F16, "rn", "F2FP")
+        return _relu(r, F16) if "relu" in flags else r
+
+    def unpack(x):
+        lo, hi = (x & np.uint16(0xFF)).astype(np.uint8), (x >> np.uint16(8)).astype(np.uint8)
+        return ((one(hi).astype(np.uint32) << np.uint32(16)) | one(lo).astype(np.uint32),)
+    return unpack
+
+
+def _tf32(flags: set[str], rnd: str) -> Callable:
+    if rnd != "rna":
+        def f2fp(x):
+            r = _convert(x, F32, TF32, rnd, "F2FP")
+            return (_relu(r, TF32) if "relu" in flags else r,)
+        return f2fp
+    satfinite = "satfinite" in flags
+
+    def rna(x):
+        # ptxas: finite words (|x| < inf) get 0x1000 added, then the low 13 bits are cleared; with
+        # .satfinite an infinity or NaN word (|r| >= inf or unordered) then loses 0x2000
+        special = (x & np.uint32(0x7FFFFFFF)) >= np.uint32(0x7F800000)
+        r = np.where(special, x, x + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+        if satfinite:
+            r = np.where((r & np.uint32(0x7FFFFFFF)) >= np.uint32(0x7F800000), r - np.uint32(0x2000), r)
+        return (r.astype(np.uint32),)
+    return rna
+
+
+# ---------------------------------------------------------------------------------------------
+# the resolver
+
+
+def _operands(spec: Spec, nsrc: int) -> None:
+    if (spec.ndst, spec.nsrc) != (1, nsrc):
+        raise _refuse(spec, f"takes 1 destination and {nsrc} source operand{'s' if nsrc > 1 else ''}, "
+                      f"the line has {spec.ndst} and {spec.nsrc}")
+
+
+def _only(spec: Spec, flags: set[str], allowed: tuple[str, ...], form: str) -> None:
+    extra = sorted(flags - set(allowed))
+    if extra:
+        raise _refuse(spec, f".{extra[0]} does not apply to {form}")
+
+
+def _rounding(spec: Spec, rnd: str | None, allowed: tuple[str, ...], required: bool, form: str) -> None:
+    if rnd is None:
+        if required:
+            raise _refuse(spec, f"{form} needs a rounding modifier ({' '.join('.' + r for r in allowed)})")
+    elif rnd not in allowed:
+        raise _refuse(spec, f".{rnd} is not a rounding of {form}" +
+                      (f" (it takes {' '.join('.' + r for r in allowed)})" if allowed else " (it takes none)"))
+
+
+def _packed(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Semantic:
+    form = f"cvt.{d}.{a}"
+    if d in ("f16x2", "bf16x2") and a == "f32":
+        _rounding(spec, rnd, ("rn", "rz"), True, form)
+        _only(spec, flags, ("relu", "satfinite"), form)
+        _operands(spec, 2)
+        return Semantic(_pack_f32_pair(d, flags, rnd or ""), (d,), ("f32", "f32"))
+    if d == "tf32" and a == "f32":
+        _rounding(spec, rnd, ("rna", "rn", "rz"), True, form)
+        if rnd == "rna":
+            _only(spec, flags, ("satfinite",), "cvt.rna.tf32.f32")
+        else:
+            if "satfinite" in flags:
+                raise _refuse(spec, f".satfinite with .{rnd} on tf32 is sm_100 and later (the H100 is sm_90)")
+            _only(spec, flags, ("relu",), form)
+        _operands(spec, 1)
+        return Semantic(_tf32(flags, rnd or ""), ("tf32",), ("f32",))
+    if d in _F8 and a in ("f32", "f16x2"):
+        _rounding(spec, rnd, ("rn",), True, form)
+        if "satfinite" not in flags:
+            raise _refuse(spec, f"{form} needs .satfinite")
+        _only(spec, flags, ("relu", "satfinite"), form)
+        if a == "f32":
+            _operands(spec, 2)
+            return Semantic(_pack_f32_pair(d, flags, "rn"), (d,), ("f32", "f32"))
+        _operands(spec, 1)
+        return Semantic(_f8_from_f16x2(d, flags), (d,), ("f16x2",))
+    if d == "f16x2" and a in _F8:
+        _rounding(spec, rnd, ("rn",), True, form)
+        _only(spec, flags, ("relu",), form)
+        _operands(spec, 1)
+        return Semantic(_f16x2_from_f8(a, flags), ("f16x2",), (a,))
+    raise _refuse(spec, f"{form} is not a conversion the PTX ISA defines for sm_90")
+
+
+def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Semantic:
+    form = f"cvt.{d}.{a}"
+    _operands(spec, 1)
+    if "ftz" in flags and "f32" not in (d, a):
+        raise _refuse(spec, ".ftz applies only where .dtype or .atype is .f32")
+    if "bf16" in (d, a) and ({d, a} & {"u8", "s8"}):
+        raise _refuse(spec, f"{form} is not defined (bf16 converts to and from 16-, 32- and 64-bit integers)")
+    if "sat" in flags and "bf16" in (d, a):
+        raise _refuse(spec, ".sat does not apply to .bf16")
+    if d in INTS:
+        _rounding(spec, rnd, tuple(IRND), True, f"float -> integer {form}")
+        _only(spec, flags, ("ftz", "sat"), form)
+        return Semantic(_float_to_int(d, a, flags, rnd or ""), (d,), (a,))
+    if a in INTS:
+        _rounding(spec, rnd, FRND, True, f"integer -> float {form}")
+        _only(spec, flags, ("ftz", "sat"), form)
+        return Semantic(_int_to_float(d, a, flags, rnd or ""), (d,), (a,))
+    if "relu" in flags or "satfinite" in flags:
+        if not (a == "f32" and d in ("f16", "bf16")):
+            raise _refuse(spec, ".relu and .satfinite apply to .f16.f32 and .bf16.f32 (and packed forms)")
+        _rounding(spec, rnd, ("rn", "rz"), True, f"{form} with .relu/.satfinite")
+        if flags & {"sat", "ftz"}:
+            raise _refuse(spec, f".{sorted(flags & {'sat', 'ftz'})[0]} does not combine with .relu/.satfinite")
+    if d == a:
+        _rounding(spec, rnd, tuple(IRND), False, form)
+    elif _exact(d, a):
+        # ptxas takes (and ignores) .frnd on the exact bf16 widenings, and none on the others
+        _rounding(spec, rnd, FRND if a == "bf16" else (), False, form)
+    else:
+        # f16 <-> bf16 round to nearest without a modifier; every other narrowing needs one
+        _rounding(spec, rnd, FRND, "bf16" not in (d, a) or "f16" not in (d, a), form)
+    return Semantic(_float_to_float(spec, d, a, flags, rnd), (d,), (a,))
+
+
+def resolve_cvt(spec: Spec) -> Semantic:
+    """The semantic of a ``cvt`` instruction (see the module docstring)."""
+    later = [m for m in spec.mods if m in LATER]
+    if later:
+        raise _refuse(spec, f".{later[0]} is sm_100 and later (fragsim models the H100, sm_90)")
+    types = [m for m in spec.mods if m in TYPES]
+    if len(types) != 2:
+        raise _refuse(spec, f"cvt takes .dtype.atype, got {len(types)} type{'s' if len(types) != 1 else ''}")
+    d, a = types
+    if TYPES[d].kind != "f" and TYPES[a].kind != "f":
+        return _integer(spec)
+    if any(TYPES[t].kind in ("b", "pred") for t in types):
+        raise _refuse(spec, "cvt converts typed values (.b and .pred types are not conversions)")
+    flags: set[str] = set()
+    rnds: list[str] = []
+    for m in spec.mods:
+        if m in TYPES:
+            continue
+        if m in IRND or m in FRND or m == "rna":
+            rnds.append(m)
+        elif m in FLAGS and m not in flags:
+            flags.add(m)
+        else:
+            raise _refuse(spec, f".{m} is given twice" if m in flags else f".{m} is not a modifier of cvt")
+    if len(rnds) > 1:
+        raise _refuse(spec, f"{' and '.join('.' + r for r in rnds)}: one rounding modifier at most")
+    rnd = rnds[0] if rnds else None
+    if d in FLOATS and a in FLOATS or (d in FLOATS and a in INTS) or (d in INTS and a in FLOATS):
+        return _scalar(spec, d, a, flags, rnd)
+    return _packed(spec, d, a, flags, rnd)
+
+
+def _integer(spec: Spec) -> Semantic:
+    try:
+        mod = importlib.import_module("fragsim.ptx.semantics.integer")
+    except ModuleNotFoundError as e:
+        if e.name != "fragsim.ptx.semantics.integer":
+            raise
+        mod = None
+    resolver = getattr(mod, "resolve_integer_cvt", None)
+    if resolver is None:
+        raise _refuse(spec, "integer cvt is not modelled yet (fragsim.ptx.semantics.integer.resolve_integer_cvt "
+                      "does not exist)")
+    return resolver(spec)
+
+
+RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {"cvt": resolve_cvt}
