@@ -101,3 +101,59 @@ def test_cp_async_steps_are_called_groups_as_in_the_text_report():
     root = svg_labels.parse(banks.draw_bank_phases(rep))
     texts = [t.text or "" for t in root.iter(svg_labels.NS + "text")]
     assert "group 4: lanes T31  1 wavefront" in texts and not any(t.startswith("phase ") for t in texts)
+
+
+def _title(fig) -> str:
+    """The figure's title (its top text), no-break spaces read as spaces."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    top = max((t for t in fig.findobj(Text) if t.get_text().strip()), key=lambda t: t.get_window_extent(renderer).y1)
+    return top.get_text().replace("\u00a0", " ")
+
+
+def test_a_bank_map_title_names_the_tile_and_the_address_pattern():
+    """Not only the file name tells the tour's pictures apart: the tile, the lanes' addresses as a kernel
+    writes them (a Swizzle of a lane expression) and where they fall in the tile."""
+    sw = fragsim.Swizzle(3, 4, 3)
+    fig = banks.draw_bank_map(rows=16, cols=64, dtype="f16", swizzle=sw, access=("ldmatrix.x4", sw(A_READS)))
+    title = _title(fig)
+    assert "16x64 f16, Swizzle<3,4,3>" in title
+    assert "Swizzle<3,4,3>((lane % 16) * 128 + (lane / 16) * 16) = tile[lane % 16, (lane / 16) * 8]" in title
+
+
+@pytest.mark.parametrize("draw", [banks.draw_bank_phases, banks.draw_bank_histogram, banks.draw_bank_report])
+def test_a_report_title_names_the_address_pattern_and_the_tile_when_given(draw):
+    tile = fragsim.Tile(16, 64, "f16", pitch=144)
+    padded = (LANE % 16) * 144 + (LANE // 16) * 16
+    assert "addresses (lane % 16) * 128 + (lane / 16) * 16" in _title(draw("ldmatrix.x4", A_READS))
+    title = _title(draw("ldmatrix.x4", padded, tile=tile))
+    assert "tile 16x64 f16, pitch 144" in title and "= tile[lane % 16, (lane / 16) * 8]" in title
+    assert "addresses row * 144 + half * 16" in _title(draw("ldmatrix.x4", padded, pattern="row * 144 + half * 16"))
+
+
+@pytest.mark.parametrize("expr,swizzle", [
+    ("(lane % 16) * 128 + (lane / 16) * 16", None), ("(lane % 16) * 128 + (lane / 16) * 16", (3, 4, 3)),
+    ("(lane % 16) * 64 + (lane / 16) * 16", (2, 4, 3)), ("(lane / 4) * 32 + (lane % 4) * 8 + 4096", None),
+    ("lane * 16", (1, 4, 3)), ("(lane % 8) * 256 + (lane / 8) * 16", (3, 4, 4)), ("512 - lane * 4", None),
+])
+def test_the_described_pattern_gives_the_addresses_back(expr, swizzle):
+    """describe(addresses) is an expression (or a Swizzle of one) that evaluates to the same addresses."""
+    import re
+
+    from fragsim.search.addrexpr import evaluate
+    from fragsim.viz._pattern import describe
+    a = evaluate(expr)
+    if swizzle:
+        a = np.asarray(fragsim.Swizzle(*swizzle)(a))
+    said = describe(a)
+    m = re.fullmatch(r"Swizzle<(\d+),(\d+),(\d+)>\((.*)\)", said)
+    back = evaluate(m.group(4) if m else said)
+    if m:
+        back = np.asarray(fragsim.Swizzle(*(int(x) for x in m.groups()[:3]))(back))
+    assert np.array_equal(back, a), said
+
+
+def test_addresses_no_expression_gives_are_listed():
+    from fragsim.viz._pattern import describe
+    assert describe((LANE * 7) % 32 * 48) == "lanes 0..31 at 0x0, 0x150, 0x2a0, 0x3f0, ... (no lane expression)"

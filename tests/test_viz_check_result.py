@@ -139,3 +139,24 @@ def test_fragsim_check_png_draws_it_and_keeps_its_exit_code(tmp_path, capsys):
     assert png.read_bytes().startswith(b"\x89PNG") and capsys.readouterr().out.endswith(f"wrote {png}\n")
     assert main(["check", *CLI, "--svg", str(tmp_path / "c.png")]) == 2
     assert "--svg" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tile,expr", [("16x16 f16", "ldmatrix.x4.trans: (lane % 16) * 32 + (lane / 16) * 16"),
+                                       ("32x16 f16", "ldmatrix.x4: (lane % 16) * 64 + (lane / 16) * 16")])
+def test_the_caption_counts_the_wrong_elements_as_the_text_report_does(tile, expr):
+    """The text says "240 of 256 elements"; the caption names that count and what its outlined cells are:
+    the places the wrong elements must be, and the other cells they landed in (368 in all for the
+    64-byte pitch: 240 + 128), each count equal to the outlines drawn."""
+    import re
+    op, addrs = expr.split(": ")
+    r = check_load(F16, "A", tile, [(op, addrs)])
+    wrong, compared = (int(x) for x in re.match(r"WRONG: (\d+) of (\d+) elements", r.verdict()).groups())
+    root = svg_labels.parse(draw_check(r))
+    caption = next(t.text for t in root.iter(svg_labels.NS + "text") if (t.text or "").startswith("red outline"))
+    m = re.match(r"red outline: (\d+) cells?: where the (\d+) wrong elements? of (\d+) must be \((\d+) cells?\)"
+                 r"(?: and the (\d+) other cells? they landed in)?", caption)
+    assert m, caption
+    cells, named, of, places, landed = (int(x or 0) for x in m.groups())
+    assert (named, of) == (wrong, compared)
+    assert cells == len(_marked(root, "received")) == places + landed
+    assert places == len({x.want for x in r.mismatches})

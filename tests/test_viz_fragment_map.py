@@ -237,3 +237,30 @@ def test_importing_fragsim_does_not_import_matplotlib():
     import sys
     code = "import fragsim, sys; fragsim.lookup('m16n8k16.f32.f16.f16.f32'); print('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def _top_text_inside(fig):
+    """The figure's top line of text (its title) lies inside the figure, left to right and top to bottom."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.findobj(Text) if t.get_text().strip()]
+    title = max(boxes, key=lambda b: b.y1)
+    assert 0 <= title.x0 and title.x1 <= fig.bbox.width and 0 <= title.y0 and title.y1 <= fig.bbox.height, \
+        (title, fig.bbox)
+
+
+OPERAND_GROUPS = [(fs[0].name, op, tuple(f.name for f in fs[1:])) for op in OPS
+                  for fs in _groups.group(FORMS.values(), lambda f, op=op: _groups.operand_key(f, op)).values()]
+
+
+@pytest.mark.parametrize("name,op,also", OPERAND_GROUPS, ids=[f"{n}-{o}" for n, o, _ in OPERAND_GROUPS])
+def test_each_map_title_fits_its_figure(name, op, also):
+    """Titles wrap to the figure's width: m8n8k4's A (4 columns, 12 forms named) was cut off at the right."""
+    _top_text_inside(draw_fragment_map(name, op, also=also))
+
+
+@pytest.mark.parametrize("forms", [fs for fs in _groups.group(FORMS.values(), _groups.view_key).values()],
+                         ids=lambda fs: fs[0].name)
+def test_each_combined_view_title_fits_its_figure(forms):
+    _top_text_inside(draw_mma(forms[0], also=[f.name for f in forms[1:]]))

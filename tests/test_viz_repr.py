@@ -66,3 +66,16 @@ def test_importing_fragsim_and_making_these_objects_loads_no_matplotlib():
             "fragsim.instructions.lookup('m16n8k16.row.col.f32.f16.f16.f32'); "
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_64x64_tile_picture_is_small_and_still_says_each_bank():
+    """4,096 cells: one image of the banks' colours and white gaps (a named <rect> and <text> per cell
+    made 2.2 MB of SVG); every pixel of the image is its element's bank colour."""
+    from fragsim.viz.banks import draw_bank_map
+    from fragsim.viz.palette import BANK_RGB
+    tile = fragsim.Tile(64, 64, "f16", swizzle=fragsim.Swizzle(3, 4, 3))
+    svg = tile._repr_svg_()
+    assert len(svg.encode()) < 200_000 and svg.count("<rect") < 100
+    (img,) = draw_bank_map(tile).axes[0].images
+    r, c = np.mgrid[0:64, 0:64]
+    assert np.array_equal(np.asarray(img.get_array()), BANK_RGB[np.asarray(tile.offset(r, c)) // 4 % 32])

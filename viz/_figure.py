@@ -77,6 +77,11 @@ class Canvas:
         self.fig.fragsim_cells = []
         self.fig.fragsim_styles = {}
 
+    @property
+    def label_limit(self) -> int:
+        """The most cells of one grid that get labels in this picture's format (see ``draw_cells``)."""
+        return SVG_CELLS if self.vector else MAX_LABELS
+
     def grow_top(self, inches: float):
         """``inches`` more room above the content: the figure grows, nothing moves against the content."""
         w, h = self.fig.get_size_inches()
@@ -167,10 +172,11 @@ def label_font(cell_pt: float, lines: int, chars: int, fill: float = 0.86) -> fl
     return fs if fs >= MIN_FONT else None
 
 
-def fit_labels(cell_pt: float, *variants):
-    """The first label variant (a 2-D array of strings, or None) whose longest label fits, with its font."""
+def fit_labels(cell_pt: float, *variants, limit: int = MAX_LABELS):
+    """The first label variant (a 2-D array of strings, or None) whose longest label fits, with its font;
+    none past ``limit`` cells (``Canvas.label_limit``: what the picture's format draws)."""
     for labels in variants:
-        if labels is None or np.size(labels) > MAX_LABELS:
+        if labels is None or np.size(labels) > limit:
             continue
         flat = [s for s in np.asarray(labels, dtype=object).ravel() if s]
         if not flat:

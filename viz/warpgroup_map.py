@@ -57,7 +57,7 @@ def draw_warpgroup_map(form, operand, path=None):
                 target=path)
     colors = LANE_RGB[thread % WARP_LANES]
     full, short = cell_labels(f, op)
-    labels, fs = fit_labels(cv.cell_pt * (1 - 2 * GAP), full, short)
+    labels, fs = fit_labels(cv.cell_pt * (1 - 2 * GAP), full, short, limit=cv.label_limit)
     if labels is None and cv.cell_pt < TINY_CELL:
         # colour only, no gaps: one image (a 64 x 256 map is 16,384 cells: as polygons, MBs of SVG)
         cv.ax.imshow(colors, extent=(0, C, R, 0), interpolation="nearest", aspect="auto")
@@ -74,7 +74,8 @@ def draw_warpgroup_map(form, operand, path=None):
     axis_numbers(cv, 0, 0, R, C, top=False, step=8)
     cv.title(f"wgmma.mma_async {f.name}\n{WHAT[op]}: {R} x {C}, {THREADS} threads x {f.nregs(op)} registers")
     if labels is None:
-        key = "colour: lane = thread % 32\n(cells too small for labels: draw a smaller N to read them)"
+        key = ("colour: lane = thread % 32\n(cells too small or too many for labels: draw a smaller N, or a PNG, "
+               "to read them)")
     else:
         key = ("cell: the thread (T#) holding the element" + (" and its PTX name" if labels is full else "")
                + "\ncolour: lane = thread % 32" + ("; joined cells: one 32-bit register" if f.elems_per_reg(op) > 1
