@@ -105,3 +105,40 @@ def command_line_spelling() -> Iterator[None]:
 def spell(python: str, cli: str) -> str:
     """The way to give a parameter, as the caller writes it: ``spell("at=(0, 16)", "--at 0,16")``."""
     return cli if _COMMAND_LINE.get() else python
+
+
+#: Bytes of arrays one call may allocate: an entry point whose arrays grow with its input (batch
+#: dimensions that broadcast, a GEMM's M x N, every (row, col) pair of a tile) estimates them first
+#: and refuses work past this, so that a call is never left to grow until the machine runs out.
+MAX_WORKING_BYTES = 2 << 30
+
+
+def working_memory(nbytes: int, what: str, split: str) -> None:
+    """Refuse ``what`` ("mma: 4,096 x 65,536 warps") if it would allocate more than MAX_WORKING_BYTES;
+    ``split``: how to do the same work in parts."""
+    if nbytes > MAX_WORKING_BYTES:
+        raise ValueError(f"{what} would need ~{human_bytes(nbytes)} of working memory; the limit is "
+                         f"{human_bytes(MAX_WORKING_BYTES)} (fragsim.validate.MAX_WORKING_BYTES): {split}")
+
+
+def human_bytes(n: int) -> str:
+    """Bytes in binary units, two significant figures past 10: "8 MiB", "1.5 GiB", "227 KiB", "96 B"."""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if v < 1024 or unit == "TiB":
+            break
+        v /= 1024
+    return f"{v:.0f} {unit}" if v >= 10 or v == int(v) else f"{v:.1f} {unit}"
+
+
+#: Characters a name may have (a PTX spelling, a number format, a tile spec): the longest is ~60.
+MAX_NAME = 256
+
+
+def name_length(text: str, what: str) -> str:
+    """``text`` if it is short enough to be a name; else a one-line refusal that quotes only its start
+    (a message does not echo megabytes, and nothing scans them)."""
+    if len(text) > MAX_NAME:
+        raise ValueError(f"{what} {text[:40]!r}... is {len(text):,} characters long; no {what} has more than "
+                         f"{MAX_NAME}")
+    return text

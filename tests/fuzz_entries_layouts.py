@@ -26,7 +26,8 @@ def int_arrays(values, max_size):
 
 
 def tile_default():
-    return {"rows": 16, "cols": 64, "dtype": "f16", "order": "row", "pitch": None, "swizzle": Swizzle(3, 4, 3), "base": 0}
+    return {"rows": 16, "cols": 64, "dtype": "f16", "order": "row", "pitch": None, "swizzle": Swizzle(3, 4, 3), "base": 0,
+            "space": "shared"}
 
 
 @st.composite
@@ -44,11 +45,13 @@ def tile_valid(draw):
     if span % 1024 == 0 and (pitch or line) == line and draw(st.booleans()):
         swizzle = draw(st.sampled_from([Swizzle(3, 4, 3), XorMap.of(Swizzle(2, 4, 3)), XorMap.xor({4: [7], 6: [8]})]))
     base = draw(st.integers(0, 4)) * (1024 if swizzle is not None else eb)
-    return {"rows": rows, "cols": cols, "dtype": dtype, "order": order, "pitch": pitch, "swizzle": swizzle, "base": base}
+    space = "global" if swizzle is None and draw(st.booleans()) else "shared"
+    return {"rows": rows, "cols": cols, "dtype": dtype, "order": order, "pitch": pitch, "swizzle": swizzle, "base": base,
+            "space": space}
 
 
 def make_tile(kw):
-    return Tile(kw["rows"], kw["cols"], kw["dtype"], kw["order"], kw["pitch"], kw["swizzle"], kw["base"])
+    return Tile(kw["rows"], kw["cols"], kw["dtype"], kw["order"], kw["pitch"], kw["swizzle"], kw["base"], kw["space"])
 
 
 def tile_check(t, kw):
@@ -60,13 +63,14 @@ def tile_check(t, kw):
 
 
 TILE = Entry("Tile", make_tile, tile_default, tile_valid(),
-             names={**{p: (p,) for p in ("rows", "cols", "dtype", "order", "base")},
+             names={**{p: (p,) for p in ("rows", "cols", "dtype", "order", "base", "space")},
                     # the footprint a pitch gives can break the swizzle's bijection: that error is the swizzle's
                     "pitch": ("pitch", "bijection"), "swizzle": ("swizzle", "Swizzle", "XorMap", "bijection")},
              check=tile_check,
              accepts={"pitch": ("None",), "swizzle": ("None",)},
              special={"rows": [("1", lambda kw: 1, OK), ("0", lambda kw: 0, ERROR), ("numpy int", lambda kw: np.int32(8), OK),
-                               ("footprint past 16 MiB", lambda kw: 1 << 20, ERROR)],
+                               ("footprint past 16 MiB", lambda kw: 1 << 20, ERROR),
+                               ("footprint past a CTA's shared memory", lambda kw: 1 << 12, ERROR)],
                       "cols": [("0", lambda kw: 0, ERROR), ("3", lambda kw: 3, EITHER)],
                       "dtype": [("upper case", lambda kw: "F16", EITHER), ("numpy float16", lambda kw: np.float16, OK),
                                 ("numpy dtype", lambda kw: np.dtype("uint16"), OK), ("tf32", lambda kw: "tf32", EITHER),
@@ -84,7 +88,10 @@ TILE = Entry("Tile", make_tile, tile_default, tile_valid(),
                                   ("non-bijective XorMap", lambda kw: XorMap([1, 2, 4, 8, 16, 32, 64, 64]), ERROR),
                                   ("LinearLayout", lambda kw: Swizzle(3, 4, 3).as_layout(), EITHER)],
                       "base": [("1024", lambda kw: 1024, OK), ("16 (under the swizzle's alignment)", lambda kw: 16, ERROR),
-                               ("odd", lambda kw: 1, ERROR)]})
+                               ("odd", lambda kw: 1, ERROR), ("past a CTA's shared memory", lambda kw: 232448, ERROR)],
+                      # a global tile takes no swizzle (the default has one)
+                      "space": [("global", lambda kw: "global", EITHER), ("local", lambda kw: "local", ERROR),
+                                ("GLOBAL", lambda kw: "GLOBAL", EITHER)]})
 
 
 def tile_offset_run(kw):
@@ -317,18 +324,23 @@ CHECK_STORE = Entry("check_store", lambda kw: fragsim.check_store(kw["form"], kw
 
 def check_copy_default():
     return {"tile": Tile(32, 64, "f16"), "copies": [("st.shared.v4.b32", "(tid + pass * 64) * 16")],
-            "variables": {"pass": range(4)}, "threads": 64, "global_pitch": None}
+            "variables": {"pass": range(4)}, "threads": 64, "global_pitch": None, "source": None}
 
 
 CHECK_COPY = Entry("check_copy",
                    lambda kw: fragsim.check_copy(kw["tile"], kw["copies"], variables=kw["variables"], threads=kw["threads"],
-                                                 global_pitch=kw["global_pitch"]),
+                                                 global_pitch=kw["global_pitch"], source=kw["source"]),
                    check_copy_default, st.builds(check_copy_default),
                    names={"tile": ("tile", "Tile"), "copies": ("cop", "op", "st.shared"), "variables": ("variable", "pass"),
-                          "threads": ("threads", "'tid'"), "global_pitch": ("global_pitch",)},
-                   check=report_check, accepts={"global_pitch": ("None",), "threads": ("None",)},
+                          "threads": ("threads", "'tid'"), "global_pitch": ("global_pitch",), "source": ("source",)},
+                   check=report_check, accepts={"global_pitch": ("None",), "threads": ("None",), "source": ("None",)},
                    special={"threads": [("48", lambda kw: 48, ERROR), ("0", lambda kw: 0, ERROR)],
                             "global_pitch": [("8", lambda kw: 8, ERROR), ("256", lambda kw: 256, OK)],
+                            "source": [("the matrix in global memory",
+                                        lambda kw: Tile(32, 64, "f16", pitch=256, space="global"), OK),
+                                       ("a spec", lambda kw: "32x64 f16 global", OK),
+                                       ("a shared tile", lambda kw: Tile(32, 64, "f16"), ERROR),
+                                       ("another matrix", lambda kw: Tile(64, 32, "f16", space="global"), ERROR)],
                             "variables": [("empty range", lambda kw: {"pass": range(0)}, EITHER),
                                           ("huge range", lambda kw: {"pass": range(10**9)}, ERROR)],
                             "copies": [("cp.async with a source",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from contract import EITHER, ERROR, FIGURES, OK
+from contract import EITHER, ERROR, FIGURES, OK, capped
 from fragsim.cli import main
 
 F32 = "m16n8k16.row.col.f32.f16.f16.f32"
@@ -28,11 +28,12 @@ GEMM_REC = os.path.join(_DATA, "gemm", "gemm_h100.json")
 
 
 def run_cli(argv):
-    """(exit code, stdout, stderr) of ``fragsim ARGV``; an exception escaping main() is a traceback."""
+    """(exit code, stdout, stderr) of ``fragsim ARGV``, under the memory cap; an exception escaping
+    main() is a traceback."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main(list(argv))
+            code = capped(lambda: main(list(argv)), f"fragsim {' '.join(map(str, argv))[:200]}")
         except SystemExit as e:            # argparse: --help (0) and usage errors (2)
             code = e.code
     return code, out.getvalue(), err.getvalue()

@@ -41,7 +41,7 @@ def test_a_tile_past_a_ctas_shared_memory_is_refused_with_its_size_and_the_limit
     with pytest.raises(ValueError) as e:
         Tile(2048, 2048, "f16")
     msg = str(e.value)
-    assert msg.startswith("Tile: 2048x2048 f16 (8 MiB) does not fit in " + SM90)
+    assert msg.startswith("Tile: 2048 rows x 2048 cols of f16 (8 MiB) does not fit in " + SM90)
     assert "space='global'" in msg and "\n" not in msg
 
 
@@ -56,7 +56,7 @@ def test_a_tile_fits_when_base_plus_footprint_is_at_most_smem_per_cta(rows, base
 
 
 def test_a_padded_pitch_counts_toward_the_footprint():
-    with pytest.raises(ValueError, match=r"^Tile: 128x896 f16 \(245632 bytes, pitch 1920\) does not fit"):
+    with pytest.raises(ValueError, match=r"^Tile: 128 rows x 896 cols of f16 \(245632 bytes, pitch 1920\) does not fit"):
         Tile(128, 896, "f16", pitch=1920)
 
 
@@ -70,9 +70,9 @@ def test_a_global_tile_is_declared_with_space_global_or_the_spec_word_global():
 
 
 def test_a_global_tile_takes_no_swizzle_and_stays_under_max_tile_bytes():
-    with pytest.raises(ValueError, match="a global tile takes no swizzle"):
+    with pytest.raises(ValueError, match=r"a global tile \(space=.global.\) takes no swizzle"):
         Tile(64, 64, "f16", swizzle=Swizzle(3, 4, 3), space="global")
-    with pytest.raises(ValueError, match=r"^Tile: a global tile of 4096x4096 f16 \(32 MiB\) exceeds 16 MiB"):
+    with pytest.raises(ValueError, match=r"^Tile: a global tile of 4096 rows x 4096 cols of f16 \(32 MiB\) exceeds 16 MiB"):
         Tile(4096, 4096, "f16", space="global")
     with pytest.raises(ValueError, match="Tile space"):
         Tile(16, 16, "f16", space="local")
@@ -99,7 +99,7 @@ REFUSERS = {
 
 @pytest.mark.parametrize("entry", REFUSERS)
 def test_shared_memory_entry_points_refuse_a_global_tile(entry):
-    with pytest.raises(ValueError, match=r"the tile 64x64 f16 \(8192 bytes\) is in global memory; .* works on a "
+    with pytest.raises(ValueError, match=r"the tile 64 rows x 64 cols of f16 \(8192 bytes\) is in global memory; .* works on a "
                                          "tile in shared memory$"):
         REFUSERS[entry](GLOBAL)
 
@@ -188,7 +188,7 @@ def test_the_swizzle_command_refuses_the_issues_tile_in_one_line(capsys):
     """fragsim swizzle --tile "2048x2048 f16" grew to 23.7 GB: now one line with the size and the limit."""
     code = main(["swizzle", "--tile", "2048x2048 f16", "--preset", "copy"])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "2048x2048 f16 (8 MiB) does not fit in " + SM90 in err
+    assert code == 2 and err.count("\n") == 1 and "2048 rows x 2048 cols of f16 (8 MiB) does not fit in " + SM90 in err
 
 
 def test_the_swizzle_search_refuses_more_work_than_its_limit_before_scoring():

@@ -125,7 +125,10 @@ def _source_pitch(source, tile) -> int:
     from fragsim.layout.tile import Tile
 
     if isinstance(source, str):
-        source = Tile.parse(source)
+        try:
+            source = Tile.parse(source)
+        except ValueError as e:
+            raise ValueError(f"source: {e}") from None
     if not isinstance(source, Tile):
         raise TypeError(f"source must be a fragsim.Tile in global memory, got {type(source).__name__}")
     if source.space != "global":

@@ -85,6 +85,11 @@ class Evidence:
         return a.reshape(u.shape[1], u.shape[0], u.shape[2]).transpose(1, 0, 2)
 
 
+def _cannot_run(instrs) -> np.ndarray:
+    """bool (instructions,): those that would fault (``machine.problem``)."""
+    return np.array([M.problem(ins) is not None for ins in instrs], bool)
+
+
 # ---------------------------------------------------------------------------------------------
 # loads and stores: register streams
 
@@ -118,9 +123,7 @@ class _Stream:
             self.addr[at] = byte_addresses(ins)[self.lane[at], self.byte[at] - self.offsets[i]]
 
     def evidence(self, kind: str, got: np.ndarray) -> Evidence:
-        for i, ins in enumerate(self.instrs):
-            if M.problem(ins) is not None:
-                got[self.instr == i] = NOT_RUN
+        got[_cannot_run(self.instrs)[self.instr]] = NOT_RUN
         return Evidence(kind, self.tile, self.instrs, self.want, got, self.addr, self.lane, self.instr,
                         self.reg, self.half, self.wel, self.wby, self.frags)
 
@@ -245,9 +248,7 @@ class CopyRun:
     def decode(self, outs, mem) -> Evidence:
         valid = self.want >= 0
         got = landed(self.tile, mem, self.addr, np.where(valid, self.want, -2))
-        for i, ins in enumerate(self.instrs):
-            if M.problem(ins) is not None:
-                got[self.instr == i] = NOT_RUN
+        got[_cannot_run(self.instrs)[self.instr]] = NOT_RUN      # per element, not per instruction: O(n)
         keep = valid
         ev = Evidence(self.kind, self.tile, self.instrs, self.want[keep], got[keep], self.addr[keep],
                       self.lane[keep], self.instr[keep], np.full(int(keep.sum()), -1),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fragsim.validate import array, broadcast_shape, show
+from fragsim.validate import array, broadcast_shape, name_length, show
 
 __all__ = [
     "FloatFormat", "FORMATS", "get_format", "fields", "decompose", "is_nan", "is_inf",
@@ -135,7 +135,7 @@ def get_format(fmt: str | FloatFormat | IntFormat):
         return fmt
     if not isinstance(fmt, str):
         raise TypeError(f"number format must be a name (str) such as 'f16', got {type(fmt).__name__}")
-    key = str(fmt).lstrip(".").lower()
+    key = name_length(fmt, "number format").lstrip(".").lower()
     found = FORMATS.get(key) or INT_FORMATS.get(key)
     if found is None:
         raise ValueError(f"unknown number format {fmt!r}; expected one of "

@@ -7,14 +7,14 @@ shared-memory entry point refuses a tile, an smem array or a lane address past i
 
 from __future__ import annotations
 
-from .arch import DEFAULT_ARCH, get_arch
+from .arch import ARCHS, DEFAULT_ARCH, get_arch
 
-__all__ = ["smem_per_cta", "smem_limit", "beyond_smem", "human_bytes"]
+__all__ = ["smem_per_cta", "smem_limit", "beyond_smem"]
 
 
 def smem_per_cta(arch=None) -> int:
     """Bytes of shared memory one CTA of ``arch`` can address."""
-    return get_arch(DEFAULT_ARCH if arch is None else arch).smem_per_cta
+    return (ARCHS[DEFAULT_ARCH] if arch is None else get_arch(arch)).smem_per_cta   # per lane checked: kept cheap
 
 
 def smem_limit(arch=None) -> str:
@@ -34,12 +34,3 @@ def beyond_smem(address: int, nbytes: int, what: str, arch=None) -> str:
     tail = f" (+{nbytes} bytes)" if a < smem_per_cta(arch) else ""
     return f"{what} {a} ({a:#x}){tail} is beyond {smem_limit(arch)}"
 
-
-def human_bytes(n: int) -> str:
-    """Bytes in binary units, two significant figures past 10: "8 MiB", "1.5 GiB", "227 KiB", "96 B"."""
-    v = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if v < 1024 or unit == "TiB":
-            break
-        v /= 1024
-    return f"{v:.0f} {unit}" if v >= 10 or v == int(v) else f"{v:.1f} {unit}"

@@ -145,7 +145,7 @@ def lookup(form) -> MmaForm:
         return form
     if not isinstance(form, str):
         raise TypeError(f"form must be a PTX mma spelling (str), got {type(form).__name__}")
-    s = form.strip().lower()
+    s = validate.name_length(form, "form").strip().lower()
     for i, ch in enumerate(s):
         if not (ch.isascii() and (ch.isalnum() or ch in "._:")):
             pos = i + len(form) - len(form.lstrip())

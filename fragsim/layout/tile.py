@@ -36,7 +36,7 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.formats import FORMATS
-from fragsim.facts.smem import human_bytes, smem_limit, smem_per_cta
+from fragsim.facts.smem import smem_limit, smem_per_cta
 from .swizzle import Swizzle
 from .xor_map import XorMap
 
@@ -133,7 +133,7 @@ class Tile:
                              f"({self.elem_bytes} bytes, {self.dtype})")
         glob = self.space == "global"
         if glob and self.span > MAX_TILE_BYTES:
-            raise ValueError(f"Tile: a global tile of {self._extent()} exceeds {human_bytes(MAX_TILE_BYTES)} "
+            raise ValueError(f"Tile: a global tile of {self._extent()} exceeds {validate.human_bytes(MAX_TILE_BYTES)} "
                              f"(MAX_TILE_BYTES)")
         self.base = validate.integer(base, "Tile base", hint=f"byte address of the tile in {self.space} memory")
         if self.base < 0 or self.base % self.elem_bytes:
@@ -147,18 +147,18 @@ class Tile:
                              "memory is declared with " + validate.spell("Tile(..., space='global')",
                                                                           "the word global in the tile spec"))
         if glob and swizzle is not None:
-            raise ValueError(f"Tile: a global tile takes no swizzle (got {describe_swizzle(swizzle)}): swizzles "
-                             "permute shared-memory addresses")
+            raise ValueError(f"Tile: a global tile (space='global') takes no swizzle (got {describe_swizzle(swizzle)}): "
+                             "swizzles permute shared-memory addresses")
         self.swizzle = swizzle
         self._inverse = None
         self._map = self._check_swizzle(swizzle)
 
     # -- geometry ----------------------------------------------------------------------------------
     def _extent(self) -> str:
-        """"2048x2048 f16 (8 MiB)", with the pitch where it pads: the tile's size in words."""
+        """"2048 rows x 2048 cols of f16 (8 MiB)", with the pitch where it pads: the tile's size in words."""
         pad = f", pitch {self.pitch}" if self.pitch != self.line_bytes else ""
-        size = human_bytes(self.span) if self.span >= 1 << 20 else f"{self.span} bytes"
-        return f"{self.rows}x{self.cols} {self.dtype} ({size}{pad})"
+        size = validate.human_bytes(self.span) if self.span >= 1 << 20 else f"{self.span} bytes"
+        return f"{self.rows} rows x {self.cols} cols of {self.dtype} ({size}{pad})"
 
     @property
     def lines(self) -> int:
@@ -253,6 +253,10 @@ class Tile:
                 raise ValueError(f"Tile.offset: {name} {int(v[i])} outside the tile's {n} {name}s"
                                  + (f" (at index {i})" if v.ndim else ""))
         shape = validate.broadcast_shape([r.shape, c.shape], ["row", "col"], "Tile.offset: ")
+        n = int(np.prod(shape, dtype=np.int64))
+        # int64 row, col, index, line, position and the swizzle's temporaries: ~80 bytes an offset
+        validate.working_memory(80 * n, f"Tile.offset: row and col broadcast to {shape} = {n:,} offsets",
+                                "ask for fewer (row, col) pairs at a time")
         r, c = (np.broadcast_to(v.astype(np.int64), shape) for v in (r, c))
         out = self.base + self._apply(self._lin(r * self.cols + c))
         return int(out) if scalar else out
@@ -355,7 +359,7 @@ class Tile:
         """``"128x32 bf16 [row|col] [pitch=N] [swizzle=B,M,S|none] [base=N] [shared|global]"`` -> a Tile."""
         if not isinstance(text, str):
             raise TypeError(f"tile spec must be a str, got {type(text).__name__}")
-        words = text.replace(",", " , ").split()
+        words = validate.name_length(text, "tile spec").replace(",", " , ").split()
         m = re.fullmatch(r"(\d+)[xX](\d+)", words[0]) if words else None
         if not m or len(words) < 2:
             raise ValueError(f"tile spec {text!r}: expected 'ROWSxCOLS DTYPE [row|col] [pitch=N] "

@@ -71,7 +71,7 @@ import numbers
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.validate import array, broadcast_shape
+from fragsim.validate import array, broadcast_shape, working_memory
 from .cparse import (BOOL, I32, I64, MAX_TOKENS, SIZEOF, U64, AddrExprError, CType, Parser)
 
 __all__ = ["parse", "evaluate", "Expr", "SIZEOF", "AddrExprError", "MAX_TOKENS"]
@@ -434,6 +434,11 @@ class Expr:
         # one value per lane even where the expression does not read `lane`
         shape = broadcast_shape([lane_arr.shape, *(a.shape for a in arrays.values())],
                                 ["lane", *(f"variable {name!r}" for name in arrays)])
+        n = int(np.prod(shape, dtype=np.int64))
+        # the operations' int64 results and overflow masks alive at once: at most 8 bytes a node, and 64
+        working_memory((64 + 8 * len(self._program.nodes)) * n,
+                       f"{self.src[:40]!r}: lane and the variables broadcast to {shape} = {n:,} values",
+                       "evaluate fewer lanes or variable values at a time")
         # errors name the lane (and the variables) where they occur
         out = self._program.run({"lane": lane_arr, **arrays}, {"lane": I32, **var_types}, shape)
         return np.broadcast_to(out, shape).astype(np.int64)

@@ -29,7 +29,7 @@ import numpy as np
 from fragsim import validate
 from .access import AccessGroup, AccessSet
 from fragsim.facts.hardware import MATRIX_ROW_BYTES, SOURCE_LINE_BYTES, WARP_LANES, WAVEFRONT_BYTES
-from fragsim.facts.smem import human_bytes, smem_per_cta
+from fragsim.facts.smem import smem_per_cta
 from fragsim.instructions.shared_op import SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS
 from fragsim.layout.swizzle import Swizzle
@@ -406,7 +406,7 @@ def _check_work(layouts: list, groups) -> None:
         return
     memory = len(layouts) * n * 8 + 8 * 8 * SCORE_CHUNK     # the figures, and a chunk's address arrays
     raise ValueError(f"swizzle_search: {len(layouts):,} layouts x {n:,} instructions x {WARP_LANES} lanes = "
-                     f"{work:,} addresses to score (~{human_bytes(memory)} of working memory); the limit is "
+                     f"{work:,} addresses to score (~{validate.human_bytes(memory)} of working memory); the limit is "
                      f"{MAX_SCORED_ADDRESSES:,} addresses: score fewer layouts ("
                      + validate.spell("swizzles=False, xor_maps=False, xor_row_bits, max_padding or candidates",
                                       "--no-swizzles, --no-xor, --xor-row-bits, --max-padding or --compare")

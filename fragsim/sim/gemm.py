@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from fragsim.facts.arch import DEFAULT_ARCH
-from fragsim.validate import array, show
+from fragsim.validate import array, show, working_memory
 from fragsim.facts.formats import IntFormat
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup
@@ -134,6 +134,10 @@ def gemm(form, A, B, C=None, arch=DEFAULT_ARCH, k_order="ascending", tile=None, 
                              f"A is {M} x {K}, B {K} x {N}")
     if K == 0:
         raise ValueError(f"K (columns of A, rows of B) = 0: a GEMM runs at least one k-step of {fk}")
+    # A and B decoded (value, exponent and 32-bit copies: 24 bytes an element); C decoded, D's words
+    # and D: 16 + 8 + 8 bytes an element of M x N
+    working_memory(24 * (M * K + K * N) + 32 * M * N, f"gemm: A ({M} x {K}) times B ({K} x {N})",
+                   "compute D in blocks of rows or columns (A's rows, B's columns) in several calls")
     steps = k_steps(k_order, K // fk)
     tm, tn = _tile(tile, f, M, N)
     if f.fmt("C") != f.fmt("D") and steps.size > 1:

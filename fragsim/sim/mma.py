@@ -10,7 +10,7 @@ import numpy as np
 from fragsim.arith import plan, run
 from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.validate import broadcast_shape
+from fragsim.validate import broadcast_shape, working_memory
 from .registers import check_regs
 
 __all__ = ["mma"]
@@ -36,6 +36,10 @@ def mma(form, a, b, c, arch=DEFAULT_ARCH, *, parallel: bool = True) -> np.ndarra
     lead = broadcast_shape([r.shape[:-2] for r in regs], ["operand A", "operand B", "operand C"],
                            f"{f.name}: the leading (batch) dimensions of ")
     batch = int(np.prod(lead, dtype=np.int64))
+    # A, B and C flattened to the batch (broadcast operands copied) and D: 4 bytes per register and lane
+    working_memory(batch * WARP_LANES * 4 * sum(f.nregs(op) for op in "ABCD"),
+                   f"{f.name}: a batch of {' x '.join(map(str, lead))} = {batch:,} warps",
+                   "split the batch into several calls")
     fa, fb, fc = ((r if r.shape[:-2] == lead else np.broadcast_to(r, lead + r.shape[-2:]))
                   .reshape(batch, r.shape[-2] * r.shape[-1]) for r in regs)
     d = run(pl, fa, fb, fc, parallel=bool(parallel))

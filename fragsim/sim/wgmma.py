@@ -263,6 +263,11 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
         raise ValueError(f"{f.name}: at most 61 leading (batch) dimensions, got {len(lead)} "
                          f"(smem {sm.shape}, a, b, c, scale_d broadcast together)")
     n = int(np.prod(lead, dtype=np.int64))
+    # per warpgroup: its smem (copied where it broadcasts), A and B as elements and decoded values,
+    # C, D and the accumulators as words and values
+    validate.working_memory(n * (sm.shape[-1] + 16 * (M * K + N * K) + 32 * M * N),
+                            f"{f.name}: a batch of {' x '.join(map(str, lead))} = {n:,} warpgroups",
+                            "split the batch into several calls")
 
     def flat(x, tail):
         return np.broadcast_to(x, lead + tail).reshape((n,) + tail)
