@@ -39,6 +39,7 @@ _MODULES = {
     "movmatrix": "movmatrix",
     "wgmma": "wgmma_run",
     "gemm": "gemm",
+    "ptx_int": "ptx_int",
 }
 
 
