@@ -34,7 +34,7 @@ def parse_shared_op(op) -> SharedOp:
         return op
     if not isinstance(op, str):
         raise TypeError(f"op must be a PTX instruction name (str), got {type(op).__name__}")
-    s = op.strip().lower()
+    s = validate.name_length(op, "op").strip().lower()
     if not s.isascii() or any(c.isspace() for c in s):
         raise ValueError(f"op {op!r}: unexpected space or non-ASCII character in an instruction name")
     m = _MATRIX.match(s)
