@@ -1,0 +1,527 @@
+"""The floating-point instructions: add, sub, mul, fma, mad, div, rcp, sqrt, min, max, neg, abs,
+copysign, testp, and setp/set on float operands, in f16, f16x2, bf16, bf16x2, f32 and f64.
+
+Every result is the exact value rounded once (fragsim.ptx.semantics.ieee) in the instruction's
+rounding mode, as the PTX ISA defines ``.rn/.rz/.rm/.rp``; ``.ftz`` flushes subnormal inputs and
+results to the zero of their sign; ``.sat`` clamps to [0.0, 1.0] with NaN to +0.0; ``.relu``
+clamps negatives to +0.0 with NaN to the canonical NaN; ``.oob`` gives +0.0 when an operand is
+the OOB NaN.  What the ISA leaves unspecified -- which NaN an instruction returns, whether -0.0
+saturates to +0.0 -- is what the H100 does (``fragsim gpu-check --family ptx_float``, recorded under
+tests/data/ptx/float): see ``NAN_RESULT`` and the notes at each rule.
+
+Refused, by name: the ``.approx`` and ``.full`` forms (their results are the MUFU unit's, not
+IEEE), the sm_100 forms (``.f32x2``, mixed-precision ``add.f32.f16``, three-operand min/max),
+and ``mad.f32`` without a rounding modifier (the sm_1x form).  The integer family dispatches the
+opcodes with integer and float forms: their float types come here, ``setp``/``set`` with a float
+source through ``resolve_float_compare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import Semantic, Spec, UnsupportedInstruction
+from .ieee import (MODES, exact_div, exact_fma, exact_sqrt, flush_subnormal, fmt, from_double,
+                   is_inf, is_nan, is_subnormal, is_zero, round_pack, two_sum, widen)
+
+SCALARS = ("f16", "bf16", "f32", "f64")
+#: packed types and their element type: the low half-word is element 0
+PACKED = {"f16x2": "f16", "bf16x2": "bf16"}
+FLOATS = SCALARS + tuple(PACKED)
+
+#: The NaN each instruction returns when its result is NaN and the ISA does not name one, by element
+#: format, as measured on the H100: f32/f16/bf16 arithmetic returns the canonical NaN (positive, all
+#: significand bits set); f64 arithmetic returns its first NaN operand (a, then b, then c) with the
+#: quiet bit set, and ``F64_DEFAULT_NAN`` when no operand is NaN (0 * inf, inf - inf, 0/0, sqrt(-1)).
+NAN_RESULT = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF}
+F64_DEFAULT_NAN = 0x7FFFFFFFFFFFFFFF
+F64_QUIET = 1 << 51
+
+#: The OOB NaN of ``fma.oob`` (PTX ISA "Tensors: out of boundary access"), per element format.
+OOB_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF}
+
+CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+BOOL_OPS = ("and", "or", "xor")
+TESTS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
+SM100 = "an sm_100 form; fragsim models what the H100 (sm_90) runs"
+Arrays = tuple[np.ndarray, ...]
+
+
+def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
+    return UnsupportedInstruction(f"{spec.text}: {why}")
+
+
+class _Mods:
+    """The modifiers of one instruction, read against its allowed slots (each a set of spellings,
+    filled at most once); the type(s) come last.  Like ptxas, any order of the modifiers is taken."""
+
+    def __init__(self, spec: Spec, slots: list[tuple[str, tuple[str, ...]]], ntypes: int = 1):
+        self.spec = spec
+        if len(spec.mods) < ntypes:
+            raise _refuse(spec, "no type")
+        self.types = spec.mods[len(spec.mods) - ntypes:]
+        self.found: dict[str, str] = {}
+        for m in spec.mods[: len(spec.mods) - ntypes]:
+            slot = next((name for name, spellings in slots if m in spellings), None)
+            if slot is None:
+                raise _refuse(spec, f"modifier .{m} is not defined for {spec.opcode}")
+            if slot in self.found:
+                raise _refuse(spec, f"modifiers .{self.found[slot]} and .{m} exclude each other")
+            self.found[slot] = m
+
+    def get(self, slot: str, default: Any = None) -> Any:
+        return self.found.get(slot, default)
+
+    def has(self, slot: str) -> bool:
+        return slot in self.found
+
+
+def _check_operands(spec: Spec, ndst: int, nsrc: int) -> None:
+    if spec.ndst != ndst or spec.nsrc != nsrc:
+        raise _refuse(spec, f"takes {ndst} destination and {nsrc} source operands, got {spec.ndst} and {spec.nsrc}")
+
+
+def _type(spec: Spec, t: str, allowed: tuple[str, ...]) -> str:
+    if t == "f32x2":
+        raise _refuse(spec, SM100)
+    if t not in allowed:
+        raise _refuse(spec, f"type .{t} not defined for {spec.opcode} (types: {', '.join(allowed)})")
+    return t
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+def _elementwise(t: str, fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """fn over elements of the scalar format; for a packed type, over both half-words of each word."""
+    if t not in PACKED:
+        return fn
+
+    def packed(*xs: np.ndarray) -> np.ndarray:
+        halves = [np.ascontiguousarray(x, np.uint32).view(np.uint16) for x in xs]
+        return np.ascontiguousarray(fn(*halves), np.uint16).view(np.uint32)
+    return packed
+
+
+def _nan_of(f: str, ops: list[np.ndarray]) -> np.ndarray:
+    """The NaN an arithmetic result takes (NAN_RESULT), given the operands' bits."""
+    ff = fmt(f)
+    if f != "f64":
+        return np.full(ops[0].shape, NAN_RESULT[f], ff.dtype)
+    out = np.full(ops[0].shape, F64_DEFAULT_NAN, np.uint64)
+    for x in reversed(ops):
+        out = np.where(is_nan(x, ff), x | np.uint64(F64_QUIET), out)
+    return out
+
+
+def _signed_zero(sign: np.ndarray, f: str) -> np.ndarray:
+    ff = fmt(f)
+    return (np.asarray(sign).astype(ff.dtype) << ff.dtype(ff.storage_bits - 1)).astype(ff.dtype)
+
+
+def _inf(sign: np.ndarray, f: str) -> np.ndarray:
+    ff = fmt(f)
+    return _signed_zero(sign, f) | ff.dtype(((1 << ff.exp_bits) - 1) << ff.man_bits)
+
+
+def _sign(x: np.ndarray, f: str) -> np.ndarray:
+    ff = fmt(f)
+    return (x >> ff.dtype(ff.storage_bits - 1)) != 0
+
+
+def _one(f: str) -> int:
+    ff = fmt(f)
+    return ff.bias << ff.man_bits
+
+
+# ------------------------------------------------------------------------- add, sub, mul, fma, mad
+
+def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, zero_sign: np.ndarray | None,
+              nan_ops: list[np.ndarray]) -> np.ndarray:
+    """a*b + c rounded once to ``f`` (all bits of ``f``); ``zero_sign``: the sign of an exact-zero result
+    where the caller knows it (mul), else IEEE's rule for sums; NaNs as NAN_RESULT over ``nan_ops``."""
+    ff = fmt(f)
+    wa, wb, wc = widen(a, ff), widen(b, ff), widen(c, ff)
+    sa, sb, sc = _sign(a, f), _sign(b, f), _sign(c, f)
+    sp = sa ^ sb
+    nan_in = is_nan(a, ff) | is_nan(b, ff) | is_nan(c, ff)
+    ia, ib, ic = is_inf(a, ff), is_inf(b, ff), is_inf(c, ff)
+    za, zb = is_zero(a, ff), is_zero(b, ff)
+    p_inf = ia | ib
+    invalid = (ia & zb) | (ib & za) | (p_inf & ic & (sp != sc))
+    finite = ~(nan_in | p_inf | ic)
+    fa, fb, fc = (np.where(finite, w, 0.0) for w in (wa, wb, wc))
+    if f != "f64":
+        # a*b is exact in float64 (at most 48 significand bits), and TwoSum makes the sum exact.
+        hi, lo = two_sum(fa * fb, fc)
+        sign, M, E = from_double(hi, lo)
+        zero = hi == 0
+    else:
+        sign, M, E, zero = exact_fma(fa, fb, fc)
+    out = round_pack(sign, M, E, ff, mode)
+    p_zero = za | zb
+    both_zero = p_zero & is_zero(c, ff)
+    if zero_sign is None:
+        zsign = np.where(both_zero, (sp & sc) if mode != "rm" else (sp | sc), mode == "rm")
+    else:
+        zsign = zero_sign
+    out = np.where(zero & finite, _signed_zero(zsign, f), out)
+    out = np.where(p_inf & ~invalid, _inf(sp, f), np.where(ic & ~invalid & ~p_inf, _inf(sc, f), out))
+    return np.where(nan_in | invalid, _nan_of(f, nan_ops), out).astype(ff.dtype)
+
+
+def _post(x: np.ndarray, f: str, ftz: bool, sat: bool, relu: bool) -> np.ndarray:
+    """Result modifiers in the hardware's order: flush subnormal results, then clamp."""
+    ff = fmt(f)
+    if ftz:
+        x = flush_subnormal(x, ff)
+    if sat:
+        # [0.0, 1.0], NaN -> +0.0, -0.0 -> +0.0
+        one = ff.dtype(_one(f))
+        neg = _sign(x, f)
+        x = np.where(is_nan(x, ff) | neg, ff.dtype(0), np.where(~neg & (x > one), one, x))
+    if relu:
+        x = np.where(is_nan(x, ff), ff.dtype(NAN_RESULT[f]), np.where(_sign(x, f), ff.dtype(0), x))
+    return x
+
+
+def _arith(spec: Spec) -> Semantic:
+    op = spec.opcode
+    ternary = op in ("fma", "mad")
+    slots = [("rnd", MODES), ("ftz", ("ftz",)), ("oob", ("oob",)), ("sat", ("sat",)), ("relu", ("relu",))]
+    if len(spec.mods) >= 2 and spec.mods[-2] in SCALARS and spec.mods[-1] in SCALARS:
+        raise _refuse(spec, "mixed-precision form, " + SM100)
+    m = _Mods(spec, slots)
+    t = _type(spec, m.types[0], FLOATS)
+    f = PACKED.get(t, t)
+    _check_operands(spec, 1, 3 if ternary else 2)
+    mode = m.get("rnd")
+    allowed = {"f32": {"rnd", "ftz", "sat"}, "f64": {"rnd"}, "f16": {"rnd", "ftz", "sat"}, "bf16": {"rnd"}}[f]
+    if op == "fma" and f in ("f16", "bf16"):
+        allowed = allowed | {"relu", "oob"}
+    if op == "mad" and f in ("f16", "bf16"):
+        raise _refuse(spec, f"mad is not defined for .{t} (fma is)")
+    extra = set(m.found) - allowed
+    if extra:
+        raise _refuse(spec, f".{m.found[sorted(extra)[0]]} is not defined for {op}.{t}")
+    if f in ("f16", "bf16") and mode not in (None, "rn"):
+        raise _refuse(spec, f"{op}.{t} rounds only .rn")
+    if ternary and mode is None:
+        raise _refuse(spec, f"{op}.{t} needs a rounding modifier (.rn .rz .rm .rp)"
+                      + (" (mad.f32 without one is the sm_1x form)" if op == "mad" and f == "f32" else ""))
+    if m.has("sat") and m.has("relu"):
+        raise _refuse(spec, ".sat and .relu exclude each other")
+    if m.has("oob") and m.has("ftz"):
+        raise _refuse(spec, ".oob does not take .ftz")
+    mode = mode or "rn"
+    ftz, sat, relu, oob = m.has("ftz"), m.has("sat"), m.has("relu"), m.has("oob")
+    ff = fmt(f)
+
+    def element(*xs: np.ndarray) -> np.ndarray:
+        ops = [np.asarray(x).astype(ff.dtype, copy=False) for x in xs]
+        src = [flush_subnormal(x, ff) for x in ops] if ftz else ops
+        one = np.full(src[0].shape, _one(f), ff.dtype)
+        if op == "add":
+            r = _fma_bits(src[0], one, src[1], f, mode, None, src)
+        elif op == "sub":
+            r = _fma_bits(src[0], one, src[1] ^ ff.dtype(1 << (ff.storage_bits - 1)), f, mode, None, src)
+        elif op == "mul":
+            zero = np.zeros_like(src[0])
+            r = _fma_bits(src[0], src[1], zero, f, mode, _sign(src[0], f) ^ _sign(src[1], f), src)
+        else:
+            r = _fma_bits(src[0], src[1], src[2], f, mode, None, src)
+        r = _post(r, f, ftz, sat, relu)
+        if oob:
+            hit = np.zeros(r.shape, bool)
+            for x in ops:
+                hit |= x == ff.dtype(OOB_NAN[f])
+            r = np.where(hit, ff.dtype(0), r)
+        return r
+
+    fn = _elementwise(t, element)
+    n = 3 if ternary else 2
+    return Semantic(lambda *xs: (fn(*xs),), (t,), (t,) * n)
+
+
+# ---------------------------------------------------------------------------------- div, rcp, sqrt
+
+def _divlike(spec: Spec) -> Semantic:
+    op = spec.opcode
+    m = _Mods(spec, [("approx", ("approx", "full")), ("rnd", MODES), ("ftz", ("ftz",))])
+    if m.has("approx"):
+        raise _refuse(spec, f".{m.get('approx')} results are the MUFU approximation's, not IEEE: not modelled")
+    t = _type(spec, m.types[0], ("f32", "f64"))
+    _check_operands(spec, 1, 2 if op == "div" else 1)
+    if not m.has("rnd"):
+        raise _refuse(spec, f"{op}.{t} needs .approx, .full or a rounding modifier (.rn .rz .rm .rp)")
+    if m.has("ftz") and t == "f64":
+        raise _refuse(spec, ".ftz is not defined for .f64")
+    mode, ftz, ff = m.get("rnd"), m.has("ftz"), fmt(t)
+
+    def run(*xs: np.ndarray) -> tuple[np.ndarray]:
+        ops = [np.asarray(x).astype(ff.dtype, copy=False) for x in xs]
+        src = [flush_subnormal(x, ff) for x in ops] if ftz else ops
+        if op == "rcp":
+            src = [np.full(src[0].shape, _one(t), ff.dtype), src[0]]
+        if op == "sqrt":
+            a = src[0]
+            wa = widen(a, ff)
+            neg = _sign(a, t) & ~is_zero(a, ff)
+            nan = is_nan(a, ff) | neg
+            ok = ~nan & ~is_inf(a, ff) & ~is_zero(a, ff)
+            sign, M, E = exact_sqrt(np.where(ok, wa, 1.0))
+            r = round_pack(sign, M, E, ff, mode)
+            r = np.where(is_inf(a, ff) | is_zero(a, ff), a, r)      # sqrt(+inf) = +inf, sqrt(-0) = -0
+            r = np.where(nan, _nan_of(t, [a]), r)
+        else:
+            a, b = src
+            sa, sb = _sign(a, t), _sign(b, t)
+            ia, ib, za, zb = is_inf(a, ff), is_inf(b, ff), is_zero(a, ff), is_zero(b, ff)
+            nan = is_nan(a, ff) | is_nan(b, ff) | (ia & ib) | (za & zb)
+            ok = ~nan & ~ia & ~ib & ~zb
+            sign, M, E = exact_div(np.where(ok, widen(a, ff), 1.0), np.where(ok, widen(b, ff), 1.0))
+            r = round_pack(sign, M, E, ff, mode)
+            s = sa ^ sb
+            r = np.where(ia | zb, _inf(s, t), np.where(ib | za, _signed_zero(s, t), r))
+            r = np.where(nan, _nan_of(t, src if op == "div" else [src[1]]), r)
+        if ftz:
+            r = flush_subnormal(r, ff)
+        return (r.astype(ff.dtype),)
+
+    return Semantic(run, (t,), (t,) * (2 if op == "div" else 1))
+
+
+# ------------------------------------------------------------------------- min, max, neg, abs, ...
+
+def _minmax(spec: Spec) -> Semantic:
+    op = spec.opcode
+    m = _Mods(spec, [("ftz", ("ftz",)), ("NaN", ("NaN",)), ("xorsign", ("xorsign",)), ("abs", ("abs",))])
+    t = _type(spec, m.types[0], FLOATS)
+    f = PACKED.get(t, t)
+    if spec.nsrc == 3:
+        raise _refuse(spec, "three-operand " + op + ", " + SM100)
+    _check_operands(spec, 1, 2)
+    if m.has("xorsign") != m.has("abs"):
+        raise _refuse(spec, ".xorsign and .abs go together in two-operand " + op)
+    if f == "f64" and m.found:
+        raise _refuse(spec, f"{op}.f64 takes no modifiers")
+    if f == "bf16" and m.has("ftz"):
+        raise _refuse(spec, ".ftz is not defined for ." + t)
+    ftz, nan_mode, xorsign = m.has("ftz"), m.has("NaN"), m.has("xorsign")
+    ff = fmt(f)
+    signbit = ff.dtype(1 << (ff.storage_bits - 1))
+
+    def element(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = (np.asarray(x).astype(ff.dtype, copy=False) for x in (a, b))
+        if ftz:
+            a, b = flush_subnormal(a, ff), flush_subnormal(b, ff)
+        xs = _sign(a, f) ^ _sign(b, f)
+        if xorsign:
+            a, b = a & ~signbit, b & ~signbit
+        na, nb = is_nan(a, ff), is_nan(b, ff)
+        wa, wb = widen(a, ff), widen(b, ff)
+        # -0.0 < +0.0 here: order by value, then by sign
+        sa, sb = _sign(a, f), _sign(b, f)
+        if op == "min":
+            take_a = (wa < wb) | ((wa == wb) & (sa | ~sb))
+        else:
+            take_a = (wa > wb) | ((wa == wb) & (~sa | sb))
+        r = np.where(take_a, a, b)
+        r = np.where(na, b, np.where(nb, a, r))
+        if xorsign:
+            r = (r & ~signbit) | (xs.astype(ff.dtype) << ff.dtype(ff.storage_bits - 1))
+        both = (na & nb) | (nan_mode & (na | nb))
+        r = np.where(both, _minmax_nan(a, b, f), r)
+        if ftz:
+            r = flush_subnormal(r, ff)
+        return r.astype(ff.dtype)
+
+    fn = _elementwise(t, element)
+    return Semantic(lambda a, b: (fn(a, b),), (t,), (t, t))
+
+
+def _minmax_nan(a: np.ndarray, b: np.ndarray, f: str) -> np.ndarray:
+    """min/max when the result is NaN: the canonical NaN, and for f64 the first NaN operand quieted."""
+    return _nan_of(f, [a, b])
+
+
+def _negabs(spec: Spec) -> Semantic:
+    op = spec.opcode
+    m = _Mods(spec, [("ftz", ("ftz",))])
+    t = _type(spec, m.types[0], FLOATS)
+    f = PACKED.get(t, t)
+    _check_operands(spec, 1, 1)
+    if m.has("ftz") and f in ("f64", "bf16"):
+        raise _refuse(spec, ".ftz is not defined for ." + t)
+    ftz, ff = m.has("ftz"), fmt(f)
+    signbit = ff.dtype(1 << (ff.storage_bits - 1))
+
+    def element(a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a).astype(ff.dtype, copy=False)
+        if ftz:
+            a = flush_subnormal(a, ff)
+        r = a ^ signbit if op == "neg" else a & ~signbit
+        return np.where(is_nan(a, ff), _nan_of(f, [r]), r).astype(ff.dtype)
+
+    fn = _elementwise(t, element)
+    return Semantic(lambda a: (fn(a),), (t,), (t,))
+
+
+def _copysign(spec: Spec) -> Semantic:
+    m = _Mods(spec, [])
+    t = _type(spec, m.types[0], ("f32", "f64"))
+    _check_operands(spec, 1, 2)
+    ff = fmt(t)
+    signbit = ff.dtype(1 << (ff.storage_bits - 1))
+
+    def run(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray]:
+        a, b = (np.asarray(x).astype(ff.dtype, copy=False) for x in (a, b))
+        return ((b & ~signbit) | (a & signbit),)     # the sign of a, everything else of b (NaNs too)
+    return Semantic(run, (t,), (t, t))
+
+
+def _testp(spec: Spec) -> Semantic:
+    if len(spec.mods) != 2 or spec.mods[0] not in TESTS:
+        raise _refuse(spec, f"testp takes one of .{', .'.join(TESTS)} and a type")
+    test = spec.mods[0]
+    t = _type(spec, spec.mods[1], ("f32", "f64"))
+    _check_operands(spec, 1, 1)
+    ff = fmt(t)
+
+    def run(a: np.ndarray) -> tuple[np.ndarray]:
+        a = np.asarray(a).astype(ff.dtype, copy=False)
+        nan, inf, sub = is_nan(a, ff), is_inf(a, ff), is_subnormal(a, ff)
+        return ({"finite": ~nan & ~inf, "infinite": inf, "number": ~nan, "notanumber": nan,
+                 "normal": ~nan & ~inf & ~sub, "subnormal": sub}[test],)
+    return Semantic(run, ("pred",), (t,))
+
+
+# ------------------------------------------------------------------------------------ setp, set
+
+def _compare(cmp: str, a: np.ndarray, b: np.ndarray, f: str, ftz: bool) -> np.ndarray:
+    """a CmpOp b on bits of ``f`` (PTX ISA "Floating Point Comparisons")."""
+    ff = fmt(f)
+    a, b = (np.asarray(x).astype(ff.dtype, copy=False) for x in (a, b))
+    if ftz:
+        a, b = flush_subnormal(a, ff), flush_subnormal(b, ff)
+    unordered = is_nan(a, ff) | is_nan(b, ff)
+    if cmp == "num":
+        return ~unordered
+    if cmp == "nan":
+        return unordered
+    wa, wb = widen(a, ff), widen(b, ff)
+    base = cmp[:2]
+    with np.errstate(invalid="ignore"):
+        t = {"eq": wa == wb, "ne": wa != wb, "lt": wa < wb, "le": wa <= wb, "gt": wa > wb, "ge": wa >= wb}[base]
+    t = t & ~unordered
+    return t | unordered if len(cmp) == 3 else t
+
+
+def _bool(op: str | None, t: np.ndarray, c: np.ndarray | None) -> np.ndarray:
+    if op is None:
+        return t
+    assert c is not None
+    c = np.asarray(c, bool)
+    return {"and": t & c, "or": t | c, "xor": t ^ c}[op]
+
+
+def _cmp_mods(spec: Spec, ntypes: int) -> tuple[str, str | None, bool, tuple[str, ...]]:
+    if not spec.mods or spec.mods[0] not in CMP_OPS + ("lo", "ls", "hi", "hs"):
+        raise _refuse(spec, f"{spec.opcode} needs a comparison (.{', .'.join(CMP_OPS)})")
+    rest = Spec(spec.opcode, spec.mods[1:], spec.ndst, spec.nsrc)
+    m = _Mods(rest, [("bool", BOOL_OPS), ("ftz", ("ftz",))], ntypes)
+    return spec.mods[0], m.get("bool"), m.has("ftz"), m.types
+
+
+def _setp(spec: Spec) -> Semantic:
+    cmp, bop, ftz, (t,) = _cmp_mods(spec, 1)
+    t = _type(spec, t, FLOATS)
+    f = PACKED.get(t, t)
+    if cmp not in CMP_OPS:
+        raise _refuse(spec, f".{cmp} compares unsigned integers, not floats")
+    if ftz and f not in ("f32", "f16"):
+        raise _refuse(spec, ".ftz is not defined for ." + t)
+    nsrc = 3 if bop else 2
+    # p|q: q is the complement's (scalar f32/f64) or the high half-word's (packed); scalar f16 and
+    # bf16 write p alone (ptxas refuses a q there)
+    if spec.nsrc != nsrc or spec.ndst not in ((1,) if t in ("f16", "bf16") else (1, 2)):
+        raise _refuse(spec, f"takes {'p' if t in ('f16', 'bf16') else 'p or p|q'} and {nsrc} sources, "
+                      f"got {spec.ndst} destinations and {spec.nsrc} sources")
+    ndst = spec.ndst
+
+    def run(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> Arrays:
+        if t in PACKED:
+            ha = np.ascontiguousarray(a, np.uint32).view(np.uint16).reshape(-1, 2)
+            hb = np.ascontiguousarray(b, np.uint32).view(np.uint16).reshape(-1, 2)
+            p = _bool(bop, _compare(cmp, ha[:, 0], hb[:, 0], f, ftz), c)
+            return (p,) if ndst == 1 else (p, _bool(bop, _compare(cmp, ha[:, 1], hb[:, 1], f, ftz), c))
+        tt = _compare(cmp, a, b, f, ftz)
+        p = _bool(bop, tt, c)
+        return (p,) if ndst == 1 else (p, _bool(bop, ~tt, c))
+
+    return Semantic(run, ("pred",) * ndst, (t, t) + (("pred",) if bop else ()))
+
+
+#: what ``set`` writes for true, by destination type (false writes zero)
+SET_TRUE = {"u32": 0xFFFFFFFF, "s32": 0xFFFFFFFF, "u16": 0xFFFF, "s16": 0xFFFF,
+            "f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80}
+SET_DTYPES = {"f32": ("u32", "s32", "f32", "f16", "bf16"), "f64": ("u32", "s32", "f32", "f16", "bf16"),
+              "f16": ("u16", "s16", "u32", "s32", "f16", "bf16"), "bf16": ("u16", "s16", "u32", "s32", "bf16"),
+              "f16x2": ("f16x2", "u32", "s32"), "bf16x2": ("bf16x2", "u32", "s32")}
+
+
+def _set(spec: Spec) -> Semantic:
+    cmp, bop, ftz, (dt, st) = _cmp_mods(spec, 2)
+    nsrc = 3 if bop else 2
+    _check_operands(spec, 1, nsrc)
+    st = _type(spec, st, FLOATS)
+    f = PACKED.get(st, st)
+    if cmp not in CMP_OPS:
+        raise _refuse(spec, f".{cmp} compares unsigned integers, not floats")
+    if dt not in SET_DTYPES[st]:
+        raise _refuse(spec, f"set.{dt}.{st} is not defined (destinations for .{st}: {', '.join(SET_DTYPES[st])})")
+    if ftz and (f not in ("f32", "f16") or dt in ("bf16", "bf16x2")):
+        raise _refuse(spec, f".ftz is not defined for set.{dt}.{st}")
+
+    def test(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> Arrays:
+        if st in PACKED:
+            ha = np.ascontiguousarray(a, np.uint32).view(np.uint16).reshape(-1, 2)
+            hb = np.ascontiguousarray(b, np.uint32).view(np.uint16).reshape(-1, 2)
+            return (_bool(bop, _compare(cmp, ha[:, 0], hb[:, 0], f, ftz), c),
+                    _bool(bop, _compare(cmp, ha[:, 1], hb[:, 1], f, ftz), c))
+        return (_bool(bop, _compare(cmp, a, b, f, ftz), c),)
+    if st in PACKED:
+        half_true = {"f16x2": 0x3C00, "bf16x2": 0x3F80}.get(dt, 0xFFFF)
+
+        def run(*xs: np.ndarray) -> tuple[np.ndarray]:
+            lo, hi = test(*xs)
+            return ((lo.astype(np.uint32) * np.uint32(half_true))
+                    | ((hi.astype(np.uint32) * np.uint32(half_true)) << np.uint32(16)),)
+    else:
+        dtype = np.uint16 if dt in ("u16", "s16", "f16", "bf16") else np.uint32
+
+        def run(*xs: np.ndarray) -> tuple[np.ndarray]:
+            (p,) = test(*xs)[:1]
+            return (np.where(p, dtype(SET_TRUE[dt]), dtype(0)),)
+    return Semantic(run, (dt,), (st, st) + (("pred",) if bop else ()))
+
+
+def resolve_float_compare(spec: Spec) -> Semantic:
+    """``setp``/``set`` whose source type is a float (the integer family, which resolves these
+    opcodes, hands float comparisons here)."""
+    if spec.opcode not in ("setp", "set"):
+        raise _refuse(spec, "not a comparison")
+    return _setp(spec) if spec.opcode == "setp" else _set(spec)
+
+
+#: The opcodes with float forms.  Those that also have integer forms (add ... max) reach these
+#: resolvers through the integer family, which dispatches them by type; so do setp and set, through
+#: ``resolve_float_compare``.
+RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {
+    "add": _arith, "sub": _arith, "mul": _arith, "fma": _arith, "mad": _arith,
+    "div": _divlike, "rcp": _divlike, "sqrt": _divlike,
+    "min": _minmax, "max": _minmax, "neg": _negabs, "abs": _negabs,
+    "copysign": _copysign, "testp": _testp,
+}
