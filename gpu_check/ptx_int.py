@@ -50,12 +50,14 @@ KEEP = 64                   # cases (warps for warp variants: KEEP // 4) kept pe
 MISMATCH_CAP = 64           # mismatching cases kept per variant
 DETAILS = 3                 # mismatches shown per variant
 SENTINEL = 0xDEADBEEF
+SEGMASK_SHIFT = 8           # shfl's c operand: the segment mask in bits 12..8
 
 
 @dataclass(frozen=True)
 class Variant:
     """One instruction variant: ``ptx`` as written, the PTX line's operand counts, the input role of
-    each source (``ROLE_DEFAULT``: by its type), or ``chain``, the instructions of a carry chain."""
+    each source (``draw``; none given: "val" for every source), or ``chain``, the instructions of a
+    carry chain (spelling, destinations, sources)."""
 
     ptx: str
     ndst: int = 1
@@ -272,13 +274,11 @@ def draw(role: str, t: str, n: int, rng: np.random.Generator) -> tuple[np.ndarra
         w = {"shift": bits, "bitpos": bits, "width": 32}[role]
         near = np.arange(0, 2 * w + 3, dtype=np.uint64)
         far = np.array([127, 128, 240, 250, 255, 256, 257, 511, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF], np.uint64)
-        x, e = _mix(rng, n, _pick(rng, np.concatenate([near, near, far]), n), _random_bits(rng, 32, n), 0.85)
-        return x, e
+        return _mix(rng, n, _pick(rng, np.concatenate([near, near, far]), n), _random_bits(rng, 32, n), 0.85)
     if role == "lut":
         return rng.integers(0, 256, n, dtype=np.uint64), np.ones(n, bool)
     if role == "fnsbase":
-        x, e = _mix(rng, n, rng.integers(0, 32, n, dtype=np.uint64), _random_bits(rng, 32, n), 0.9)
-        return x, e
+        return _mix(rng, n, rng.integers(0, 32, n, dtype=np.uint64), _random_bits(rng, 32, n), 0.9)
     if role == "fnsoff":
         small = (rng.integers(-35, 36, n) & 0xFFFFFFFF).astype(np.uint64)
         return _mix(rng, n, small, _random_bits(rng, 32, n), 0.85)
@@ -452,16 +452,17 @@ def thread_undefined(v: Variant, cols: list[np.ndarray]) -> np.ndarray:
 
 
 def warp_inputs(v: Variant, nw: int, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
-    """Per-lane sources (nw, 32) each (the membermask last) and per-warp (act, mem, how)."""
-    full = np.uint64(0xFFFFFFFF)
+    """Per-lane sources (nw, 32) each (the membermask last) and per-warp (act, mem, how): the lanes
+    that execute, the membermask, and whether the others exited (1) or diverged away (0)."""
+    full = np.uint64((1 << WARP_LANES) - 1)
     klass = rng.integers(0, 5, nw)        # 0 whole warp, 1 random, 2 one lane, 3 low half, 4 sparse
-    rnd = _random_bits(rng, 32, nw)
+    rnd = _random_bits(rng, WARP_LANES, nw)
     act = np.select([klass == 0, klass == 1, klass == 2, klass == 3],
-                    [np.full(nw, full), rnd, np.uint64(1) << rng.integers(0, 32, nw).astype(np.uint64),
-                     np.full(nw, np.uint64(0xFFFF))], rnd & _random_bits(rng, 32, nw))
+                    [np.full(nw, full), rnd, np.uint64(1) << rng.integers(0, WARP_LANES, nw).astype(np.uint64),
+                     np.full(nw, np.uint64((1 << WARP_LANES // 2) - 1))], rnd & _random_bits(rng, WARP_LANES, nw))
     act = np.where(act == 0, np.uint64(1), act)
     how = (rng.random(nw) < 0.5).astype(np.uint64)
-    mem = np.where(how == 1, act | (_random_bits(rng, 32, nw) & ~act), act)
+    mem = np.where(how == 1, act | (_random_bits(rng, WARP_LANES, nw) & ~act), act)
     src, _ = operand_types(v)
     cols = []
     for role, t in zip(v.roles, src):
@@ -470,14 +471,16 @@ def warp_inputs(v: Variant, nw: int, rng: np.random.Generator) -> tuple[list[np.
         if role == "member":
             cols.append(np.broadcast_to(mem[:, None], shape).copy())
         elif role == "lane":
-            lane_vals = np.concatenate([np.arange(0, 40, dtype=np.uint64), _random_bits(rng, 32, 8)])
+            lane_vals = np.concatenate([np.arange(0, WARP_LANES + 8, dtype=np.uint64), _random_bits(rng, 32, 8)])
             x = _pick(rng, lane_vals, nw * WARP_LANES).reshape(shape)
             cols.append(np.where(per_warp[:, None], x[:, :1], x))
         elif role == "shflc":
-            widths = np.array([1, 2, 4, 8, 16, 32], np.uint64)
-            seg = (np.uint64(32) - _pick(rng, widths, nw * WARP_LANES)) << np.uint64(8)
-            common = np.stack([seg | np.uint64(0x1F), seg, np.full(seg.shape, np.uint64(0x1F)),
-                               _random_bits(rng, 13, seg.size), _random_bits(rng, 32, seg.size)])
+            # c = ((32 - width) << 8) | clamp: segments of width lanes (PTX ISA shfl.sync)
+            widths = np.array([1 << k for k in range(WARP_LANES.bit_length())], np.uint64)
+            seg = (np.uint64(WARP_LANES) - _pick(rng, widths, nw * WARP_LANES)) << np.uint64(SEGMASK_SHIFT)
+            top = np.full(seg.shape, np.uint64(WARP_LANES - 1))
+            common = np.stack([seg | top, seg, top, _random_bits(rng, SEGMASK_SHIFT + 5, seg.size),
+                               _random_bits(rng, 32, seg.size)])
             x = common[rng.integers(0, 5, seg.size), np.arange(seg.size)].reshape(shape)
             cols.append(np.where(per_warp[:, None], x[:, :1], x))
         elif role == "pred":
