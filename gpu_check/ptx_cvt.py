@@ -567,6 +567,28 @@ def save(directory: str, group: str, cases: Cases, kept: np.ndarray, outs: dict[
     return record.save(os.path.join(directory, f"{group}.npz"), KIND, full, arrays)
 
 
+def shrink(src: str, dst: str, keep: int) -> list[str]:
+    """Rewrite the recordings of folder ``src`` into ``dst`` with the probes and ``keep`` bulk cases of
+    each group, evenly spaced over the recorded ones (every recorded mismatch stays); the rule goes
+    into the metadata."""
+    out = []
+    for fname in sorted(f for f in os.listdir(src) if f.endswith(".npz")):
+        meta, arr = record.load(os.path.join(src, fname), (KIND,))
+        probes = int((arr["tag"] == TAGS.index("probe")).sum())
+        bulk = arr["a"].size - probes
+        idx = np.concatenate([np.arange(probes),
+                              probes + np.unique(np.linspace(0, bulk - 1, min(keep, bulk)).astype(np.int64))])
+        for k in list(arr):
+            if k in ("a", "b", "tag") or (k[0] == "d" and k[1:].isdigit()):
+                arr[k] = arr[k][idx]
+        meta = {k: v for k, v in meta.items() if k not in ("format", "version", "kind")}
+        meta.update(cases=int(idx.size), keep=keep,
+                    subset=f"the probes and {keep} bulk cases evenly spaced over the {bulk} recorded "
+                    "(--keep), and every case that mismatched fragsim when it was recorded")
+        out.append(record.save(os.path.join(dst, fname), KIND, meta, arr))
+    return out
+
+
 def load(path: str) -> Recording:
     meta, arr = record.load(path, (KIND,))
     names = [str(s) for s in arr["variants"]]

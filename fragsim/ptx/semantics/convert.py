@@ -18,20 +18,27 @@ Integer-only ``cvt`` is the integer family's: ``resolve_cvt`` hands it to
 6-bit floats, ``ue8m0x2``, ``.satfinite`` with ``.rn``/``.rz`` on tf32) are refused: the H100 has none.
 
 **Rounding** is exact (``convert_round``): one rounding of the exact source value, IEEE 754 overflow
-for the mode; float -> integer rounds to an integer in the ``.irnd`` mode and saturates to the
-destination's range (NaN -> 0), with or without ``.sat``.
+for the mode (rn: infinity, rz: the largest finite value, rm/rp: infinity on their side); subnormal
+results are kept unless ``.ftz``.  Float -> integer rounds in the ``.irnd`` mode and saturates to the
+destination's range with or without ``.sat``; ``.sat`` on a float result clamps to [0.0, 1.0].
 
-**Where the H100 differs from the ISA's text** (what ptxas 13.0 makes of the instruction, measured
-by ``fragsim gpu-check --family ptx_cvt``, recorded under tests/data/ptx/cvt):
+**What the H100 computes where the ISA leaves it open or says otherwise** (ptxas 13.0's code, measured
+by ``fragsim gpu-check --family ptx_cvt`` on 69.5 million cases, recorded under tests/data/ptx/cvt):
 
-- ``.ftz`` is dropped for ``.f16.f32`` (ptxas emits no FTZ: an f32 subnormal rounds as itself, so
-  ``cvt.rm.ftz.f16.f32`` of a negative one is -2**-24, not -0); ``.f32`` results from ``.f64`` are
-  flushed by a compare against thresholds on the source (``cvt.rm.ftz``/``cvt.rp.ftz``: exactly the
-  largest f32 subnormal, which rounds to itself, is not flushed);
-- NaN results: see ``NAN_RESULT`` (which instructions keep a payload) and ``SAT_RESULT`` for ``.sat``;
-- ``cvt.rna.tf32.f32`` is integer arithmetic on the bits (add 0x1000 to a finite value, clear the
-  low 13 bits; ``.satfinite`` then subtracts 0x2000 from an infinity or NaN), so a NaN whose payload
-  lies in the low 13 bits becomes an infinity (and, ``.satfinite``, the largest tf32).
+- NaN -> integer is 0, except from ``.f64`` or to a 64-bit integer: there it is the word
+  ``1 << (n - 1)`` (INT_MIN; 2**(n-1) for unsigned types: ``cvt.rzi.u8.f64`` of a NaN is 128);
+- NaN -> float: conversions to or from ``.f64`` and ``.rni``-style rounding of ``.f64`` keep the sign and
+  the leading payload bits and set the quiet bit (``cvt.f64.f32`` of 0x7f800001 is 0x7ff8000020000000);
+  every other conversion gives the positive canonical NaN (``CANONICAL``: 0x7fff, 0x7fffffff, tf32
+  0x7fffe000, e4m3/e5m2 0x7f); ``cvt.f32.f32`` and ``cvt.f64.f64`` move the bits, and ``cvt.f32.bf16``
+  without ``.ftz`` is a shift (a signalling NaN stays signalling);
+- ``.sat`` and ``.relu`` give +0.0 for -0.0, ``.sat`` gives +0.0 for a NaN, ``.relu`` the canonical NaN;
+- ``.ftz`` is dropped for ``.f16.f32`` (no FTZ in ptxas' code: ``cvt.rm.ftz.f16.f32`` of a negative f32
+  subnormal is -2**-24, not -0); ``.f32`` results of ``.f64`` sources are flushed against thresholds
+  that are not 2**-126 (``_f32_from_f64_ftz``);
+- ``cvt.rna.tf32.f32`` is integer arithmetic on the bits (add 0x1000 to a finite word, clear the low
+  13 bits; ``.satfinite`` then subtracts 0x2000 from an infinity or NaN), so a NaN whose payload lies
+  in the low 13 bits becomes an infinity (and, ``.satfinite``, the largest tf32).
 """
 
 from __future__ import annotations
@@ -62,18 +69,23 @@ _F8 = {"e4m3x2": E4M3, "e5m2x2": E5M2}
 #: Bits of 1.0 in each format (``.sat`` clamps to [0, 1]).
 _ONE = {"f16": 0x3C00, "bf16": 0x3F80, "f32": 0x3F800000, "f64": 0x3FF0000000000000}
 
-#: The NaN each H100 instruction that ptxas uses for cvt gives: "canonical" (the format's
-#: ``canonical_nan``, positive) or "payload" (the source's sign and leading payload bits, quieted).
+#: The NaN each H100 instruction that ptxas uses for cvt gives (measured): "canonical" (``CANONICAL``,
+#: positive) or "payload" (the source's sign and leading payload bits, with the quiet bit set).
 NAN_RESULT: dict[str, str] = {
-    "F2F": "canonical",         # F2F between float formats
-    "F2FP": "canonical",        # F2FP: f32 -> f16/bf16/tf32/e4m3/e5m2 and e4m3/e5m2/f16 packs
+    "F2F": "canonical",         # F2F among f16, bf16 and f32
+    "F2F.F64": "payload",       # F2F to or from f64
+    "F2FP": "canonical",        # F2FP: f32 -> f16/bf16/tf32/e4m3/e5m2, f16 -> e4m3/e5m2, e4m3/e5m2 -> f16
     "HADD2.F32": "canonical",   # cvt.f32.f16
     "HADD2": "canonical",       # cvt.f16.f16 (x + -0)
     "HFMA2.BF16": "canonical",  # cvt.bf16.bf16 (-0 * 0 + x)
     "FADD": "canonical",        # cvt.ftz.f32.f32 (x + -0)
     "FMUL": "canonical",        # the FTZ of cvt.ftz.f64.f32 (x * 1)
-    "FRND": "canonical",        # .rni .rzi .rmi .rpi to the same type
+    "FRND": "canonical",        # .rni .rzi .rmi .rpi on f16, bf16, f32
+    "FRND.F64": "payload",      # .rni .rzi .rmi .rpi on f64
 }
+#: The canonical NaN of each destination (tf32's is the f32 one with the 13 low bits cleared).
+CANONICAL = {"f16": 0x7FFF, "bf16": 0x7FFF, "tf32": 0x7FFFE000, "f32": 0x7FFFFFFF,
+             "f64": 0x7FFFFFFFFFFFFFFF, "e4m3": 0x7F, "e5m2": 0x7F}
 #: ``.sat`` (clamp to [0.0, 1.0]) by the instruction that does it: the result of a NaN and of -0.0.
 SAT_RESULT: dict[str, dict[str, int]] = {
     "FADD.SAT": {"nan": 0, "neg_zero": 0},       # f32 results
@@ -90,10 +102,10 @@ def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
 # the pieces: NaN results, .sat, .relu, .ftz
 
 
-def _nan_result(unit: str, bits: np.ndarray, src: FloatFormat, dst: FloatFormat) -> np.ndarray | None:
-    """The NaN words ``unit`` gives for NaN source words ``bits`` (None: the canonical NaN)."""
+def _nan_result(unit: str, bits: np.ndarray, src: FloatFormat, dst: FloatFormat) -> np.ndarray:
+    """The NaN words ``unit`` gives for NaN source words ``bits``."""
     if NAN_RESULT[unit] == "canonical" or not dst.ieee_specials or not src.ieee_specials:
-        return None
+        return np.full(bits.shape, CANONICAL[dst.name], _U64)
     b = bits.astype(_U64)
     man = (b >> _U64(src.ignored_low_bits)) & _U64((1 << src.man_bits) - 1)
     shift = src.man_bits - dst.man_bits
@@ -127,7 +139,7 @@ def _relu(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     """``.relu``: a negative result (-0.0 included) is +0.0, a NaN the canonical NaN."""
     p = float_parts(bits, fmt)
     out = np.where(p.sign, fmt.dtype(0), bits)
-    return np.where(p.kind == NAN, fmt.dtype(fmt.canonical_nan), out).astype(fmt.dtype)
+    return np.where(p.kind == NAN, fmt.dtype(CANONICAL[fmt.name]), out).astype(fmt.dtype)
 
 
 def _flush(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -141,9 +153,7 @@ def _flush(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
 def _canonical_where_nan(bits: np.ndarray, fmt: FloatFormat, unit: str) -> np.ndarray:
     """An arithmetic instruction's result on a NaN operand (``unit`` of ``NAN_RESULT``)."""
     p = float_parts(bits, fmt)
-    nan = _nan_result(unit, bits, fmt, fmt)
-    return np.where(p.kind == NAN, fmt.dtype(fmt.canonical_nan) if nan is None else nan.astype(fmt.dtype),
-                    bits).astype(fmt.dtype)
+    return np.where(p.kind == NAN, _nan_result(unit, bits, fmt, fmt).astype(fmt.dtype), bits).astype(fmt.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -158,22 +168,26 @@ def _exact(d: str, a: str) -> bool:
 
 
 def _f32_from_f64_ftz(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
-    """ptxas' .ftz for .f32 results of .f64 sources: the F2F result ``r`` (after any .sat) becomes
-    a zero of its sign where a compare of the source (rn, rm, rp) or of ``r`` (rz) says the rounded
-    value is below 2**-126 (a NaN compares false)."""
+    """The .ftz of .f32 results of .f64 sources: ptxas compares the source (rn, rm, rp) or the F2F
+    result ``r`` (rz) with a threshold and multiplies ``r`` (after any .sat) by 2**-126 below it, giving
+    a zero of its sign; a NaN compares false.  The thresholds are not 2**-126 itself:
+
+        rn               |x| <  2**-126 - 2**-151
+        rz               |r| <  2**-126
+        rm, rp toward 0  |x| <  2**-126                 (rm of x > 0, rp of x < 0)
+        rm, rp away      |x| <= 2**-126 - 2**-150       (measured: the halfway point itself flushes)
+    """
     ax = x & _U64(0x7FFFFFFFFFFFFFFF)
     nan = ax > _U64(0x7FF0000000000000)
-    largest_sub, min_normal = _U64(0x380FFFFFE0000000), _U64(0x3810000000000000)
     neg = (x >> _U64(63)) == 1
+    min_normal = _U64(0x3810000000000000)
     if mode == "rn":
-        flush = ax < _U64(0x380FFFFFF0000000)      # half way between the largest subnormal and 2**-126
+        flush = ax < _U64(0x380FFFFFF0000000)
     elif mode == "rz":
         flush = (r & np.uint32(0x7FFFFFFF)) < np.uint32(0x00800000)
-        return np.where(flush & ~nan, r & np.uint32(0x80000000), r).astype(np.uint32)
-    elif mode == "rm":
-        flush = ax < np.where(neg, largest_sub, min_normal)
     else:
-        flush = ax < np.where(neg, min_normal, largest_sub)
+        away = neg if mode == "rm" else ~neg
+        flush = np.where(away, ax <= _U64(0x380FFFFFE0000000), ax < min_normal)
     return np.where(flush & ~nan, r & np.uint32(0x80000000), r).astype(np.uint32)
 
 
@@ -190,7 +204,7 @@ def _float_to_float(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None
     if rnd in IRND:                                   # same type, rounded to an integral value
         def integral(x):
             p = round_integral(float_parts(x, src, ftz and a == "f32"), mode)
-            r = round_float(p, dst, "rn", nan=_nan_result("FRND", x, src, dst))
+            r = round_float(p, dst, "rn", nan=_nan_result("FRND.F64" if a == "f64" else "FRND", x, src, dst))
             return (finish(r),)
         return integral
     if d == a:                                        # a move: f32/f64 copy, f16/bf16/ftz add -0
@@ -207,13 +221,17 @@ def _float_to_float(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None
         return shift
     if (d, a) == ("f32", "f64") and ftz:
         def narrow_ftz(x):
-            r = _convert(x, src, dst, mode, "F2F")
+            r = _convert(x, src, dst, mode, "F2F.F64")
             return (_f32_from_f64_ftz(x, finish(r), mode),)
         return narrow_ftz
-    unit = "F2FP" if (a == "f32" and d in ("f16", "bf16") and mode in ("rn", "rz")
-                      and not (d == "bf16" and ftz)) else "F2F"
     if (d, a) == ("f32", "f16"):
         unit = "HADD2.F32"
+    elif "f64" in (d, a):
+        unit = "F2F.F64"
+    elif a == "f32" and d in ("f16", "bf16") and mode in ("rn", "rz") and not (d == "bf16" and ftz):
+        unit = "F2FP"
+    else:
+        unit = "F2F"
 
     def convert(x):
         xin = x
@@ -235,9 +253,12 @@ def _float_to_float(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None
 def _float_to_int(d: str, a: str, flags: set[str], rnd: str) -> Callable:
     src, t = FORMATS[a], TYPES[d]
     ftz = "ftz" in flags
+    # a NaN gives 0 -- except on F2I from f64 and F2I to 64 bits, where it gives the word 1 << (n - 1)
+    # (INT_MIN for signed results, 2**(n-1) for unsigned ones; measured)
+    nan = 1 << (t.bits - 1) if a == "f64" or t.bits == 64 else 0
 
     def f2i(x):
-        return (round_int(float_parts(x, src, ftz), t.bits, t.kind == "s", IRND[rnd]),)
+        return (round_int(float_parts(x, src, ftz), t.bits, t.kind == "s", IRND[rnd], nan),)
     return f2i
 
 

@@ -177,9 +177,10 @@ def round_float(p: Parts, fmt: FloatFormat, mode: str, satfinite: bool = False,
     return word.astype(fmt.dtype)
 
 
-def round_int(p: Parts, width: int, signed: bool, mode: str) -> np.ndarray:
+def round_int(p: Parts, width: int, signed: bool, mode: str, nan: int = 0) -> np.ndarray:
     """``p`` rounded to an integer in ``mode`` and saturated to the range of a ``width``-bit (un)signed
-    integer: NaN gives 0, infinities the end of the range on their side.  Unsigned words of ``width``."""
+    integer, infinities to the end of the range on their side; a NaN gives the word ``nan``.  Unsigned
+    words of ``width``."""
     _check_mode(mode)
     sig, exp, sign = p.sig, p.exp, p.sign
     kept, rbit, sticky = _shr_round(sig, np.maximum(-exp, 1))
@@ -195,7 +196,8 @@ def round_int(p: Parts, width: int, signed: bool, mode: str) -> np.ndarray:
     value = np.where(pos_over, _U64(hi), value)
     value = np.where(neg_over, _U64((-lo) & ((1 << 64) - 1)), value)
     value = np.where(p.kind == INF, np.where(sign, _U64((-lo) & ((1 << 64) - 1)), _U64(hi)), value)
-    value = np.where((p.kind == NAN) | (p.kind == ZERO), _U64(0), value)
+    value = np.where(p.kind == ZERO, _U64(0), value)
+    value = np.where(p.kind == NAN, _U64(nan), value)
     return (value & _U64((1 << width) - 1)).astype(np.dtype(f"uint{width}"))
 
 
