@@ -25,6 +25,7 @@ RECORDINGS = {
     "movmatrix": (DATA / "hw_movmatrix" / "nvidia_h100_sm90", ["--cases", "50"]),
     "wgmma": (DATA / "wgmma", ["--cases", "1"]),
     "gemm": (DATA / "gemm" / "gemm_h100.json", ["--forms", F16, "--cases", "1"]),
+    "ptx_int": (DATA / "ptx" / "int", ["--forms", "prmt", "shfl", "--cases", "8"]),
 }
 FAMILIES = families()
 

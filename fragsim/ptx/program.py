@@ -24,7 +24,7 @@ from fragsim.facts.hardware import WARP_LANES
 
 from . import ast as A
 from .semantics import Spec, UnsupportedInstruction, resolve
-from .state import PtxRuntimeError, State
+from .state import EXITED, PtxRuntimeError, State
 from .types import TYPES, PtxType, ptx_type
 
 #: Families of instructions that act on the machine (memory, control flow, warps' data movement,
@@ -35,6 +35,11 @@ MACHINE_FAMILIES = ("control", "data", "memory", "tensor")
 Reader = Callable[[State, np.ndarray], np.ndarray]
 Writer = Callable[[State, np.ndarray, np.ndarray], None]
 Run = Callable[[State, np.ndarray], None]
+
+
+#: External functions a kernel may declare and call that end the launch rather than return:
+#: ``assert()`` compiles to a call of ``__assertfail(message, file, line, function, char_size)``.
+TRAPPING_EXTERNS = frozenset({"__assertfail"})
 
 
 class PtxLoadError(ValueError):
@@ -145,6 +150,8 @@ class Compiler:
                 if target is None:
                     raise PtxLoadError(f"line {ins.line}: call without a target")
                 callee = self.module.functions.get(self.module.aliases.get(target, target))
+                if callee is not None and not callee.defined and callee.name in TRAPPING_EXTERNS:
+                    continue                    # a call that aborts the kernel (semantics/control.py)
                 if callee is None or not callee.defined:
                     raise PtxLoadError(f"line {ins.line}: call to {target}, which this module does not define "
                                        "(external functions such as vprintf are not modelled)")
@@ -197,8 +204,7 @@ class Compiler:
             poff = _align(poff, align)
             L.kernel_params[p.name] = poff
             poff += size
-        L.kernel_param_bytes = poff
-        toff = 0
+        toff, widest = 0, 1
         for f in self.functions:
             own = [*(f.params if f is not self.entry else ()), *f.returns]
             for p in own:
@@ -206,12 +212,18 @@ class Compiler:
                 toff = _align(toff, align)
                 L.thread_params[self.qualify_var(f, p.name)] = toff
                 toff += size
+                widest = max(widest, align)
             for v in f.vars:
                 if v.space == "param":
-                    toff = _align(toff, v.align or ptx_type(v.type).bytes or 1)
+                    align = v.align or ptx_type(v.type).bytes or 1
+                    toff = _align(toff, align)
                     L.thread_params[self.qualify_var(f, v.name)] = toff
                     toff += var_bytes(v)
+                    widest = max(widest, align)
         L.thread_param_bytes = toff
+        # the per-thread parameters follow the kernel's at an offset aligned for the widest of them
+        # (their .param addresses are kernel_param_bytes + offset, and accesses must be aligned)
+        L.kernel_param_bytes = _align(poff, widest)
         for f in self.functions:
             for d in f.regs:
                 t = ptx_type(d.type)
@@ -348,38 +360,69 @@ class Compiler:
             raise PtxLoadError(f"line {ins.line}: {e}") from None
 
     def pure(self, ins: A.Instr, guard) -> Op:
-        """An instruction of a value family: read the sources, compute, write the destinations."""
+        """An instruction of a value family: read the sources, compute, write the destinations.
+
+        A semantic with one source more than the line reads the carry flag (``addc``, ``madc``), one
+        destination more writes it (``add.cc``): the flag is the thread's own (``State.cc``)."""
         nsrc = len(ins.operands) - ins.ndst
-        sem = resolve(Spec(ins.opcode, ins.mods, ins.ndst, nsrc))
+        spec = Spec(ins.opcode, ins.mods, ins.ndst, nsrc)
+        sem = resolve(spec)
         dsts, srcs = ins.operands[:ins.ndst], ins.operands[ins.ndst:]
-        if len(sem.src) != len(srcs) or len(sem.dst) != len(dsts):
+        carry_in, carry_out = len(sem.src) == len(srcs) + 1, len(sem.dst) == len(dsts) + 1
+        if len(sem.src) - carry_in != len(srcs) or len(sem.dst) - carry_out != len(dsts):
             raise PtxLoadError(f"line {ins.line}: {ins.text} takes {len(sem.dst)} destination(s) and "
                                f"{len(sem.src)} source(s), the line has {len(dsts)} and {len(srcs)}")
         readers = [self.reader(o, ptx_type(t), ins.line) for o, t in zip(srcs, sem.src)]
         writers = [self.writer(o, ptx_type(t), ins.line) for o, t in zip(dsts, sem.dst)]
+        if carry_in:
+            readers.append(lambda s, idx: s.cc[idx])
+        if carry_out:
+            def write_cc(s: State, idx: np.ndarray, v: np.ndarray) -> None:
+                s.cc[idx] = v
+            writers.append(write_cc)
         fn = sem.fn
         if sem.warp:
-            def run_warp(s: State, idx: np.ndarray) -> None:
-                warps, inv = np.unique(s.warp[idx], return_inverse=True)
-                lanes = s.lane[idx]
-                mask = np.zeros((len(warps), WARP_LANES), bool)
-                mask[inv, lanes] = True
-                args = []
-                for r in readers:
-                    v = r(s, idx)
-                    full = np.zeros((len(warps), WARP_LANES), v.dtype)
-                    full[inv, lanes] = v
-                    args.append(full)
-                out = fn(mask, *args)
-                for w, v in zip(writers, out):
-                    w(s, idx, v[inv, lanes])
-            return Op(ins, self.function.name, run_warp, guard, collective=True)
+            return Op(ins, self.function.name, self.warp_op(ins, fn, readers, writers), guard, collective=True)
 
         def run(s: State, idx: np.ndarray) -> None:
             out = fn(*(r(s, idx) for r in readers))
             for w, v in zip(writers, out):
                 w(s, idx, v)
         return Op(ins, self.function.name, run, guard)
+
+    def warp_op(self, ins: A.Instr, fn, readers: list, writers: list) -> Run:
+        """A warp-collective instruction: sources gathered into (warps, 32) arrays in lane order; the
+        lanes that take part are those executing it and named in its member mask (the last source).
+        A member lane that has not exited but does not execute it is an error (the hardware would
+        wait for it forever), as is an executing lane left out of the mask (undefined in PTX)."""
+        line = ins.line
+
+        def run(s: State, idx: np.ndarray) -> None:
+            warps, inv = np.unique(s.warp[idx], return_inverse=True)
+            lanes = s.lane[idx]
+            here = np.zeros((len(warps), WARP_LANES), bool)
+            here[inv, lanes] = True
+            args = []
+            for r in readers:
+                v = r(s, idx)
+                full = np.zeros((len(warps), WARP_LANES), v.dtype)
+                full[inv, lanes] = v
+                args.append(full)
+            members = args[-1].astype(np.uint64)
+            member = ((members.max(axis=1)[:, None] >> np.arange(WARP_LANES, dtype=np.uint64)) & np.uint64(1)) == 1
+            slots = warps[:, None] * WARP_LANES + np.arange(WARP_LANES)
+            live = s.present[slots] & (s.status[slots] != EXITED)
+            left_out = here & ~member
+            absent = member & live & ~here
+            for bad, why in ((left_out, "executes it but is not in its member mask"),
+                             (absent, "is in its member mask but does not execute it (the hardware would wait)")):
+                if bad.any():
+                    w, lane = np.argwhere(bad)[0]
+                    raise PtxRuntimeError(f"line {line}: {s.where(int(slots[w, lane]))}: {ins.text}: this lane {why}")
+            out = fn(here & member, *args)
+            for wr, v in zip(writers, out):
+                wr(s, idx, v[inv, lanes])
+        return run
 
 
 def immediate_bits(imm: A.Imm, t: PtxType, line: int) -> int:
