@@ -151,6 +151,7 @@ def _flow(op=None, form=None, operand=None) -> dict:
     mem, _, regs, _ = flow_labels(dst_lane, dst_half, src, col, storage)
     return {"ptx": entry.ptx, "op": entry.name, "num": entry.num, "address_lanes": n,
             "store": entry.kind == "stsm", "addrs": [int(x) for x in a], "dst": dst_lane.ravel().tolist(),
+            "half": dst_half.ravel().tolist(),
             "src": src.ravel().tolist(), "col": col.ravel().tolist(), "mem": mem.ravel().tolist(),
             "regs": regs.ravel().tolist(), "storage": storage.describe() if storage is not None else "",
             "rows": [row_name(storage, k) if storage is not None else "" for k in range(n)],
@@ -471,9 +472,14 @@ function drawFlow(fl, tag, title) {
   for (let i = 0; i < num; i++)
     text(svg, mx, rowY(i * R) - 4, `matrix ${i} -> register ${i}: ${fl.phases[i]} wavefront${fl.phases[i] === 1 ? "" : "s"}`,
          {"font-weight": "bold"});
+  // a register's two halves are neighbours: side by side, or (.trans) one row apart in one matrix
+  const pair = (k, j, k2, j2) => k2 >= 0 && k2 < n && j2 >= 0 && j2 < halves && Math.floor(k / R) === Math.floor(k2 / R)
+    && fl.dst[k * halves + j] === fl.dst[k2 * halves + j2] && Math.abs(fl.half[k * halves + j] - fl.half[k2 * halves + j2]) === 1;
   grid(svg, mx, rowY, s, n, halves, (k, j) => {
     const t = fl.dst[k * halves + j];
-    return {fill: laneFill(t), fg: laneFg(t), id: `${tag}-s-${k}-${j}`, owner: t, text: fl.mem[k * halves + j].split("\\n")};
+    return {fill: laneFill(t), fg: laneFg(t), id: `${tag}-s-${k}-${j}`, owner: t, text: fl.mem[k * halves + j].split("\\n"),
+            joinLeft: pair(k, j, k, j - 1), joinRight: pair(k, j, k, j + 1),
+            joinUp: pair(k, j, k - 1, j), joinDown: pair(k, j, k + 1, j)};
   });
   for (let l = 0; l < F.lanes; l++) text(svg, rx - 4, rowY(l) + s / 2 + 4, `T${l}`, {"text-anchor": "end"});
   grid(svg, rx, rowY, s, F.lanes, 2 * num, (l, c) => ({fill: laneFill(l), fg: laneFg(l), id: `${tag}-r-${l}-${c >> 1}-${c & 1}`,
