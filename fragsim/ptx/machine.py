@@ -57,6 +57,7 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
         if op.kind in ("barrier", "exit"):
             release(program, s)
         steps += 1
+        s.steps = steps
         if steps >= max_steps:
             raise PtxRuntimeError(f"stopped after {steps} steps (max_steps): at line {op.line}, "
                                   f"{len(idx)} thread(s) still running; an endless loop?")

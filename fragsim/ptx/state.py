@@ -96,6 +96,7 @@ class State:
         self.barrier = np.full(n, -1, np.int16)                 # barrier a waiting thread waits on
         self.cc = np.zeros(n, bool)                             # the carry flag of add.cc and friends
         self.barrier_count: dict[tuple[int, int], int] = {}     # (CTA, barrier) -> its thread count b
+        self.steps = 0                                           # steps run so far (%clock reads it)
         self.cp_pending: list = []                               # cp.async copies not yet landed
         self.cp_committed = np.zeros(n, np.int64)                # cp.async groups each thread committed
         self.stack = np.zeros((n, 0), np.int64)                  # return PCs of .func calls
@@ -154,6 +155,10 @@ class State:
             return np.full(len(idx), g.warps_per_cta, np.uint64)
         if name in ("smid", "nsmid", "gridid"):     # a documented constant: every CTA runs on "SM 0"
             return np.zeros(len(idx), np.uint64)
+        if name in ("clock", "clock64", "globaltimer", "globaltimer_lo", "globaltimer_hi"):
+            # a documented counter: the machine's step count (it grows, it is repeatable, it is not time)
+            v = np.full(len(idx), self.steps, np.uint64)
+            return v >> np.uint64(32) if name == "globaltimer_hi" else v
         if name in ("lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt"):
             lane = self.lane[idx].astype(np.uint64)
             one = np.uint64(1)
