@@ -10,6 +10,7 @@ or PDF (by extension).  Importing ``fragsim`` never imports these; ``fragsim dra
   ``draw_bank_report(report)``
 - ``swizzle``: ``draw_swizzle(swizzle, pitch=, tile=)``
 - ``tiles``: ``draw_warp_tile(form, m_tiles, n_tiles)``, ``draw_cta_tile(cta, warps, form)``
-- ``explorer``: ``write_explorer(folder)`` (the self-contained index.html of ``fragsim tour``)
+- ``explorer``: ``write_explorer(folder)`` (the self-contained index.html of ``fragsim tour``: every mma.sync
+  and wgmma form, the ldmatrix/stmatrix flows and swizzle views, drawn in the browser from tables)
 - ``notebook``: ``picture(obj)``, ``repr_png(obj)``, ``repr_svg(obj)`` for objects that have a picture
 """

@@ -89,10 +89,6 @@ class Canvas:
         self.y0 -= inches / self.unit
         self.ax.set_ylim(self.y1, self.y0)
 
-    def to_svg(self, x: float, y: float) -> tuple[float, float]:
-        """Data units -> SVG user units (points from the figure's top left)."""
-        return (x - self.x0) * self.unit * 72.0, (y - self.y0) * self.unit * 72.0
-
     @property
     def cell_pt(self) -> float:
         """Size of one data unit in points."""
