@@ -55,9 +55,9 @@ def _loop_shared(op, tiles, addrs, mask, payload):
     sop = parse_shared_op(op)
     n = addrs.shape[0]
     if sop.kind == "ld":
-        out = np.zeros((n, WARP_LANES, max(1, sop.bytes_per_addr // 4)), np.uint32)
+        out = np.zeros((n, WARP_LANES, sop.nregs), np.uint32)
         for i in range(n):
-            out[i] = fragsim.ld_shared(tiles[i], addrs[i], sop.bytes_per_addr, int(mask[i]))
+            out[i] = fragsim.ld_shared(tiles[i], addrs[i], sop.bytes_per_addr, int(mask[i]), sop.element_bytes)
         return out
     res = tiles.copy()
     for i in range(n):
@@ -65,7 +65,7 @@ def _loop_shared(op, tiles, addrs, mask, payload):
         if sop.kind == "stsm":
             fragsim.stmatrix(sm, addrs[i], payload[i], sop.num, sop.trans)
         elif sop.kind == "st":
-            fragsim.st_shared(sm, addrs[i], payload[i], sop.bytes_per_addr, int(mask[i]))
+            fragsim.st_shared(sm, addrs[i], payload[i], sop.bytes_per_addr, int(mask[i]), sop.element_bytes)
         else:
             fragsim.cp_async(sm, addrs[i], payload[i][:, :sop.bytes_per_addr], sop.bytes_per_addr, int(mask[i]),
                              level=sop.level)
@@ -107,12 +107,13 @@ def model_outputs(op: str, inp: dict, arch: str, pool=None) -> dict:
     if sop.kind == "ldsm":
         return {"out": _side_by_side(lambda smem, a: fragsim.ldmatrix(smem, a, sop.num, sop.trans), tiles, addrs)}
     if sop.kind == "ld":
-        nb = sop.bytes_per_addr
-        out = np.zeros((n, WARP_LANES, max(1, nb // 4)), np.uint32)
+        out = np.zeros((n, WARP_LANES, sop.nregs), np.uint32)
         full = inp["mask"] == G.FULL_WARP
         if full.any():
             fi = np.flatnonzero(full)
-            out[fi] = _side_by_side(lambda smem, a: fragsim.ld_shared(smem, a, nb), tiles[fi], addrs[fi])
+            out[fi] = _side_by_side(lambda smem, a: fragsim.ld_shared(smem, a, sop.bytes_per_addr,
+                                                                      element_bytes=sop.element_bytes),
+                                    tiles[fi], addrs[fi])
         pi = np.flatnonzero(~full)
         if pi.size:
             out[pi] = _parallel_loop(k.op, tiles[pi], addrs[pi], inp["mask"][pi], None, pool)
@@ -543,10 +544,11 @@ def run_overlap_probes(backend, op, seed=0) -> list[dict]:
         row = {"op": k.op, "probe": name, "fragsim_order_agrees": not bool(bad[i])}
         if k.kind in ("st", "ldgsts") and name == "overlap: all lanes one address":
             a0 = int(inp["addrs"][i][0])
-            unit = parse_shared_op(k.op).bytes_per_addr
+            sop = parse_shared_op(k.op)
+            unit = sop.bytes_per_addr
             landed = hw["smem_out"][i][a0:a0 + unit]
             if k.kind == "st":
-                data = inp["vals"][i].astype("<u4").view(np.uint8).reshape(WARP_LANES, -1)[:, :unit]
+                data = G.store_bytes(sop, inp["vals"][i])
             else:
                 data = inp["src"][i][:, :unit]
             m = int(inp["mask"][i])

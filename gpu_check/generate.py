@@ -643,7 +643,7 @@ def shared_inputs(op, n, rng, classes=None, tiles=64, mask_prob=0.3) -> dict:
 
     Returns {'tiles': (G, TILE) u8, 'tile_idx': (n,) u16, 'addrs': (n, 32) u32,
     'mask': (n,) u32, 'tag', 'tag_names'} plus 'regs' (stmatrix, (n,32,num)),
-    'vals' (st.shared, (n,32,nw)) or 'src' (cp.async, (n,32,16) u8).
+    'vals' (st.shared, (n,32,nregs): one element per register) or 'src' (cp.async, (n,32,16) u8).
     """
     op = parse_shared_op(op)
     store = op.is_store
@@ -682,12 +682,18 @@ def shared_inputs(op, n, rng, classes=None, tiles=64, mask_prob=0.3) -> dict:
     if op.kind == "stsm":
         out["regs"] = rng.integers(0, 1 << 32, size=(n, WARP_LANES, op.num), dtype=np.uint64).astype(np.uint32)
     elif op.kind == "st":
-        nw = max(1, unit // 4)
-        hi = 1 << (8 * min(unit, 4))
-        out["vals"] = rng.integers(0, hi, size=(n, WARP_LANES, nw), dtype=np.uint64).astype(np.uint32)
+        hi = 1 << (8 * op.element_bytes)
+        out["vals"] = rng.integers(0, hi, size=(n, WARP_LANES, op.nregs), dtype=np.uint64).astype(np.uint32)
     elif op.kind == "ldgsts":
         out["src"] = rng.integers(0, 256, size=(n, WARP_LANES, 16), dtype=np.uint8)
     return out
+
+
+def store_bytes(op, vals: np.ndarray) -> np.ndarray:
+    """The bytes each lane of an st.shared stores: ``vals`` (..., 32, nregs) u32, one element of
+    ``op.element_bytes`` per register -> u8 (..., 32, bytes_per_addr)."""
+    b = np.ascontiguousarray(vals, dtype="<u4").view(np.uint8).reshape(vals.shape + (4,))
+    return b[..., :op.element_bytes].reshape(vals.shape[:-1] + (op.bytes_per_addr,))
 
 
 def overlap_store_probes(op, rng, n=5) -> dict:

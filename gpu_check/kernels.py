@@ -15,8 +15,8 @@ Kernel arguments (all arrays C-contiguous, one row per case):
 - mma:        A (n,32,nA) u32, B (n,32,nB) u32, C (n,32,nC) u32 -> D (n,32,nD) u32
 - ldmatrix:   SMEM (n,TILE) u8, ADDR (n,32) u32 -> OUT (n,32,num) u32
 - stmatrix:   SMEM (n,TILE) u8, ADDR (n,32) u32, REGS (n,32,num) u32 -> SMEM_OUT (n,TILE) u8
-- ld.shared:  SMEM, ADDR, MASK (n,) u32 -> OUT (n,32,nw) u32      (inactive lanes write 0)
-- st.shared:  SMEM, ADDR, MASK, VALS (n,32,nw) u32 -> SMEM_OUT
+- ld.shared:  SMEM, ADDR, MASK (n,) u32 -> OUT (n,32,nregs) u32   (one element a register; inactive lanes write 0)
+- st.shared:  SMEM, ADDR, MASK, VALS (n,32,nregs) u32 -> SMEM_OUT
 - cp.async:   SMEM, ADDR, MASK, SRC (n,32,16) u8 (first nbytes used) -> SMEM_OUT
 
 ADDR holds byte offsets into the case's tile of ``TILE_BYTES`` bytes; the last argument

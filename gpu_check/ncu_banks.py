@@ -11,7 +11,7 @@ The probe program is ``ncu_probe``, the address sets ``bank_cases`` (and ``cp_as
 cp.async families of the H100 study), the ncu invocation ``ncu_run``; this module holds the
 records, the measurement run and the comparison.
 
-    python -m fragsim.gpu_check.ncu_banks measure --record DIR [--seed N] [--budget SECONDS]
+    python -m fragsim.gpu_check.ncu_banks measure --record DIR [--seed N] [--budget SECONDS] [--ops OP ...]
     python -m fragsim.gpu_check.ncu_banks measure --record DIR --cp-family systematic|pairs|validate
         [--seed 0] [--cache-control all] [--max-cases N]   # cp.async only: cp_async_cases' families
     python -m fragsim.gpu_check.ncu_banks compare RECORD.npz     # model vs a record, on any machine
@@ -274,17 +274,20 @@ def main(argv=None) -> int:
     m.add_argument("--cache-control", choices=("none", "all"), default="none",
                    help="ncu --cache-control: all flushes the caches before each launch")
     m.add_argument("--max-cases", type=_positive, help="at most this many cases per op (the first ones)")
+    m.add_argument("--ops", nargs="+", metavar="OP",
+                   help="measure these instructions only (any PTX spelling: ld.shared.v4.u8 ...); default every one")
     c = sub.add_parser("compare", help="model vs a record")
     c.add_argument("record")
     args = p.parse_args(argv)
     try:
         if args.cmd == "measure":
-            measure(args.record, args.seed, args.random, args.budget, not args.no_structured, args.arch,
+            ops = OPS if args.ops is None else tuple(dict.fromkeys(parse_shared_op(o).name for o in args.ops))
+            measure(args.record, args.seed, args.random, args.budget, not args.no_structured, args.arch, ops=ops,
                     cp_weight=args.cp_weight, sass=args.sass, cp_family=args.cp_family,
                     cache_control=args.cache_control, max_cases=args.max_cases)
         else:
             compare(args.record)
-    except NcuUnavailable as e:
+    except (NcuUnavailable, ValueError) as e:
         sys.stderr.write(f"ncu_banks: {e}\n")
         return 2
     return 0

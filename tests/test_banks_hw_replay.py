@@ -2,9 +2,11 @@
 
 Each record holds address sets, masks and cp.async source addresses with the counters ncu read
 for them (one warp, one instruction per launch, `ncu --clock-control none`; see
-fragsim/gpu_check/ncu_banks.py): ncu_banks_<n>.npz on an H200 (every instruction),
+fragsim/gpu_check/ncu_banks.py): ncu_banks_<n>.npz on an H200 (every instruction of the table then),
 ncu_banks_h100_cp_async_*.npz on an H100 (cp.async only: shifted and partial-warp copies, two-line
-probes of the source-line classes, random sets; docs/research/cp_async/NOTES.md).
+probes of the source-line classes, random sets; docs/research/cp_async/NOTES.md),
+ncu_banks_h100_small_vectors_21.npz on an H100 (the ld/st.shared vectors of 8- and 16-bit elements:
+``python -m fragsim.gpu_check.ncu_banks measure --seed 21 --budget 250 --ops ld.shared.v2.u8 ...``).
 The model must reproduce wavefronts and bank conflicts exactly wherever it claims to be exact; where
 it does not (cp.async groups in the regimes listed in fragsim.banks.rules.group_wavefronts) the
 counter is recorded and the deviation pinned, not predicted.
@@ -18,7 +20,7 @@ import pytest
 
 import fragsim
 from fragsim.gpu_check.ncu_banks import OPS, load_record, measured_figures
-from fragsim.instructions.shared_ops import parse_shared_op
+from fragsim.instructions.shared_ops import parse_shared_op, plain_op
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "banks")
 RECORDS = sorted(glob.glob(os.path.join(DATA, "ncu_banks_*.npz")))
@@ -135,11 +137,43 @@ def test_detail_report_agrees_with_the_batch_kernel_on_recorded_sets(op):
         assert (one.wavefronts, one.ideal, one.exact) == (batch.wavefronts[i], batch.ideal[i], batch.exact[i])
 
 
-@pytest.mark.parametrize("op", OPS)
+SMALL_VECTORS = [op for op in OPS if parse_shared_op(op).nregs > 1 and parse_shared_op(op).kind in ("ld", "st")
+                 and parse_shared_op(op).element_bytes < 4]
+
+
+@pytest.mark.parametrize("op", [op for op in OPS if op not in SMALL_VECTORS])
 def test_records_hold_at_least_200_random_address_sets_per_op_or_600_sets_for_cp_async(op):
     labels = ROWS[op]["label"]
     n_random = sum(s.startswith("random") for s in labels)
     assert n_random >= 200 or (op.startswith("cp.async") and len(labels) >= 600)
+
+
+@pytest.mark.parametrize("op", SMALL_VECTORS)
+def test_vectors_of_8_and_16_bit_elements_have_300_sets_half_of_them_random(op):
+    """One H100 run, 250 s of profiling for the eight: the structured and random sets interleaved."""
+    labels = ROWS[op]["label"]
+    assert len(labels) >= 300 and sum(s.startswith("random") for s in labels) >= 150
+
+
+def test_the_small_vectors_are_the_eight_ptx_spells_and_take_their_widths_bank_phases():
+    """ld/st.shared.v2.u8, .v4.u8, .v2.u16, .v4.u16: ptxas makes one LDS/STS of the vector's whole
+    width (.U16, 32-bit, .64), so each has the phases of the scalar access of that width."""
+    assert sorted(SMALL_VECTORS) == sorted(f"{d}.shared.{v}" for d in ("ld", "st")
+                                           for v in ("v2.u8", "v4.u8", "v2.u16", "v4.u16"))
+    for op in SMALL_VECTORS:
+        o = parse_shared_op(op)
+        width = plain_op(o.kind, o.bytes_per_addr)      # .u16, .b32, .v2.b32
+        assert (o.phase_lanes, o.merges_partners, o.unit_bytes, o.overlap) == \
+            (width.phase_lanes, width.merges_partners, width.unit_bytes, width.overlap)
+
+
+def test_v4_u16_loads_merge_partner_lanes_as_64_bit_loads_do():
+    """ld.shared.v4.u16 is LDS.64: partner lanes (n^1 or n^2) on one address halve its phases, as the
+    H100 counted; without the merge the model misses those sets."""
+    d = ROWS["ld.shared.v4.u16"]
+    unmerged = fragsim.bank_conflicts("st.shared.v4.u16", d["addrs"].astype(np.int64), d["mask"])
+    merged = _model("ld.shared.v4.u16", d)
+    assert (merged.wavefronts == d["wf"]).all() and (unmerged.wavefronts != d["wf"]).sum() >= 20
 
 
 # The recorded cases outside the model's exact domain, per op: (cases flagged inexact, of those

@@ -33,8 +33,27 @@ def test_probe_has_one_kernel_per_op_with_the_ptx_instruction():
 
 def test_recorded_h200_sass_holds_exactly_one_shared_instruction_per_kernel():
     sass = gzip.open(os.path.join(DATA, "probe_sass_h200.txt.gz"), "rt").read()
-    found = ncu_probe.check_sass(sass)
+    with np.load(os.path.join(DATA, "ncu_banks_1.npz")) as z:    # the table the H200 probe was built from
+        ops = [str(o) for o in z["ops"]]
+    found = ncu_probe.check_sass(sass, ops)
     assert found["ldmatrix.x4"] == ["LDSM"] and found["cp.async.cg.16"] == ["LDGSTS"]
+
+
+def test_recorded_h100_sass_holds_one_shared_instruction_per_kernel_of_every_op():
+    sass = gzip.open(os.path.join(DATA, "probe_sass_h100.txt.gz"), "rt").read()
+    assert set(ncu_probe.check_sass(sass)) == set(ncu_probe.OPS)
+
+
+@pytest.mark.parametrize("op,sass", [("ld.shared.v2.u8", "LDS.U16"), ("ld.shared.v4.u8", "LDS"),
+                                     ("ld.shared.v2.u16", "LDS"), ("ld.shared.v4.u16", "LDS.64"),
+                                     ("st.shared.v2.u8", "STS.U16"), ("st.shared.v4.u8", "STS"),
+                                     ("st.shared.v2.u16", "STS"), ("st.shared.v4.u16", "STS.64")])
+def test_a_vector_of_8_or_16_bit_elements_is_one_access_of_its_whole_width_on_the_h100(op, sass):
+    """ptxas (sm_90) issues one LDS/STS of the vector's width and unpacks/packs the elements in
+    registers (PRMT, SGXT, LOP3), so the bank phases are those of that width."""
+    text = gzip.open(os.path.join(DATA, "probe_sass_h100.txt.gz"), "rt").read()
+    body = text.split(f"Function : {ncu_probe.kernel_name(op)}\n")[1].split("Function :")[0]
+    assert re.findall(r"\b(?:LDS|STS)(?:\.[A-Z0-9]+)*(?= )", body) == [sass]
 
 
 def test_sass_check_rejects_a_second_shared_access():

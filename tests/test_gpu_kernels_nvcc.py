@@ -49,6 +49,10 @@ def test_f64_operands_are_doubles_made_of_two_words_low_first():
     ("ld.shared.u8", "ld.shared.u8 %0, [%1];", 1),
     ("ld.shared.v4.b32", "ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];", 4),
     ("st.shared.v2.b32", "st.shared.v2.b32 [%0], {%1, %2};", 2),
+    ("ld.shared.v4.u8", "ld.shared.v4.u8 {%0, %1, %2, %3}, [%4];", 4),
+    ("ld.shared.v2.u16", "ld.shared.v2.u16 {%0, %1}, [%2];", 2),
+    ("st.shared.v2.u8", "st.shared.v2.u8 [%0], {%1, %2};", 2),
+    ("st.shared.v4.u16", "st.shared.v4.u16 [%0], {%1, %2, %3, %4};", 4),
     ("cp.async.cg.16", "cp.async.cg.shared.global [%0], [%1], 16;", 1),
 ])
 def test_shared_asm_is_the_ptx_instruction(op, ptx, nregs):
@@ -72,7 +76,7 @@ def test_every_table_entry_and_shared_variant_has_a_kernel():
     ops = K.all_ops(90)
     assert set(FORMS) <= set(ops)
     assert set(K.SHARED_OPS) <= set(ops)
-    assert len(K.SHARED_OPS) == 6 + 6 + 5 + 5 + 4
+    assert len(K.SHARED_OPS) == 6 + 6 + 5 + 5 + 4 + 8     # ... cp.async, the vectors of 8/16-bit elements
 
 
 def test_stmatrix_only_from_compute_capability_9():

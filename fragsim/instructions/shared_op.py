@@ -93,6 +93,15 @@ class SharedOp:
         return self.kind in ("st", "stsm", "ldgsts")
 
     @property
+    def element_bytes(self) -> int:
+        """ld/st.shared: the bytes of one element, each in a register of its own (zero-extended to 32 bits
+        on a load): the whole access up to 4 bytes, a word for .v2/.v4.b32, a byte or a half for the
+        vectors of 8- and 16-bit elements (ld.shared.v4.u8: 1)."""
+        if self.kind not in ("ld", "st"):
+            raise ValueError(f"{self.name}: element_bytes applies to ld/st.shared (registers of whole elements)")
+        return self.bytes_per_addr // self.nregs
+
+    @property
     def unit_bytes(self) -> int:
         """The unit two lanes share or conflict on: a bank word, or the lane's whole aligned access."""
         return max(BANK_BYTES, self.bytes_per_addr)

@@ -184,24 +184,25 @@ def stmatrix(smem, addrs, regs, num, trans=False) -> None:
 # ---------------------------------------------------------------------------------------------
 # plain loads and stores, cp.async
 
-def ld_shared(smem, addrs, nbytes, mask=None) -> np.ndarray:
-    """``ld.shared`` of 1, 2, 4, 8 or 16 bytes per lane -> uint32 (..., 32, max(1, nbytes//4)).
+def ld_shared(smem, addrs, nbytes, mask=None, element_bytes=None) -> np.ndarray:
+    """``ld.shared`` of 1, 2, 4, 8 or 16 bytes per lane -> uint32 (..., 32, nbytes // element_bytes).
 
-    1- and 2-byte loads are zero-extended (``.u8``/``.u16``).  Inactive lanes read 0.
+    Each register holds one element of ``element_bytes``, zero-extended (``.u8``/``.u16``): by
+    default the whole access up to 4 bytes, else 4-byte words (``.v2.b32``, ``.v4.b32``); 1 or 2 for
+    the vectors of 8- and 16-bit elements (``nbytes=4, element_bytes=1``: ``ld.shared.v4.u8``, four
+    registers).  Inactive lanes read 0.
     """
     smem = check_smem(smem)
-    op = plain_op("ld", nbytes)
+    op = plain_op("ld", nbytes, element_bytes)
     m = lane_mask(mask)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what)
     if a.size > BLOCK_LANES:
-        return _in_blocks(a, op.nregs, lambda rows: ld_shared(smem, rows, nbytes, mask))
-    nb = op.bytes_per_addr
+        return _in_blocks(a, op.nregs, lambda rows: ld_shared(smem, rows, nbytes, mask, element_bytes))
+    nb, e = op.bytes_per_addr, op.element_bytes
     b = np.zeros(a.shape + (nb,), np.uint32)
     b[..., m, :] = smem[a[..., m, None] + np.arange(nb)]            # only active lanes touch smem
-    if nb < BANK_BYTES:
-        return (b << (8 * np.arange(nb, dtype=np.uint32))).sum(-1, dtype=np.uint32)[..., None]
-    words = b.reshape(b.shape[:-1] + (op.nregs, BANK_BYTES))
-    return (words << (8 * np.arange(BANK_BYTES, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+    elems = b.reshape(b.shape[:-1] + (op.nregs, e))
+    return (elems << (8 * np.arange(e, dtype=np.uint32))).sum(-1, dtype=np.uint32)
 
 
 def _store_bytes(smem, op: SharedOp, a, data_bytes, m):
@@ -215,24 +216,26 @@ def _store_bytes(smem, op: SharedOp, a, data_bytes, m):
     _last_writer_wins(smem, idx, data_bytes[lanes])
 
 
-def st_shared(smem, addrs, values, nbytes, mask=None) -> None:
-    """``st.shared`` of 1, 2, 4, 8 or 16 bytes per lane; ``values`` uint32 (32, max(1, nbytes//4)).
+def st_shared(smem, addrs, values, nbytes, mask=None, element_bytes=None) -> None:
+    """``st.shared`` of 1, 2, 4, 8 or 16 bytes per lane; ``values`` uint32 (32, nbytes // element_bytes),
+    one element of ``element_bytes`` per register (as ``ld_shared``: ``nbytes=4, element_bytes=1`` is
+    ``st.shared.v4.u8``), each below 2**(8 * element_bytes).
 
     PTX leaves the winner undefined when lanes store to the same bytes; as on the hardware,
     the lanes run in phases (32, 16 or 8 lanes for <=4, 8, 16 bytes), a later phase
     overwrites an earlier one and within a phase the lowest lane wins.
     """
     smem = check_smem(smem, stores=True)
-    op = plain_op("st", nbytes)
+    op = plain_op("st", nbytes, element_bytes)
     m = lane_mask(mask)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, m, op.what, single=True)
     v = check_words(values, (WARP_LANES, op.nregs), f"{op.name} values")
-    nb = op.bytes_per_addr
-    if nb < BANK_BYTES and (v >> (8 * nb)).any():
-        lane = int(np.argwhere(v >> (8 * nb))[0][0])
-        raise ValueError(f"lane {lane}: value {int(v[lane, 0]):#x} does not fit in {nb} byte(s)")
-    data = v.astype("<u4").view(np.uint8).reshape(WARP_LANES, -1)[:, :nb]
-    _store_bytes(smem, op, a, data, m)
+    e = op.element_bytes
+    if e < BANK_BYTES and (v >> (8 * e)).any():
+        lane, reg = (int(x) for x in np.argwhere(v >> (8 * e))[0])
+        raise ValueError(f"lane {lane}: {op.name} value {reg} = {int(v[lane, reg]):#x} does not fit in {e} byte(s)")
+    data = v.astype("<u4").view(np.uint8).reshape(WARP_LANES, op.nregs, BANK_BYTES)[:, :, :e]
+    _store_bytes(smem, op, a, data.reshape(WARP_LANES, -1), m)
 
 
 def cp_async(smem, addrs, src, nbytes, mask=None, level="ca") -> None:
