@@ -28,7 +28,7 @@ import numpy as np
 import fragsim
 from fragsim.facts.arch import DEFAULT_ARCH, arch_for_cc, get_arch
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.instructions import lookup, parse_shared_op
+from fragsim.instructions import FORMS, lookup, parse_shared_op
 
 from . import compile, corpus, runner
 from . import generate as G
@@ -333,7 +333,8 @@ class ReplayBackend:
         first = next(iter(self.corpora.values()))[0]
         self.info = {k: first.meta.get(k, "-") for k in ("device", "cc", "arch", "driver", "cuda_runtime",
                                                           "cuda_driver_api", "nvrtc", "date")}
-        self.info["device"] = f"replay of {directory} ({self.info['device']})"
+        devices = sorted({c.meta.get("device", "-") for cs in self.corpora.values() for c in cs})
+        self.info["device"] = f"replay of {directory} ({', '.join(devices)})"
         archs = {c.arch for cs in self.corpora.values() for c in cs}
         if len(archs) != 1:
             raise ValueError(f"corpora under {directory} mix architectures ({', '.join(sorted(archs))}); "
@@ -341,7 +342,13 @@ class ReplayBackend:
         self.arch = archs.pop()
 
     def available_ops(self):
-        return list(self.corpora)
+        """The recorded ops, in the instruction table's order."""
+        order = {op: i for i, op in enumerate(list(FORMS) + list(K.SHARED_OPS))}
+        return sorted(self.corpora, key=lambda op: order.get(op, len(order)))
+
+    def count(self, op, cases):
+        """How many of ``cases`` the recordings of ``op`` hold."""
+        return min(cases, sum(len(c) for c in self.corpora.get(canonical(op), [])))
 
     def batches(self, op, cases, chunk):
         done = 0
@@ -420,18 +427,24 @@ class Progress:
         self.quiet = quiet
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.last = 0.0
+        self.shown: tuple | None = None     # (op, cases, mismatches) of the last line written
 
     def update(self, op, done, total, bad, t0, final=False):
+        """A line for ``op`` at most every 0.5 s on a terminal (10 s otherwise), and its last one; a
+        final count already shown (an op done in one chunk) is not shown again: on a terminal the
+        line is ended, elsewhere nothing is written."""
         if self.quiet:
             return
         now = time.time()
         if not final and now - self.last < (0.5 if self.tty else 10.0):
             return
         self.last = now
+        again = final and self.shown == (op, done, bad)
+        self.shown = (op, done, bad)
         msg = f"{op}: {done:,}/{total:,} cases, {bad:,} mismatches, {now - t0:.1f} s"
         if self.tty:
-            self.stream.write("\r" + msg + ("\n" if final else ""))
-        else:
+            self.stream.write("\n" if again else "\r" + msg + ("\n" if final else ""))
+        elif not again:
             self.stream.write(msg + "\n")
         self.stream.flush()
 
@@ -447,6 +460,7 @@ def check_op(backend, op, cases, *, seed=0, chunk=DEFAULT_CHUNK, pool=None, reco
     res.compared = compare
     if isinstance(backend, ReplayBackend):
         source = backend.batches(op, cases, chunk)
+        cases = backend.count(op, cases)
     else:
         def gen_then_run():
             for inp in _generated_batches(op, cases, chunk, seed, pool):

@@ -82,8 +82,9 @@ def import_cupy() -> Any:
     try:
         import cupy  # type: ignore[import-not-found]  # the gpu extra: only a machine with a GPU has it
     except ImportError:
-        raise GpuUnavailable("CuPy is not installed (pip install cupy-cuda12x or cupy-cuda13x, to match "
-                             "your CUDA driver); the GPU cross-check needs it") from None
+        raise GpuUnavailable('no GPU to check against: CuPy is not installed (the check finds and drives the GPU '
+                             'through it; on a machine with an NVIDIA GPU: pip install "fragsim[gpu13]" for CUDA 13, '
+                             '"fragsim[gpu]" for CUDA 12; from a clone: pip install ".[gpu13]")') from None
     except Exception as e:  # a broken install (missing CUDA libraries)
         raise GpuUnavailable(f"CuPy does not load: {one_line(e)}") from None
     return cupy

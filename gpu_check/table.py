@@ -10,6 +10,8 @@ import os
 import time
 from typing import Any
 
+from fragsim.instructions import parse_shared_op
+
 from . import kernels as K
 from .family import Report
 
@@ -49,14 +51,21 @@ def _header(info: dict[str, Any], arch: str) -> str:
             f"date:   {info.get('date', '-')}")
 
 
+def _shown(r) -> str:
+    """A row's instruction: its PTX, and for cp.async the copy size, the operand that tells .4/.8/.16 apart."""
+    if K.kernel_for(r.op).kind != "ldgsts":
+        return r.ptx
+    return f"{r.ptx} ..., {parse_shared_op(r.op).bytes_per_addr}"
+
+
 def _table(results: list) -> str:
-    w = max([len(r.ptx) for r in results] + [20])
+    w = max([len(_shown(r)) for r in results] + [20])
     lines = [f"{'instruction':<{w}}  {'cases':>10}  {'mismatches':>10}  {'seconds':>8}  "
              f"{'(inputs / device / fragsim)':>27}  note", "-" * (w + 76)]
     for r in results:
         mm = f"{r.mismatches:,}" if r.compared else "-"
         split = f"{r.t_generate:.1f} / {r.t_device:.1f} / {r.t_model:.1f}"
-        lines.append(f"{r.ptx:<{w}}  {r.cases:>10,}  {mm:>10}  {r.seconds:>8.1f}  {split:>27}  {r.note}")
+        lines.append(f"{_shown(r):<{w}}  {r.cases:>10,}  {mm:>10}  {r.seconds:>8.1f}  {split:>27}  {r.note}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ import sys
 
 from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 from fragsim.gpu_check.family import default, families, refuse_options
+from fragsim.gpu_check.recordings import DEFAULTS as DEFAULT_REPLAYS, default_replay
 from fragsim.gpu_check.runner import GpuUnavailable
 from fragsim.gpu_check.table import GROUPS
 
@@ -66,18 +67,28 @@ def add_arguments(p):
                    help="no GPU: fragsim stands in for the device (checks the pipeline, not the model)")
     p.add_argument("--arch", choices=tuple(ARCHS), default=DEFAULT_ARCH,
                    help="model for --dry-run (on a GPU the device decides)")
-    p.add_argument("--replay", metavar="DIR",
-                   help="no GPU: take inputs and hardware outputs from the corpora recorded in DIR (gemm: the "
-                        "recording's .json file, e.g. tests/data/gemm/gemm_h100.json)")
+    p.add_argument("--replay", metavar="PATH", nargs="?", const=True,
+                   help="no GPU: take inputs and hardware outputs from recordings: without PATH the sample of the "
+                        "H100/H200 recordings installed with fragsim; PATH a folder of recorded corpora (the "
+                        "repository's tests/data/hw holds them all) or, for --family gemm, the recording's .json "
+                        "file (tests/data/gemm/gemm_h100.json)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--json-file", metavar="PATH", help="also write the JSON report to PATH")
+
+
+def replay_command(fam) -> str:
+    """The command that replays ``fam``'s recordings without a GPU."""
+    family = f" --family {fam.name}" if fam is not default() else ""
+    return f"fragsim gpu-check{family} --replay" + ("" if fam.name in DEFAULT_REPLAYS else " PATH")
 
 
 def run(args) -> int:
     fam = families()[args.family] if args.family else default()
     if args.cases is None:
         args.cases = fam.default_cases
+    if args.replay is True:              # --replay without a path: the recordings installed with fragsim
+        args.replay = default_replay(fam.name)
     refuse_options(fam, args, DEFAULTS)
     fam.validate(args)
     # files before the run, which can take hours
@@ -94,7 +105,8 @@ def run(args) -> int:
     try:
         report = fam.replay(args) if args.replay else fam.run(args)
     except GpuUnavailable as e:
-        sys.stderr.write(f"fragsim gpu-check: {e}\n")
+        hint = "" if args.replay else f"; without a GPU, replay what H100/H200 GPUs recorded: {replay_command(fam)}"
+        sys.stderr.write(f"fragsim gpu-check: {e}{hint}\n")
         return 2
     if args.json_file:
         with open(args.json_file, "w") as f:
