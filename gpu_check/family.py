@@ -40,6 +40,7 @@ _MODULES = {
     "wgmma": "wgmma_run",
     "gemm": "gemm",
     "ptx_int": "ptx_int",
+    "ptx_cvt": "ptx_cvt",
     "ptx_float": "ptx_float",
 }
 

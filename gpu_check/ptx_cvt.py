@@ -89,6 +89,35 @@ def spec(text: str) -> Spec:
     return Spec(op, tuple(mods), 1, nsrc(text))
 
 
+def ptxas_accepts(texts: list[str], arch: str = "sm_90a") -> list[str]:
+    """Those of ``texts`` that ptxas assembles for ``arch`` (each as a kernel of one module: ptxas
+    names the lines it refuses).  tests/data/ptx/cvt/ptxas_sm90a.txt holds its verdict on
+    ``candidates()``."""
+    import re
+    import subprocess
+    lines = [f".version {PTX_VERSION}", f".target {arch}", ".address_size 64"]
+    where = {}
+    for i, text in enumerate(texts):
+        *_, d, a = text.split(".")
+        ra, rd = reg_bits(a, d), reg_bits(d, a)
+        srcs = "%a, %b" if nsrc(text) == 2 else "%a"
+        lines += [f".visible .entry {kernel_name(i)}(.param .u64 p)", "{",
+                  f"  .reg .b{ra} %a, %b;", f"  .reg .b{rd} %d;", "  .reg .b64 %q;", "  ld.param.u64 %q, [p];",
+                  f"  ld.global.b{ra} %a, [%q];", f"  ld.global.b{ra} %b, [%q+8];"]
+        where[len(lines) + 1] = i
+        lines += [f"  {text} %d, {srcs};", f"  st.global.b{rd} [%q+16], %d;", "  ret;", "}"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "cvt.ptx")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run([compile.tool("ptxas"), f"-arch={arch}", path, "-o", os.path.join(tmp, "cvt.cubin")],
+                           capture_output=True, text=True)
+    refused = {where.get(int(m.group(1))) for m in re.finditer(r"line (\d+); error", r.stderr)}
+    if r.returncode and not refused - {None}:
+        raise runner.GpuUnavailable(f"ptxas failed: {runner.one_line(r.stderr)}")
+    return [t for i, t in enumerate(texts) if i not in refused]
+
+
 def variants() -> list[str]:
     """The candidates fragsim resolves (every cvt with a float type that sm_90 defines)."""
     out = []

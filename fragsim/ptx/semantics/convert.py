@@ -86,12 +86,6 @@ NAN_RESULT: dict[str, str] = {
 #: The canonical NaN of each destination (tf32's is the f32 one with the 13 low bits cleared).
 CANONICAL = {"f16": 0x7FFF, "bf16": 0x7FFF, "tf32": 0x7FFFE000, "f32": 0x7FFFFFFF,
              "f64": 0x7FFFFFFFFFFFFFFF, "e4m3": 0x7F, "e5m2": 0x7F}
-#: ``.sat`` (clamp to [0.0, 1.0]) by the instruction that does it: the result of a NaN and of -0.0.
-SAT_RESULT: dict[str, dict[str, int]] = {
-    "FADD.SAT": {"nan": 0, "neg_zero": 0},       # f32 results
-    "HADD2.SAT": {"nan": 0, "neg_zero": 0},      # f16 results
-    "DSAT": {"nan": 0, "neg_zero": 0},           # f64 results (ptxas' DSETP.MAX/MIN sequence)
-}
 
 
 def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
@@ -123,16 +117,12 @@ def _convert(bits: np.ndarray, src: FloatFormat, dst: FloatFormat, mode: str, un
     return round_float(p, dst, mode, satfinite, _nan_result(unit, bits, src, dst))
 
 
-def _sat(bits: np.ndarray, fmt: FloatFormat, unit: str, ftz: bool = False) -> np.ndarray:
-    """Clamp to [0.0, 1.0] as ``unit`` does (``ftz``: subnormals first read as zeros)."""
+def _sat(bits: np.ndarray, fmt: FloatFormat, ftz: bool = False) -> np.ndarray:
+    """``.sat``: clamp to [0.0, 1.0]; a NaN, -0.0 and every negative value give +0.0 (measured for
+    FADD.SAT, HADD2.SAT and ptxas' f64 sequence alike).  ``ftz``: subnormals first read as zeros."""
     p = float_parts(bits, fmt, ftz)
-    rule = SAT_RESULT[unit]
-    one = fmt.dtype(_ONE[fmt.name])
-    out = np.where(bits.astype(_U64) >= _U64(_ONE[fmt.name]), one, bits)     # 1 <= x <= inf (positive words)
-    out = np.where(p.kind == ZERO, fmt.dtype(0), out)
-    out = np.where((p.kind == ZERO) & p.sign, fmt.dtype(rule["neg_zero"]), out)
-    out = np.where(p.sign & (p.kind != NAN) & (p.kind != ZERO), fmt.dtype(0), out)
-    return np.where(p.kind == NAN, fmt.dtype(rule["nan"]), out).astype(fmt.dtype)
+    out = np.where(bits.astype(_U64) >= _U64(_ONE[fmt.name]), fmt.dtype(_ONE[fmt.name]), bits)  # 1 <= x <= inf
+    return np.where(p.sign | (p.kind == NAN) | (p.kind == ZERO), fmt.dtype(0), out).astype(fmt.dtype)
 
 
 def _relu(bits: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -191,15 +181,14 @@ def _f32_from_f64_ftz(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
     return np.where(flush & ~nan, r & np.uint32(0x80000000), r).astype(np.uint32)
 
 
-def _float_to_float(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Callable:
+def _float_to_float(d: str, a: str, flags: set[str], rnd: str | None) -> Callable:
     src, dst = FORMATS[a], FORMATS[d]
     ftz, sat = "ftz" in flags, "sat" in flags
     relu, satfinite = "relu" in flags, "satfinite" in flags
     mode = IRND.get(rnd or "", rnd or "rn")
-    sat_unit = {"f16": "HADD2.SAT", "f32": "FADD.SAT", "f64": "DSAT"}.get(d, "")
 
     def finish(r: np.ndarray) -> np.ndarray:
-        return _sat(r, dst, sat_unit, ftz and d == "f32") if sat else r
+        return _sat(r, dst, ftz and d == "f32") if sat else r
 
     if rnd in IRND:                                   # same type, rounded to an integral value
         def integral(x):
@@ -264,11 +253,10 @@ def _float_to_int(d: str, a: str, flags: set[str], rnd: str) -> Callable:
 
 def _int_to_float(d: str, a: str, flags: set[str], rnd: str) -> Callable:
     dst, t = FORMATS[d], TYPES[a]
-    sat_unit = {"f16": "HADD2.SAT", "f32": "FADD.SAT", "f64": "DSAT"}.get(d, "")
 
     def i2f(x):
         r = round_float(int_parts(x, t.kind == "s"), dst, rnd)
-        return (_sat(r, dst, sat_unit) if "sat" in flags else r,)
+        return (_sat(r, dst) if "sat" in flags else r,)
     return i2f
 
 
@@ -427,7 +415,7 @@ def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Sem
     else:
         # f16 <-> bf16 round to nearest without a modifier; every other narrowing needs one
         _rounding(spec, rnd, FRND, "bf16" not in (d, a) or "f16" not in (d, a), form)
-    return Semantic(_float_to_float(spec, d, a, flags, rnd), (d,), (a,))
+    return Semantic(_float_to_float(d, a, flags, rnd), (d,), (a,))
 
 
 def resolve_cvt(spec: Spec) -> Semantic:
