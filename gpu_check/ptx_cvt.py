@@ -19,7 +19,9 @@ go to 32-bit registers (a signed result sign-extends, as fragsim's machine write
 
 ``--record DIR`` writes DIR/<group>.npz (record kind "ptx-cvt"): the probes and the first --keep bulk
 cases (default 256) with every variant's hardware result, plus every mismatching case (up to
-``MISMATCH_CAP`` per variant); ``--replay DIR`` runs them through fragsim again.
+``MISMATCH_CAP`` per variant); ``--replay DIR`` runs them through fragsim again; ``shrink`` keeps a
+subset (tests/data/ptx/cvt: the probes and 64 bulk cases of the H100 run).  ``ptxas_accepts`` says
+which forms ptxas assembles (tests/data/ptx/cvt/ptxas_sm90a.txt, the resolver's reference).
 """
 
 from __future__ import annotations
