@@ -100,3 +100,24 @@ def test_a_name_of_megabytes_is_refused_without_being_echoed(call, what):
     msg = str(e.value)
     assert msg == f"{what} 'm16n8k16.row.row.row.row.row.row.row.row'... is 16,777,224 characters long; no {what} has " \
                   "more than 256"
+
+
+@pytest.mark.parametrize("spec", ["96x64 f16", "24x128 u8", "3x256 f32", "40x32 u8"])
+def test_a_swizzle_is_a_bijection_of_a_dense_footprint_exactly_when_every_offset_lands_in_it(spec):
+    """The check without offsets (a map flipping only bits below the footprint's largest power-of-two
+    divisor) agrees, for every Swizzle<B,M,S> of the footprint's bits, with laying out each element."""
+    t = Tile.parse(spec)
+    nb = (t.span - 1).bit_length()
+    offsets = np.arange(0, t.span, t.elem_bytes)
+    for B in range(1, nb):
+        for M in range(t.elem_bytes.bit_length() - 1, nb):
+            for S in [s for m in range(B, nb - M - B + 1) for s in (m, -m)]:
+                sw = Swizzle(B, M, S)
+                img = sw(offsets)
+                brute = bool((img < t.span).all() and np.unique(img).size == img.size)
+                try:
+                    t.with_layout(swizzle=sw)
+                    ok = True
+                except ValueError:
+                    ok = False
+                assert ok == brute, sw

@@ -419,12 +419,15 @@ class Tile:
         return None
 
     def _check_bijection(self, name, xm, fn):
-        n = self.span.bit_length() if self.span & (self.span - 1) else self.span.bit_length() - 1
-        if xm is not None and self.pitch == self.line_bytes and self.span == 1 << n:
-            # The footprint is all of [0, 2**n): a bijection onto it is an invertible n x n matrix
-            # whose images stay below 2**n.
-            sub = xm.restricted(n)
-            if all(v < 1 << n for v in sub.images) and sub.is_bijective():
+        if xm is not None and self.pitch == self.line_bytes:
+            # The footprint is all of [0, span), a union of aligned blocks of 2**t bytes (2**t divides
+            # span): an invertible map that flips only bits below t keeps each block, so it permutes
+            # the footprint -- without an offset of it computed (a tile can have 200,000 of them).
+            sub = xm.restricted((self.span - 1).bit_length())
+            flips = 0
+            for i, v in enumerate(sub.images):
+                flips |= v ^ (1 << i)
+            if flips < self.span & -self.span and sub.is_bijective():
                 return
         idx = np.arange(self.elements, dtype=np.int64)
         lin = self._lin(idx)
