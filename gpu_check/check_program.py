@@ -83,6 +83,28 @@ def program_source(ops) -> str:
 """)
 
 
+def _split(op) -> bool:
+    """ld/st.shared vectors of 8/16-bit elements: one element a register on the GPU, while the checker
+    (fragsim.check.machine) moves a lane's bytes as packed 32-bit words."""
+    return op.kind in ("ld", "st") and op.element_bytes < min(op.bytes_per_addr, 4)
+
+
+def to_elements(op, words: np.ndarray) -> np.ndarray:
+    """A lane's bytes as packed words (..., 32, k) -> one element of ``op`` a register (..., 32, nregs)."""
+    b = np.ascontiguousarray(words, dtype="<u4").view(np.uint8).reshape(words.shape[:-1] + (-1,))
+    e = b[..., :op.bytes_per_addr].reshape(words.shape[:-1] + (op.nregs, op.element_bytes)).astype(np.uint32)
+    return (e << (8 * np.arange(op.element_bytes, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+
+
+def to_words(op, regs: np.ndarray) -> np.ndarray:
+    """One element of ``op`` a register (..., 32, nregs) -> the lane's bytes as packed words (..., 32, k)."""
+    b = np.ascontiguousarray(regs, dtype="<u4").view(np.uint8).reshape(regs.shape + (4,))[..., :op.element_bytes]
+    b = b.reshape(regs.shape[:-1] + (op.bytes_per_addr,))
+    pad = -op.bytes_per_addr % 4
+    b = np.concatenate([b, np.zeros(b.shape[:-1] + (pad,), np.uint8)], -1)
+    return np.ascontiguousarray(b).view("<u4").astype(np.uint32)
+
+
 class GpuMachine:
     """Runs a check's program on device 0 (CuPy, NVRTC); ``info`` names the device."""
 
@@ -133,6 +155,7 @@ class GpuMachine:
             if p is not None and ins.op.family == "cp.async":
                 src[:, j, :, :p.shape[-1]] = p
             elif p is not None:
+                p = to_elements(ins.op, p) if _split(ins.op) else p
                 pay[:, j, :, :p.shape[-1]] = p
         out = cp.zeros((npass, max(n, 1), WARP_LANES, MAX_REGS), dtype=cp.uint32)
         mem_out = cp.zeros((npass, size), dtype=cp.uint8)
@@ -151,5 +174,6 @@ class GpuMachine:
         for j, i in enumerate(sent):
             ins = instrs[i]
             if ins.op.kind in ("ldsm", "ld"):
-                outs[i] = got[:, j, :, :ins.op.nregs].copy()
+                regs = got[:, j, :, :ins.op.nregs]
+                outs[i] = to_words(ins.op, regs) if _split(ins.op) else regs.copy()
         return outs, mem

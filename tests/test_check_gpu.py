@@ -112,3 +112,28 @@ def test_recorded_gpu_runs_of_the_seed_cases_agree_with_fragsim(record):
         assert r.gpu.agrees, (case.name, r.gpu.differences)
         assert r.gpu.ok == r.ok == case.ok, case.name
 
+
+
+@pytest.mark.parametrize("op", [o for o in SHARED_OPS.values()
+                                if o.kind in ("ld", "st") and o.element_bytes < min(4, o.bytes_per_addr)],
+                         ids=lambda o: o.name)
+def test_the_gpu_program_moves_vector_elements_as_the_checkers_packed_words(op):
+    """ld/st.shared.v2/.v4 of 8/16-bit elements hold one element a register on the GPU; the checker
+    (fragsim.check.machine) moves a lane's bytes as packed words: the GPU machine converts both ways."""
+    import numpy as np
+
+    from fragsim.gpu_check.check_program import to_elements, to_words
+
+    rng = np.random.default_rng(op.bytes_per_addr)
+    smem = rng.integers(0, 256, 4096).astype(np.uint8)
+    addrs = rng.permutation(4096 // op.bytes_per_addr)[:32] * op.bytes_per_addr
+    if op.kind == "ld":
+        elements = fragsim.ld_shared(smem, addrs, op.bytes_per_addr, element_bytes=op.element_bytes)
+        packed = fragsim.ld_shared(smem, addrs, op.bytes_per_addr)
+        assert np.array_equal(to_words(op, elements), packed) and np.array_equal(to_elements(op, packed), elements)
+    else:
+        packed = fragsim.ld_shared(smem, np.roll(addrs, 1), op.bytes_per_addr)   # another lane's bytes
+        a, b = smem.copy(), smem.copy()
+        fragsim.st_shared(a, addrs, to_elements(op, packed), op.bytes_per_addr, element_bytes=op.element_bytes)
+        fragsim.st_shared(b, addrs, packed, op.bytes_per_addr)
+        assert np.array_equal(a, b) and not np.array_equal(a, smem)
