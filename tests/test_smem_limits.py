@@ -246,7 +246,7 @@ def test_a_fragment_of_a_swizzled_tile_is_told_to_declare_the_whole_tile_and_pla
         Tile(16, 16, "bf16", pitch=64, swizzle=Swizzle(2, 4, 2))
     msg = str(e.value)
     assert "is not a bijection on the tile's footprint" in msg
-    assert "declare the whole tile (16 x 32), Tile(16, 32, 'bf16', swizzle=Swizzle<2,4,2>)" in msg
+    assert "declare the whole tile (16 x 32), Tile(16, 32, 'bf16', swizzle=Swizzle(2, 4, 2))" in msg
     assert msg.endswith("place the fragment in it with at=(row, col)")
 
 

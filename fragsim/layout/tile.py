@@ -472,8 +472,13 @@ class Tile:
             whole = Tile(rows, cols, self.dtype, self.order, swizzle=self.swizzle, base=self.base)
         except ValueError:
             return ""
+        sw = xm.swizzle()
+        code = f"Swizzle({sw.B}, {sw.M}, {sw.S})" if sw is not None else f"XorMap.xor({xm.terms()})"
+        args = [str(rows), str(cols), repr(self.dtype)] + (["order='col'"] if self.order == "col" else []) \
+            + [f"swizzle={code}"] + ([f"base={validate.hex_int(self.base)}"] if self.base else [])
+        python = f"Tile({', '.join(args)})"
         return (f"; if the {self.rows}x{self.cols} tile is a fragment of a larger one, declare the whole tile "
-                f"({rows} x {cols}), " + validate.spell(repr(whole), f"--tile '{whole.spec()}'")
+                f"({rows} x {cols}), " + validate.spell(python, f"--tile '{whole.spec()}'" if whole.spec() else python)
                 + ", and place the fragment in it with " + validate.spell("at=(row, col)", "--at ROW,COL"))
 
     def _rc(self, index: int) -> tuple[int, int]:
