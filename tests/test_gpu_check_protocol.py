@@ -26,8 +26,11 @@ RECORDINGS = {
     "wgmma": (DATA / "wgmma", ["--cases", "1"]),
     "gemm": (DATA / "gemm" / "gemm_h100.json", ["--forms", F16, "--cases", "1"]),
     "ptx_int": (DATA / "ptx" / "int", ["--forms", "prmt", "shfl", "--cases", "8"]),
+    "ptx_cvt": (DATA / "ptx" / "cvt", ["--forms", "f16.f32", "--cases", "64"]),
 }
 FAMILIES = families()
+#: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module
+PTX_MODULES = ("ptx_cvt",)
 
 
 def test_every_registered_family_has_a_recording_here():
@@ -42,11 +45,17 @@ def test_each_family_implements_the_protocol_under_its_name(name):
     assert fam.options is None or {"cases", "replay", "json"} <= fam.options
 
 
-@pytest.mark.parametrize("name", list(FAMILIES))
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in PTX_MODULES])
 def test_each_familys_cuda_starts_with_the_one_prelude(name):
     src = FAMILIES[name].source(90)
     assert src.startswith(PRELUDE) and src.count("fs_smem_addr(const void* p)") == 1
     assert '__global__' in src[len(PRELUDE):]
+
+
+@pytest.mark.parametrize("name", PTX_MODULES)
+def test_a_ptx_familys_source_is_one_module_for_the_device(name):
+    src = FAMILIES[name].source(90)
+    assert src.startswith(".version ") and "\n.target sm_90\n" in src and ".visible .entry" in src
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
