@@ -248,6 +248,15 @@ def expected_sass(case: AccessCase, s: A.AccessSet | None = None) -> dict:
 # one launch's tables, and what it must read back
 # ---------------------------------------------------------------------------------------------
 
+def registers(o: SharedOp, data: np.ndarray) -> np.ndarray:
+    """A warp's bytes (32, bytes per lane) as the instruction's registers (32, nregs): packed words, or
+    for ld/st.shared one element a register (.v4.u8: four registers of a byte each)."""
+    if o.kind not in ("ld", "st"):
+        return bytes_to_words(data)
+    e = data.reshape(data.shape[0], o.nregs, o.element_bytes).astype(np.uint32)
+    return (e << (8 * np.arange(o.element_bytes, dtype=np.uint32))).sum(-1, dtype=np.uint32)
+
+
 def tables(case: AccessCase, tile: Tile, s: A.AccessSet):
     """ADDR, MASK, VALS, SRC tables for the access set laid out by ``tile``, the global source bytes
     (tags of a row-major matrix), and the words every read must return (``OUT``, -1 where unused)."""
@@ -283,10 +292,10 @@ def tables(case: AccessCase, tile: Tile, s: A.AccessSet):
                 elif o.is_store:
                     k = o.nregs
                     vals[p.vals_off + cell * WARP_LANES * k: p.vals_off + (cell + 1) * WARP_LANES * k] = \
-                        bytes_to_words(data).reshape(-1)
+                        registers(o, data).reshape(-1)
                 else:
                     k = o.nregs
-                    words = bytes_to_words(data).astype(np.int64)
+                    words = registers(o, data).astype(np.int64)
                     active = g.mask[i] if o.kind == "ld" else np.ones(WARP_LANES, bool)
                     words[~active] = -1
                     want[p.out_off + cell * WARP_LANES * k: p.out_off + (cell + 1) * WARP_LANES * k] = words.reshape(-1)

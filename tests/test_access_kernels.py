@@ -70,18 +70,25 @@ def _emulate(case, tile, t):
                     if o.family == "stmatrix":
                         S.stmatrix(smem, a, v, o.num, o.trans)
                     else:
-                        S.st_shared(smem, a, v, o.bytes_per_addr, lanes)
+                        S.st_shared(smem, a, v, o.bytes_per_addr, lanes, o.element_bytes)
                 else:
                     r = S.ldmatrix(smem, a, o.num, o.trans) if o.family == "ldmatrix" else \
-                        S.ld_shared(smem, a, o.bytes_per_addr, lanes)
+                        S.ld_shared(smem, a, o.bytes_per_addr, lanes, o.element_bytes)
                     out[p.out_off + cell * 32 * o.nregs: p.out_off + (cell + 1) * 32 * o.nregs] = r.reshape(-1)
     return out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+SMALL_VECTORS = {"copy_st_v4u8_then_a": K.AccessCase("copy_st_v4u8_then_a", "64x16 f16", (
+    ("copy", {"op": "st.shared.v4.u8"}), ("a", {"form": K.F16}))),
+    "copy_st_v4u16_then_a": K.AccessCase("copy_st_v4u16_then_a", "64x16 f16", (
+        ("copy", {"op": "st.shared.v4.u16"}), ("a", {"form": K.F16})))}
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(SMALL_VECTORS))
 def test_tables_replayed_through_the_simulator_return_the_tagged_elements(name):
-    """What the launch checks on the GPU holds in fragsim: the tables' writes then reads give `want`."""
-    c = CASES[name]
+    """What the launch checks on the GPU holds in fragsim: the tables' writes then reads give `want`
+    (stores of vectors of 8/16-bit elements too: one element a register)."""
+    c = CASES.get(name) or SMALL_VECTORS[name]
     s = c.access_set()
     r = swizzle_search(c.base_tile(), s.reads, s.writes, top=1)
     for cand in (r.best, r.nothing):
