@@ -409,11 +409,11 @@ def module(texts: list[str], cc: int) -> str:
 
 
 def _select(names: list[str], forms: list[str] | None) -> list[str]:
-    if not forms:
+    if not forms and names:
         return names
-    out = [n for n in names if any(f in n for f in forms)]
+    out = [n for n in names if any(f in n for f in forms or ())]
     if not out:
-        raise ValueError(f"--forms {' '.join(forms)}: no cvt variant contains any of these "
+        raise ValueError(f"--forms {' '.join(forms or ())}: no cvt variant contains any of these "
                          f"(e.g. cvt.rn.f16.f32, f16.f32, e4m3x2)")
     return out
 
@@ -530,6 +530,8 @@ class PtxCvtFamily(RunnerFamily):
                 bad += wrong
                 if wrong:
                     say(f"{text}: {wrong} of {n} recorded cases differ")
+        if not nvar:
+            _select([], args.forms)
         return {"variants": nvar, "cases": total, "mismatches": bad,
                 "by_variant": {t: v for t, v in by_variant.items() if v[1]}}
 
