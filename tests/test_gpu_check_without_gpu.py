@@ -54,15 +54,16 @@ def test_the_installed_recordings_are_the_sample_of_tests_data(tmp_path):
     def files(top):
         return sorted(str(p.relative_to(top)) for p in Path(top).rglob("*") if p.is_file())
 
-    assert files(tmp_path) == files(recordings.HERE)
+    stale = "gpu_check/recordings is stale: python -m fragsim.gpu_check.recordings tests/data"
+    assert files(tmp_path) == files(recordings.HERE), stale
     for name in files(tmp_path):
         new, old = tmp_path / name, Path(recordings.HERE) / name
         if name.endswith(".json"):
-            assert json.loads(new.read_text()) == json.loads(old.read_text()), name
+            assert json.loads(new.read_text()) == json.loads(old.read_text()), f"{name}: {stale}"
             continue
         with np.load(new) as a, np.load(old) as b:
-            assert a.files == b.files, name
-            assert all(np.array_equal(a[k], b[k]) for k in a.files), name
+            assert a.files == b.files, f"{name}: {stale}"
+            assert all(np.array_equal(a[k], b[k]) for k in a.files), f"{name}: {stale}"
 
 
 def test_the_installed_sample_covers_every_recorded_op_and_stays_small():
