@@ -219,6 +219,9 @@ def _offsets(kw):
 XOR_APPLY = Sized("XorMap()", VALUES, {"n": 1 << 22, "seed": 0},
                   lambda kw: XorMap([1 << ((i * 7) % 48) for i in range(48)])(_offsets(kw)),
                   ("offsets", "XorMap"), lambda r, kw: _ok(r.shape == (kw["n"],)))
+LAYOUT_TABLE = Sized("LinearLayout.table", st.fixed_dictionaries({"bits": st.sampled_from([4, 12, 20, 30, 48])}),
+                     {"bits": 48}, lambda kw: XorMap([1 << ((i * 7) % kw["bits"]) for i in range(kw["bits"])]).layout.table(),
+                     ("table", "inputs"), lambda r, kw: _ok(r[0].size == 1 << kw["bits"]))
 SWIZZLE_APPLY = Sized("Swizzle()", VALUES, {"n": 1 << 22, "seed": 0},
                       lambda kw: Swizzle(3, 4, 3)(_offsets(kw)), ("offsets", "Swizzle"),
                       lambda r, kw: _ok(r.shape == (kw["n"],)))
@@ -359,5 +362,5 @@ EVALUATE_BROADCAST = Sized("addrexpr.evaluate broadcast", PAIR, {"n1": 1 << 16, 
                            ("lane", "'k'", "values"), lambda r, kw: _ok(r.shape == (kw["n1"], kw["n2"])))
 
 ENTRIES = [MMA, WGMMA, MOVMATRIX, PACK, UNPACK, GEMM, TO_BITS, FROM_BITS, LDMATRIX, LD_SHARED, BANKS, BANKS_CP,
-           GLOBAL_TILE, SHARED_TILE, TILE_OFFSET, XOR_APPLY, SWIZZLE_APPLY, SEARCH, FROM_EXPRS, PRESETS, CHECK_COPY,
+           GLOBAL_TILE, SHARED_TILE, TILE_OFFSET, XOR_APPLY, LAYOUT_TABLE, SWIZZLE_APPLY, SEARCH, FROM_EXPRS, PRESETS, CHECK_COPY,
            CHECK_LOAD, CHECK_WGMMA, LOOKUP, PARSE_OP, GET_FORMAT, TILE_PARSE, EVALUATE, EVALUATE_BROADCAST]

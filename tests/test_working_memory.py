@@ -121,3 +121,18 @@ def test_a_swizzle_is_a_bijection_of_a_dense_footprint_exactly_when_every_offset
                 except ValueError:
                     ok = False
                 assert ok == brute, sw
+
+
+def test_the_table_of_a_layout_over_48_bits_is_refused_and_one_over_10_bits_is_given():
+    x = fragsim.XorMap([1 << ((i * 7) % 48) for i in range(48)])
+    with pytest.raises(ValueError, match=r"^LinearLayout.table: 281474976710656 = 281,474,976,710,656 inputs would need "
+                                         r"~8192 TiB of working memory"):
+        x.layout.table()
+    (out,) = Swizzle(3, 4, 3).as_layout().table()
+    assert out.shape == (1024,) and np.array_equal(out, Swizzle(3, 4, 3)(np.arange(1024)))
+
+
+def test_a_global_tile_shows_as_its_repr_not_as_a_bank_picture():
+    """Jupyter shows _repr_svg_/_repr_png_ when they give one: 8M elements coloured by bank took 39 s."""
+    t = Tile(4096, 2048, "f16", space="global")
+    assert t._repr_svg_() is None and t._repr_png_() is None

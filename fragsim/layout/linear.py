@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from fragsim.validate import broadcast_shape
+from fragsim.validate import broadcast_shape, working_memory
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,11 @@ class LinearLayout:
 
     def table(self) -> tuple[np.ndarray, ...]:
         """Outputs for every input, as arrays shaped ``in_shape()`` (inputs in declared order)."""
+        n = int(np.prod(self.in_shape(), dtype=object))
+        # the input grids and the outputs, int64, and a temporary of apply's
+        working_memory(8 * n * (len(self.in_dims) + len(self.out_dims) + 2),
+                       f"LinearLayout.table: {' x '.join(map(str, self.in_shape()))} = {n:,} inputs",
+                       "apply() the layout to the inputs needed")
         grids = np.meshgrid(*(np.arange(n) for n in self.in_shape()), indexing="ij")
         return self.apply(**dict(zip(self.in_dims, grids)))
 

@@ -498,10 +498,14 @@ class Tile:
         return hash(self._key())
 
     def _repr_png_(self):   # Jupyter: the elements coloured by bank (matplotlib loads only here)
+        if self.space != "shared":      # banks are shared memory's: a global tile shows as its repr
+            return None
         from fragsim import display
         return display.png(self)
 
     def _repr_svg_(self):
+        if self.space != "shared":
+            return None
         from fragsim import display
         return display.svg(self)
 
