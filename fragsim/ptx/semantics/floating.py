@@ -3,9 +3,9 @@ copysign, testp, and setp/set on float operands, in f16, f16x2, bf16, bf16x2, f3
 
 Every result is the exact value rounded once (fragsim.ptx.semantics.ieee) in the instruction's
 rounding mode, as the PTX ISA defines ``.rn/.rz/.rm/.rp``; ``.ftz`` flushes subnormal inputs and
-results to the zero of their sign; ``.sat`` clamps to [0.0, 1.0] with NaN to +0.0; ``.relu``
-clamps negatives to +0.0 with NaN to the canonical NaN; ``.oob`` gives +0.0 when an operand is
-the OOB NaN.  What the ISA leaves unspecified -- which NaN an instruction returns, whether -0.0
+tiny results (tiny after rounding, as measured) to the zero of their sign; ``.sat`` clamps to
+[0.0, 1.0] with NaN to +0.0; ``.relu`` clamps negatives to +0.0 with NaN to the canonical NaN;
+``.oob`` gives +0.0 when a or b is the OOB NaN.  What the ISA leaves unspecified -- which NaN an instruction returns, whether -0.0
 saturates to +0.0 -- is what the H100 does (``fragsim gpu-check --family ptx_float``, recorded under
 tests/data/ptx/float): see ``NAN_RESULT`` and the notes at each rule.
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from . import Semantic, Spec, UnsupportedInstruction
 from .ieee import (MODES, exact_div, exact_fma, exact_sqrt, flush_subnormal, fmt, from_double,
-                   is_inf, is_nan, is_subnormal, is_zero, round_pack, two_sum, widen)
+                   is_inf, is_nan, is_subnormal, is_zero, round_pack, tiny, two_sum, widen)
 
 SCALARS = ("f16", "bf16", "f32", "f64")
 #: packed types and their element type: the low half-word is element 0
@@ -34,14 +34,25 @@ FLOATS = SCALARS + tuple(PACKED)
 
 #: The NaN each instruction returns when its result is NaN and the ISA does not name one, by element
 #: format, as measured on the H100: f32/f16/bf16 arithmetic returns the canonical NaN (positive, all
-#: significand bits set); f64 arithmetic returns its first NaN operand (a, then b, then c) with the
-#: quiet bit set, and ``F64_DEFAULT_NAN`` when no operand is NaN (0 * inf, inf - inf, 0/0, sqrt(-1)).
+#: significand bits set), whatever the operands; f64 arithmetic returns a NaN operand with the quiet
+#: bit set -- the first NaN in the order the hardware looks: b then a for add, sub, mul, min and max
+#: (DADD, DMUL, DMNMX), b then c then a for fma/mad (DFMA), a then b for div (a subroutine) -- and
+#: ``F64_DEFAULT_NAN`` when no operand is NaN (0 * inf, inf - inf, 0/0, sqrt(-1)).
 NAN_RESULT = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF}
-F64_DEFAULT_NAN = 0x7FFFFFFFFFFFFFFF
+F64_DEFAULT_NAN = 0xFFF8000000000000
 F64_QUIET = 1 << 51
 
-#: The OOB NaN of ``fma.oob`` (PTX ISA "Tensors: out of boundary access"), per element format.
-OOB_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF}
+# .ftz flushes a result to the zero of its sign when it is tiny (ieee.tiny): below the smallest
+# normal number after rounding to the format's precision with an unbounded exponent, in the
+# instruction's rounding mode -- measured on the H100 for every .ftz instruction.  Neither "the result
+# rounded to the format is subnormal" (2**-126 * (1 - 2**-24) has 24 bits and is flushed, though
+# rounding it to f32 gives 2**-126) nor "before rounding" (2**-126 * (1 - 2**-26), which 24 bits
+# round up to 2**-126 under .rn, is kept).
+
+#: The OOB NaN of ``fma.oob`` (PTX ISA "Tensors: out of boundary access"), per element format, as
+#: measured on the H100 (every NaN tried in each operand): 0x7FF7 of either sign, in a or b only --
+#: an OOB NaN in c is an ordinary NaN.
+OOB_NAN = {"f16": 0x7FF7, "bf16": 0x7FF7}
 
 CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 BOOL_OPS = ("and", "or", "xor")
@@ -106,7 +117,8 @@ def _elementwise(t: str, fn: Callable[..., np.ndarray]) -> Callable[..., np.ndar
 
 
 def _nan_of(f: str, ops: list[np.ndarray]) -> np.ndarray:
-    """The NaN an arithmetic result takes (NAN_RESULT), given the operands' bits."""
+    """The NaN an arithmetic result takes (NAN_RESULT), given the operands' bits in the order the
+    hardware picks a NaN operand (f64)."""
     ff = fmt(f)
     if f != "f64":
         return np.full(ops[0].shape, NAN_RESULT[f], ff.dtype)
@@ -138,8 +150,17 @@ def _one(f: str) -> int:
 
 # ------------------------------------------------------------------------- add, sub, mul, fma, mad
 
+def _round(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: str, mode: str, ftz: bool) -> np.ndarray:
+    """round_pack, and with ``ftz`` the tiny results flushed to the zero of their sign."""
+    ff = fmt(f)
+    out = round_pack(sign, M, E, ff, mode)
+    if ftz:
+        return np.where(tiny(sign, M, E, ff, mode), _signed_zero(sign, f), out)
+    return out
+
+
 def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, zero_sign: np.ndarray | None,
-              nan_ops: list[np.ndarray]) -> np.ndarray:
+              nan_ops: list[np.ndarray], ftz: bool = False) -> np.ndarray:
     """a*b + c rounded once to ``f`` (all bits of ``f``); ``zero_sign``: the sign of an exact-zero result
     where the caller knows it (mul), else IEEE's rule for sums; NaNs as NAN_RESULT over ``nan_ops``."""
     ff = fmt(f)
@@ -160,7 +181,7 @@ def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, ze
         zero = hi == 0
     else:
         sign, M, E, zero = exact_fma(fa, fb, fc)
-    out = round_pack(sign, M, E, ff, mode)
+    out = _round(sign, M, E, f, mode, ftz)
     p_zero = za | zb
     both_zero = p_zero & is_zero(c, ff)
     if zero_sign is None:
@@ -172,11 +193,9 @@ def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, ze
     return np.where(nan_in | invalid, _nan_of(f, nan_ops), out).astype(ff.dtype)
 
 
-def _post(x: np.ndarray, f: str, ftz: bool, sat: bool, relu: bool) -> np.ndarray:
-    """Result modifiers in the hardware's order: flush subnormal results, then clamp."""
+def _post(x: np.ndarray, f: str, sat: bool, relu: bool) -> np.ndarray:
+    """The clamps, applied to the rounded (and flushed) result."""
     ff = fmt(f)
-    if ftz:
-        x = flush_subnormal(x, ff)
     if sat:
         # [0.0, 1.0], NaN -> +0.0, -0.0 -> +0.0
         one = ff.dtype(_one(f))
@@ -223,20 +242,20 @@ def _arith(spec: Spec) -> Semantic:
         ops = [np.asarray(x).astype(ff.dtype, copy=False) for x in xs]
         src = [flush_subnormal(x, ff) for x in ops] if ftz else ops
         one = np.full(src[0].shape, _one(f), ff.dtype)
+        nan_order = [src[1], src[0]] if op != "fma" and op != "mad" else [src[1], src[2], src[0]]
         if op == "add":
-            r = _fma_bits(src[0], one, src[1], f, mode, None, src)
+            r = _fma_bits(src[0], one, src[1], f, mode, None, nan_order, ftz)
         elif op == "sub":
-            r = _fma_bits(src[0], one, src[1] ^ ff.dtype(1 << (ff.storage_bits - 1)), f, mode, None, src)
+            r = _fma_bits(src[0], one, src[1] ^ ff.dtype(1 << (ff.storage_bits - 1)), f, mode, None, nan_order, ftz)
         elif op == "mul":
             zero = np.zeros_like(src[0])
-            r = _fma_bits(src[0], src[1], zero, f, mode, _sign(src[0], f) ^ _sign(src[1], f), src)
+            r = _fma_bits(src[0], src[1], zero, f, mode, _sign(src[0], f) ^ _sign(src[1], f), nan_order, ftz)
         else:
-            r = _fma_bits(src[0], src[1], src[2], f, mode, None, src)
-        r = _post(r, f, ftz, sat, relu)
+            r = _fma_bits(src[0], src[1], src[2], f, mode, None, nan_order, ftz)
+        r = _post(r, f, sat, relu)
         if oob:
-            hit = np.zeros(r.shape, bool)
-            for x in ops:
-                hit |= x == ff.dtype(OOB_NAN[f])
+            mag = ff.dtype((1 << (ff.storage_bits - 1)) - 1)
+            hit = ((ops[0] & mag) == ff.dtype(OOB_NAN[f])) | ((ops[1] & mag) == ff.dtype(OOB_NAN[f]))
             r = np.where(hit, ff.dtype(0), r)
         return r
 
@@ -272,7 +291,7 @@ def _divlike(spec: Spec) -> Semantic:
             nan = is_nan(a, ff) | neg
             ok = ~nan & ~is_inf(a, ff) & ~is_zero(a, ff)
             sign, M, E = exact_sqrt(np.where(ok, wa, 1.0))
-            r = round_pack(sign, M, E, ff, mode)
+            r = _round(sign, M, E, t, mode, ftz)
             r = np.where(is_inf(a, ff) | is_zero(a, ff), a, r)      # sqrt(+inf) = +inf, sqrt(-0) = -0
             r = np.where(nan, _nan_of(t, [a]), r)
         else:
@@ -282,12 +301,10 @@ def _divlike(spec: Spec) -> Semantic:
             nan = is_nan(a, ff) | is_nan(b, ff) | (ia & ib) | (za & zb)
             ok = ~nan & ~ia & ~ib & ~zb
             sign, M, E = exact_div(np.where(ok, widen(a, ff), 1.0), np.where(ok, widen(b, ff), 1.0))
-            r = round_pack(sign, M, E, ff, mode)
+            r = _round(sign, M, E, t, mode, ftz)
             s = sa ^ sb
             r = np.where(ia | zb, _inf(s, t), np.where(ib | za, _signed_zero(s, t), r))
             r = np.where(nan, _nan_of(t, src if op == "div" else [src[1]]), r)
-        if ftz:
-            r = flush_subnormal(r, ff)
         return (r.astype(ff.dtype),)
 
     return Semantic(run, (t,), (t,) * (2 if op == "div" else 1))
@@ -343,8 +360,8 @@ def _minmax(spec: Spec) -> Semantic:
 
 
 def _minmax_nan(a: np.ndarray, b: np.ndarray, f: str) -> np.ndarray:
-    """min/max when the result is NaN: the canonical NaN, and for f64 the first NaN operand quieted."""
-    return _nan_of(f, [a, b])
+    """min/max when the result is NaN: the canonical NaN, and for f64 b's NaN (else a's) quieted."""
+    return _nan_of(f, [b, a])
 
 
 def _negabs(spec: Spec) -> Semantic:
@@ -363,7 +380,8 @@ def _negabs(spec: Spec) -> Semantic:
         if ftz:
             a = flush_subnormal(a, ff)
         r = a ^ signbit if op == "neg" else a & ~signbit
-        return np.where(is_nan(a, ff), _nan_of(f, [r]), r).astype(ff.dtype)
+        # a NaN is not negated or made positive: the f64 one comes back quieted (DADD), the others canonical
+        return np.where(is_nan(a, ff), _nan_of(f, [a]), r).astype(ff.dtype)
 
     fn = _elementwise(t, element)
     return Semantic(lambda a: (fn(a),), (t,), (t,))

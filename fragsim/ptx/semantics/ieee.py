@@ -32,7 +32,7 @@ import numpy as np
 from fragsim.facts.formats import FORMATS, FloatFormat
 
 __all__ = ["MODES", "fmt", "widen", "is_nan", "is_inf", "is_zero", "is_subnormal", "flush_subnormal",
-           "decode64", "round_pack", "two_sum", "from_double", "exact_fma", "exact_div", "exact_sqrt",
+           "decode64", "round_pack", "tiny", "two_sum", "from_double", "exact_fma", "exact_div", "exact_sqrt",
            "bit_length"]
 
 #: PTX rounding modifiers: to nearest even, toward zero, toward -inf, toward +inf.
@@ -173,6 +173,26 @@ def round_pack(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, m
     bits = np.where(M == 0, _U64(0), bits)
     bits = bits | (sign.astype(_U64) << _U64(f.storage_bits - 1))
     return bits.astype(f.dtype)
+
+
+def tiny(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, mode: str) -> np.ndarray:
+    """Which exact values ``(sign, M, E)`` are tiny for ``f``: below its smallest normal number after
+    rounding in ``mode`` to its precision with an unbounded exponent (IEEE 754's tininess after
+    rounding)."""
+    M = np.asarray(M, _U64)
+    L = bit_length(M)
+    top = np.asarray(E, np.int64) + L - 1
+    p = f.man_bits + 1
+    s = np.maximum(L - p, 0)
+    kept = _shr(M, s)
+    one = np.ones(M.shape, _U64)
+    rem = M & (_shl(one, s) - _U64(1))
+    half = np.where(s > 0, _shl(one, np.maximum(s - 1, 0)), _U64(0))
+    up = {"rn": (half > 0) & ((rem > half) | ((rem == half) & ((kept & _U64(1)) == 1))),
+          "rz": np.zeros(M.shape, bool), "rm": np.asarray(sign, bool) & (rem != 0),
+          "rp": ~np.asarray(sign, bool) & (rem != 0)}[mode]
+    carry = (kept + up.astype(_U64)) >> _U64(p) != 0        # rounds up to the next power of two
+    return (M != 0) & ((top < f.emin - 1) | ((top == f.emin - 1) & ~carry))
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
