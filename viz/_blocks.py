@@ -80,7 +80,7 @@ class Storage:
 
     def row_starts(self) -> list[tuple[int, int]]:
         """For each address lane 8i+j: the operand (row, col) where its 16-byte memory row starts."""
-        out = []
+        out: list[tuple[int, int]] = []
         for b in self.blocks:
             mr0, mc0 = self.mem_coords(b.row0, b.col0)
             out.extend(self.operand_coords(mr0 + j, mc0) for j in range(MATRIX_ROWS))
@@ -107,7 +107,9 @@ def _matches(form: MmaForm, op: str, major: str, trans: bool):
         return None
     rows, cols = form.coords(op)                      # (32, nregs, epr)
     u, v = (rows, cols) if major == "row" else (cols, rows)
-    src, col16 = SHARED_OPS[f"ldmatrix.x{nregs}{'.trans' if trans else ''}"].movement.table()  # (32, nregs, 2)
+    movement = SHARED_OPS[f"ldmatrix.x{nregs}{'.trans' if trans else ''}"].movement
+    assert movement is not None                       # every ldmatrix entry carries its data movement
+    src, col16 = movement.table()                     # (32, nregs, 2)
     per_row = MATRIX_ROW_BYTES * 8 // bits
     blocks = []
     for r in range(nregs):

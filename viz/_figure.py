@@ -41,6 +41,8 @@ SVG_CELLS = 2048
 
 # SVG text as <text> (searchable, testable), stable ids.
 SVG_RC = {"svg.fonttype": "none", "svg.hashsalt": "fragsim"}
+#: Attributes a figure carries for svg_text(): its compact SVG grids and their shared CSS classes.
+CELLS, STYLES = "fragsim_cells", "fragsim_styles"
 
 
 @dataclass
@@ -74,8 +76,8 @@ class Canvas:
         # (a notebook asks for SVG or PNG later): the same artists, and the cells as compact SVG too.
         ext = None if target is None else os.path.splitext(os.fspath(target))[1].lower()
         self.vector = ext in (None, ".svg")
-        self.fig.fragsim_cells = []
-        self.fig.fragsim_styles = {}
+        setattr(self.fig, CELLS, [])       # the figure carries its compact SVG grids to svg_text()
+        setattr(self.fig, STYLES, {})
 
     @property
     def label_limit(self) -> int:
@@ -206,7 +208,7 @@ def draw_cells(cv: Canvas, x0: float, y0: float, colors: np.ndarray, labels=None
     bottom = y0 + rr + 1 - insets[..., 3]
     verts = np.stack([np.stack([left, top], -1), np.stack([right, top], -1),
                       np.stack([right, bottom], -1), np.stack([left, bottom], -1)], axis=-2)
-    cells = PolyCollection(verts.reshape(-1, 4, 2), facecolors=colors.reshape(-1, 3), edgecolors="none",
+    cells = PolyCollection(list(verts.reshape(-1, 4, 2)), facecolors=colors.reshape(-1, 3), edgecolors="none",
                            linewidths=0)
     cv.ax.add_collection(cells)
     if fontsize is None:
@@ -214,7 +216,7 @@ def draw_cells(cv: Canvas, x0: float, y0: float, colors: np.ndarray, labels=None
     glyphs = None if labels is None else _label_paths(cv, x0, y0, colors, labels, fontsize)
     if cv.vector:
         svg = _svg_cells(cv, left, top, right, bottom, colors, gids, labels, fontsize)
-        cv.fig.fragsim_cells.append(_SvgCells([cells, glyphs], svg))
+        getattr(cv.fig, CELLS).append(_SvgCells([cells, glyphs], svg))
 
 
 def _cell_image(cv: Canvas, x0, y0, colors, insets):
@@ -247,7 +249,8 @@ def _cell_image(cv: Canvas, x0, y0, colors, insets):
 
 def _style_class(fig, style: str) -> str:
     """A class name for an inline style, shared by every element of the figure that has it."""
-    return fig.fragsim_styles.setdefault(style, f"fs{len(fig.fragsim_styles)}")
+    styles = getattr(fig, STYLES)
+    return styles.setdefault(style, f"fs{len(styles)}")
 
 
 def _svg_cells(cv: Canvas, left, top, right, bottom, colors, gids, labels, fontsize) -> str:
@@ -402,7 +405,7 @@ def save(fig: Figure, path) -> str:
         with open(p, "w", encoding="utf-8") as f:
             f.write(svg_text(fig))
     else:
-        with matplotlib.rc_context(SVG_RC):
+        with matplotlib.rc_context(dict(SVG_RC)):  # type: ignore[arg-type]  # stubs list every rc key
             fig.savefig(p, dpi=DPI, metadata={"Date": None})     # reproducible: no creation date
     return p
 
@@ -410,13 +413,13 @@ def save(fig: Figure, path) -> str:
 def svg_text(fig: Figure) -> str:
     """The figure as SVG, its grids written compactly (see ``draw_cells``) under everything else."""
     import matplotlib
-    cells = getattr(fig, "fragsim_cells", None) or []
+    cells = getattr(fig, CELLS, None) or []
     hidden = [a for c in cells for a in c.artists if a is not None and a.get_visible()]
     for a in hidden:
         a.set_visible(False)
     try:
         buf = io.StringIO()
-        with matplotlib.rc_context(SVG_RC):
+        with matplotlib.rc_context(dict(SVG_RC)):  # type: ignore[arg-type]  # stubs list every rc key
             fig.savefig(buf, format="svg", metadata={"Date": None})
     finally:
         for a in hidden:
@@ -426,7 +429,7 @@ def svg_text(fig: Figure) -> str:
         return svg
     i = svg.index(">", svg.index('<g id="axes_1"')) + 1
     svg = svg[:i] + "".join(c.svg for c in cells) + svg[i:]
-    css = "".join(f"\n  .{name} {{{style}}}" for style, name in fig.fragsim_styles.items())
+    css = "".join(f"\n  .{name} {{{style}}}" for style, name in getattr(fig, STYLES).items())
     j = svg.index("</style>")
     return svg[:j] + css + "\n  " + svg[j:]
 

@@ -19,6 +19,11 @@ one, with the lanes' rows and columns in it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 import numpy as np
 
 from fragsim.facts.hardware import BANK_BYTES, NUM_BANKS, WARP_LANES
@@ -77,6 +82,7 @@ def draw_bank_map(tile=None, *, rows=None, cols=None, dtype="f16", pitch=None, s
         raise ValueError("give a tile, or rows and cols (with dtype, pitch, swizzle, base)")
     place = placement(tile) if tile is not None else placement(
         rows=rows, cols=cols, dtype=dtype, pitch=pitch, swizzle=swizzle, base=base)
+    assert place is not None        # a tile, or rows and cols: checked above
     g = place.grid()
     bank = (g // BANK_BYTES) % NUM_BANKS
     R, C = bank.shape
@@ -111,8 +117,8 @@ def draw_bank_map(tile=None, *, rows=None, cols=None, dtype="f16", pitch=None, s
         ph = rep.phases[phase]
         for lane in ph.active:
             a0 = rep.addrs[lane]
-            cells = [by_addr.get(a0 + b) for b in range(0, rep.entry.bytes_per_addr, place.esize)]
-            cells = [x for x in cells if x is not None]
+            found = [by_addr.get(a0 + b) for b in range(0, rep.entry.bytes_per_addr, place.esize)]
+            cells: list[tuple[int, int]] = [x for x in found if x is not None]
             dark = darker(LANE_RGB[lane], 0.45)
             outline(cv, [(c + 0.02, r + 0.02, 0.96, 0.96) for r, c in cells], color=dark, lw=2.0, zorder=4)
             if cells and cv.cell_pt >= 24:      # a tag fits beside the bank number only in large cells

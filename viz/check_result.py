@@ -17,6 +17,11 @@ transposed or shifted.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 import numpy as np
 
 from ._figure import TEXT_FONT, TINY_CELL, Canvas, axis_numbers, draw_cells, finish, fit_labels, outline, tag

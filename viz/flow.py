@@ -19,6 +19,11 @@ PTX names (``T5 a2``).  Everything comes from the instruction table's movement l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 from functools import lru_cache
 
 import numpy as np

@@ -10,6 +10,11 @@ left or on top); the 8x8 matrices that one ldmatrix/stmatrix moves are outlined 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES

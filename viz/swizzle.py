@@ -16,6 +16,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 import colorsys
 import numbers
 

@@ -13,6 +13,11 @@ the mma tiles inside drawn thin, A's rows and B's columns coloured by the warps 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:      # annotations only: matplotlib loads when a picture is drawn
+    from matplotlib.figure import Figure
+
 import colorsys
 import numbers
 

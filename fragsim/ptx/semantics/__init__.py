@@ -13,7 +13,10 @@ source operand (which tells the machine how to read registers and immediates).  
 ISA does not define, or that fragsim does not model, is refused there, as ``UnsupportedInstruction``
 naming the instruction -- never at run time, never silently.
 
-``resolve(spec)`` looks the opcode up in every family.
+``resolve(spec)`` looks the opcode up in the families in ``FAMILIES`` order; the first that has it
+resolves it.  An opcode with integer and floating-point forms (``add``, ``min``, ``setp``, ``cvt`` ...)
+is therefore dispatched by ``integer``, which resolves the integer types itself and hands float
+types to ``floating``'s or ``convert``'s resolver of the same opcode.
 """
 
 from __future__ import annotations
