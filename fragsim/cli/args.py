@@ -55,6 +55,7 @@ def values(text: str, what: str) -> list[int]:
 def variables(pairs) -> dict[str, list[int]]:
     """``--var`` items -> name -> its values, in the order given (``lane`` is the lane index, never a variable)."""
     out: dict[str, list[int]] = {}
+    given: dict[str, str] = {}
     for item in pairs:
         name, eq, value = item.partition("=")
         name = name.strip()
@@ -65,8 +66,10 @@ def variables(pairs) -> dict[str, list[int]]:
         if name == "lane":
             raise ValueError(f"--var lane=...: lane is the lane index 0..{WARP_LANES - 1} and cannot be set")
         if name in out:
-            raise ValueError(f"--var {name} given twice; give each variable once (several values: --var {name}=0..3)")
+            raise ValueError(f"--var {name} given twice ({given[name]} and {item.strip()}); give each variable once "
+                             f"(several values: --var {name}=0..3)")
         out[name] = values(value, f"--var {name}")
+        given[name] = item.strip()
     return out
 
 
