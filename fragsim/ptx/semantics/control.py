@@ -15,7 +15,7 @@ import numpy as np
 from fragsim.facts.hardware import WARP_LANES
 
 from .. import ast as A
-from ..program import Compiler, Op, PtxLoadError
+from ..program import TRAPPING_EXTERNS, Compiler, Op, PtxLoadError
 from ..state import EXITED, WAITING, PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
@@ -109,6 +109,8 @@ def _call(ins: A.Instr, c: Compiler) -> Op:
         raise UnsupportedInstruction(f"{ins.text}: indirect calls are not modelled")
     args = ops[0].items if ops and isinstance(ops[0], A.ParamList) else ()
     callee = c.module.functions[c.module.aliases.get(target.name, target.name)]
+    if not callee.defined and callee.name in TRAPPING_EXTERNS:
+        return _assertfail(ins, c, args)
     if len(args) != len(callee.params) or len(rets) != len(callee.returns):
         raise PtxLoadError(f"line {ins.line}: call of {callee.name} with {len(args)} argument(s) and {len(rets)} "
                            f"result(s); it takes {len(callee.params)} and {len(callee.returns)}")
@@ -141,6 +143,44 @@ def _call(ins: A.Instr, c: Compiler) -> Op:
         s.depth[idx] = d + 1
         s.pc[idx] = start
     return Op(ins, "", run, sets_pc=True, kind="call", target=start, extra={"copy_out": copy_out})
+
+
+#: Bytes of an assertion's message shown at most.
+ASSERT_MESSAGE_BYTES = 200
+
+
+def _assertfail(ins: A.Instr, c: Compiler, args) -> Op:
+    """``call __assertfail, (message, file, line, function, size)``: the kernel's ``assert`` failed; the
+    hardware prints the message and aborts the launch, so the run stops with it."""
+    if len(args) < 3:
+        raise PtxLoadError(f"line {ins.line}: call of __assertfail with {len(args)} argument(s); it takes 5")
+    offs = []
+    for o in args[:3]:
+        space, off = c.symbol(o.name, ins.line) if isinstance(o, (A.Symbol, A.Reg)) else (None, 0)
+        if space != "param":
+            raise PtxLoadError(f"line {ins.line}: call argument {o!r} must be a .param variable")
+        offs.append(off - c.layout.kernel_param_bytes)
+    line = ins.line
+
+    def text(s: State, t: int, off: int) -> str:
+        addr = int(s.pmem[t, off:off + 8].view(np.uint64)[0])
+        out = bytearray()
+        try:
+            while len(out) < ASSERT_MESSAGE_BYTES:
+                b = int(s.load(None, np.array([addr + len(out)], np.uint64), 1, np.array([t]), line)[0, 0])
+                if b == 0:
+                    break
+                out.append(b)
+        except PtxRuntimeError:
+            return "?"
+        return out.decode("utf-8", "replace")
+
+    def run(s: State, idx: np.ndarray) -> None:
+        t = int(idx[0])
+        at = int(s.pmem[t, offs[2]:offs[2] + 4].view(np.uint32)[0])
+        raise PtxRuntimeError(f"line {line}: {s.where(t)}: assertion failed ({text(s, t, offs[1])}:{at}): "
+                              f"{text(s, t, offs[0])}")
+    return Op(ins, "", run)
 
 
 def _ret(ins: A.Instr, c: Compiler) -> Op:

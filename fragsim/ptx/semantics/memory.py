@@ -21,7 +21,7 @@ from .. import ast as A
 from ..program import Compiler, Op, PtxLoadError
 from ..state import State
 from ..types import TYPES, PtxType
-from . import UnsupportedInstruction
+from . import Spec, UnsupportedInstruction, floating
 
 SPACES = ("global", "shared", "local", "param", "const")
 #: Qualifiers with no effect on values in a sequential simulation (their prefixes for the
@@ -58,6 +58,9 @@ def _parse(ins: A.Instr) -> tuple[str | None, int, PtxType]:
 def _elements(v, n: int, ins: A.Instr) -> tuple:
     if n == 1:
         if isinstance(v, A.Vec):
+            # ``{%rs1}``: one element in braces, as Triton's inline asm writes scalar loads (ptxas takes it)
+            if len(v.items) == 1:
+                return (v.items[0],)
             raise PtxLoadError(f"line {ins.line}: {ins.text} moves one element, not a vector")
         return (v,)
     if not isinstance(v, A.Vec) or len(v.items) != n:
@@ -142,9 +145,13 @@ def _int_op(op: str, t: PtxType):
     return ops[op]
 
 
+#: atom.add.f32 / red.add.f32 (PTX ISA: "rounds to nearest even and flushes subnormal inputs and
+#: results to sign-preserving zero"; the H100 runs it as RED/ATOM .ADD.F32.FTZ.RN): add.rn.ftz.f32.
+_F32_ADD = floating.RESOLVERS["add"](Spec("add", ("rn", "ftz", "f32"), 1, 2)).fn
+
+
 def _f32_add(a, b, _):
-    """atom.add.f32 / red.add.f32: one IEEE binary32 addition rounded to nearest even."""
-    return (a.view(np.float32) + b.view(np.float32)).view(np.uint32)
+    return _F32_ADD(a, b)[0]
 
 
 def _atom(ins: A.Instr, c: Compiler, red: bool) -> Op:
