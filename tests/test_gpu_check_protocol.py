@@ -27,6 +27,7 @@ RECORDINGS = {
     "gemm": (DATA / "gemm" / "gemm_h100.json", ["--forms", F16, "--cases", "1"]),
     "ptx_int": (DATA / "ptx" / "int", ["--forms", "prmt", "shfl", "--cases", "8"]),
     "ptx_cvt": (DATA / "ptx" / "cvt", ["--forms", "f16.f32", "--cases", "64"]),
+    "ptx_float": (DATA / "ptx" / "float", ["--forms", "add.rn.f32", "setp.CMP.and.f16x2", "--cases", "4096"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module

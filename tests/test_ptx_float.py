@@ -423,6 +423,18 @@ def test_results_are_the_exact_value_rounded_once(op, t, mode):
     assert checked > 100
 
 
+@pytest.mark.parametrize("name", ["add.rn.f32", "sub.ftz.f32", "mul.rn.ftz.sat.f32", "fma.rn.ftz.f32", "mad.rn.f32",
+                                  "add.rn.f64", "mul.f64"])
+def test_the_host_float_path_of_rn_is_the_exact_path(name, monkeypatch):
+    """.rn f32/f64 add/sub/mul (and f32 fma) use the host's IEEE float64 where it keeps subnormals;
+    the integer path gives the same bits on the family's first two blocks."""
+    g = next(x for x in cases.groups() if x.name == name)
+    ops = cases.inputs(g, 2 * cases.BLOCK, 0)
+    fast = cases.predict(g, ops)
+    monkeypatch.setattr(floating, "_host_is_ieee", lambda: False)
+    assert np.array_equal(cases.predict(g, ops), fast)
+
+
 # ------------------------------------------------------------------------------ the H100 recording
 
 def test_the_h100_recording_replays_bit_for_bit(capsys):

@@ -18,6 +18,7 @@ source through ``resolve_float_compare``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -193,6 +194,51 @@ def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, ze
     return np.where(nan_in | invalid, _nan_of(f, nan_ops), out).astype(ff.dtype)
 
 
+@functools.cache
+def _host_is_ieee() -> bool:
+    """Whether this process's float32/float64 arithmetic keeps subnormals (a library can switch the
+    CPU to flush them); the .rn fast paths below rely on it."""
+    tiny32, tiny64 = np.array([2.0 ** -149], np.float32), np.array([2.0 ** -1074])
+    return bool((tiny32 * np.float32(1.0))[0] != 0 and (tiny64 * 1.0)[0] != 0 and (tiny64 / 2.0)[0] == 0)
+
+
+#: below this magnitude an f32 result is tiny for .ftz under .rn (it rounds below 2**-126 in 24 bits)
+_F32_TINY_RN = 2.0 ** -126 - 2.0 ** -151
+
+
+def _f32_rn(op: str, src: list[np.ndarray], ftz: bool) -> np.ndarray:
+    """add/sub/mul/fma.rn.f32 by the host's float64: a*b is exact there and TwoSum makes a sum exact
+    as hi + lo; hi rounded to odd (an inexact hi with an even significand moves one unit toward lo)
+    and then to the nearest f32 is the single rounding (53 bits >= 24 + 2)."""
+    with np.errstate(all="ignore"):
+        a, b = (x.view(np.float32).astype(np.float64) for x in src[:2])
+        if op == "mul":
+            hi, lo = a * b, np.zeros_like(a)
+        else:
+            p, c = (a, b) if op == "add" else (a, -b) if op == "sub" else (a * b, src[2].view(np.float32).astype(np.float64))
+            hi, lo = two_sum(p, c)
+        bits = hi.view(np.uint64)
+        fix = np.isfinite(hi) & (lo != 0) & ((bits & np.uint64(1)) == 0)
+        away = (lo > 0) == (hi > 0)
+        odd = np.where(away, bits + np.uint64(1), bits - np.uint64(1)).view(np.float64)
+        r = np.where(fix, odd, hi).astype(np.float32).view(np.uint32)
+        if ftz:
+            mag = np.abs(hi)
+            tiny_r = ((r & np.uint32(0x7FFFFFFF)) == np.uint32(0x00800000)) & (
+                (mag < _F32_TINY_RN) | ((mag == _F32_TINY_RN) & ((lo > 0) != (hi > 0)) & (lo != 0)))
+            r = np.where(tiny_r, r & np.uint32(0x80000000), flush_subnormal(r, fmt("f32")))
+    return np.where(is_nan(r, fmt("f32")), np.uint32(NAN_RESULT["f32"]), r)
+
+
+def _f64_rn(op: str, src: list[np.ndarray], nan_order: list[np.ndarray]) -> np.ndarray:
+    """add/sub/mul.rn.f64: the host's float64 is IEEE's; NaNs as the H100 picks them."""
+    a, b = (x.view(np.float64) for x in src)
+    with np.errstate(all="ignore"):
+        r = (a + b if op == "add" else a - b if op == "sub" else a * b).view(np.uint64)
+    nan = is_nan(r, fmt("f64"))
+    return np.where(nan, _nan_of("f64", nan_order), r) if nan.any() else r
+
+
 def _post(x: np.ndarray, f: str, sat: bool, relu: bool) -> np.ndarray:
     """The clamps, applied to the rounded (and flushed) result."""
     ff = fmt(f)
@@ -238,12 +284,16 @@ def _arith(spec: Spec) -> Semantic:
     ftz, sat, relu, oob = m.has("ftz"), m.has("sat"), m.has("relu"), m.has("oob")
     ff = fmt(f)
 
+    fast = mode == "rn" and f in ("f32", "f64") and not (f == "f64" and ternary) and _host_is_ieee()
+
     def element(*xs: np.ndarray) -> np.ndarray:
         ops = [np.asarray(x).astype(ff.dtype, copy=False) for x in xs]
         src = [flush_subnormal(x, ff) for x in ops] if ftz else ops
         one = np.full(src[0].shape, _one(f), ff.dtype)
         nan_order = [src[1], src[0]] if op != "fma" and op != "mad" else [src[1], src[2], src[0]]
-        if op == "add":
+        if fast:
+            r = _f32_rn(op, src, ftz) if f == "f32" else _f64_rn(op, src, nan_order)
+        elif op == "add":
             r = _fma_bits(src[0], one, src[1], f, mode, None, nan_order, ftz)
         elif op == "sub":
             r = _fma_bits(src[0], one, src[1] ^ ff.dtype(1 << (ff.storage_bits - 1)), f, mode, None, nan_order, ftz)
