@@ -187,3 +187,31 @@ def test_hgemm_with_cp_async_zero_fill_gives_the_bits_of_fragsim_gemm(ctas):
         assert np.array_equal(D.view(np.uint32), want)
     else:
         assert np.array_equal(D[64:, 64:].view(np.uint32), want[64:, 64:]) and not D[:64].any()
+
+
+APPROX = kernel(".param .u64 out, .param .u64 x", """
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd4, [x];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    add.s64 %rd5, %rd4, %rd2;
+    ld.global.f32 %f1, [%rd5];
+    ex2.approx.ftz.f32 %f2, %f1;
+    div.approx.f32 %f3, %f2, %f1;
+    st.global.f32 [%rd3], %f3;
+    ret;""", ".reg .b32 %r<4>;\n.reg .b64 %rd<8>;\n.reg .f32 %f<4>;")
+
+
+def test_an_approx_instruction_is_refused_by_line_unless_ieee_stand_ins_are_asked_for():
+    with pytest.raises(PtxLoadError, match=r"line 17: ex2.approx.ftz.f32: the hardware's MUFU approximation is not "
+                                           r"modelled bit for bit; run_kernel\(..., approx='ieee'\)"):
+        run_kernel(APPROX, "k", block=4, args=[np.zeros(4, np.float32), np.ones(4, np.float32)])
+
+
+def test_ieee_stand_ins_compute_the_rounded_function_and_name_their_lines():
+    x = np.array([1.0, 2.0, -3.0, 0.5], np.float32)
+    out = np.zeros(4, np.float32)
+    r = run_kernel(APPROX, "k", block=4, args=[out, x], approx="ieee")
+    assert r.approximate == [17, 18]
+    assert np.array_equal(out, (np.exp2(x.astype(np.float64)).astype(np.float32) / x))

@@ -37,6 +37,9 @@ def add_arguments(p):
     from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
     p.add_argument("--arch", default=DEFAULT_ARCH, choices=sorted({n for a in ARCHS.values() for n in (a.name, *a.aliases)}),
                    help=f"architecture whose tensor-core arithmetic the mma instructions use (default {DEFAULT_ARCH})")
+    p.add_argument("--approx", choices=("ieee",), help="run .approx instructions (ex2, lg2, rsqrt, sin, cos, "
+                   "tanh, div/rcp/sqrt.approx) as IEEE stand-ins instead of refusing them; their lines are listed "
+                   "as not bit-exact")
     p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the buffers after the run, one .npy per array argument (default ./{DEFAULT_OUT})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -76,7 +79,7 @@ def run(args) -> int:
     ctas = [_dims(c, "--cta") for c in args.cta] or None
     t0 = time.time()
     r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
-                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas)
+                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx)
     seconds = time.time() - t0
     saved = []
     for text, v in zip(args.arg, values):
@@ -86,9 +89,12 @@ def run(args) -> int:
             saved.append(path)
     if args.json:
         print(json.dumps({"kernel": r.kernel, "grid": r.grid, "block": r.block, "ctas": len(r.ctas),
-                          "steps": r.steps, "seconds": round(seconds, 3), "saved": saved}))
+                          "steps": r.steps, "seconds": round(seconds, 3), "saved": saved,
+                          "approximate_lines": r.approximate}))
         return 0
     print(f"{r.kernel}: grid {r.grid}, block {r.block}, {len(r.ctas)} CTA(s) run, {r.steps:,} steps in {seconds:.2f} s")
+    if r.approximate:
+        print(f"not bit-exact: lines {', '.join(map(str, r.approximate))} ran .approx instructions as IEEE stand-ins")
     for path in saved:
         print(f"wrote {path}")
     return 0

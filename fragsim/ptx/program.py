@@ -116,14 +116,16 @@ class Program:
     layout: Layout
     registers: dict[str, PtxType]
     functions: dict[str, int]               # function name -> PC of its first instruction
-    module_path: str = ""
+    approximate: list[int] = field(default_factory=list)    # lines run as IEEE stand-ins (approx="ieee")
 
 
 class Compiler:
     """Turns instructions into ``Op``s; the machine families call its ``reader``/``writer``/
     ``address_of`` while building their ops."""
 
-    def __init__(self, module: A.Module, entry: A.Function, arch):
+    def __init__(self, module: A.Module, entry: A.Function, arch, approx: str | None = None):
+        self.approx = approx                # "ieee": .approx functions run as IEEE stand-ins, flagged
+        self.approximate: list[int] = []    # lines of the instructions that do
         self.module = module
         self.entry = entry
         self.arch = arch                    # the ArchParams row the tensor-core instructions compute with
@@ -335,7 +337,8 @@ class Compiler:
             # a function that runs off its end returns (a kernel exits)
             ops.append(self.op(A.Instr("ret" if f is not self.entry else "exit", (), (), None, f.line, None, 0),
                                len(ops)))
-        return Program(self.module, self.entry, ops, self.layout, self.registers, starts)
+        return Program(self.module, self.entry, ops, self.layout, self.registers, starts,
+                       approximate=sorted(set(self.approximate)))
 
     def label(self, name: str, line: int) -> int:
         pc = self.labels.get((self.function.name, name))
@@ -366,6 +369,9 @@ class Compiler:
         destination more writes it (``add.cc``): the flag is the thread's own (``State.cc``)."""
         nsrc = len(ins.operands) - ins.ndst
         spec = Spec(ins.opcode, ins.mods, ins.ndst, nsrc)
+        if self.approx == "ieee" and ("approx" in ins.mods or "full" in ins.mods or ins.opcode in APPROX_FUNCTIONS):
+            spec = _ieee_stand_in(spec)
+            self.approximate.append(ins.line)
         sem = resolve(spec)
         dsts, srcs = ins.operands[:ins.ndst], ins.operands[ins.ndst:]
         carry_in, carry_out = len(sem.src) == len(srcs) + 1, len(sem.dst) == len(dsts) + 1
@@ -423,6 +429,19 @@ class Compiler:
             for wr, v in zip(writers, out):
                 wr(s, idx, v[inv, lanes])
         return run
+
+
+#: Functions PTX has only as .approx (IEEE stand-ins with approx="ieee": fragsim.ptx.semantics.approx).
+APPROX_FUNCTIONS = ("ex2", "lg2", "rsqrt", "sin", "cos", "tanh")
+
+
+def _ieee_stand_in(spec: Spec) -> Spec:
+    """``div.approx``/``div.full``/``rcp.approx``/``sqrt.approx`` -> their ``.rn`` form; the .approx-only
+    functions keep their spelling, marked as opted in."""
+    if spec.opcode in ("div", "rcp", "sqrt"):
+        mods = tuple("rn" if m in ("approx", "full") else m for m in spec.mods)
+        return Spec(spec.opcode, mods, spec.ndst, spec.nsrc, approx=True)
+    return Spec(spec.opcode, spec.mods, spec.ndst, spec.nsrc, approx=True)
 
 
 def immediate_bits(imm: A.Imm, t: PtxType, line: int) -> int:

@@ -45,6 +45,8 @@ class Run:
     steps: int
     buffers: list[Buffer] = field(repr=False)
     program: Program = field(repr=False)
+    #: PTX lines of .approx instructions run as IEEE stand-ins (approx="ieee"): not the hardware's bits
+    approximate: list[int] = field(default_factory=list)
 
 
 def _dims(value, name: str) -> tuple[int, int, int]:
@@ -149,9 +151,14 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
 
 
 def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=DEFAULT_ARCH, ctas=None,
-               check=False, max_steps=MAX_STEPS) -> Run:
+               check=False, max_steps=MAX_STEPS, approx=None) -> Run:
     """Run ``kernel`` of ``ptx`` (text, a path, or a parsed module) for the CTAs ``ctas`` of ``grid`` (all
-    by default) with ``block`` threads each; arrays in ``args`` are written back in place."""
+    by default) with ``block`` threads each; arrays in ``args`` are written back in place.
+
+    ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
+    them as IEEE stand-ins and lists their lines in ``Run.approximate``."""
+    if approx not in (None, "ieee"):
+        raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
     if check:
         raise ValueError("check=True (kernel bug finding) is not available yet; run without it")
     module = _module(ptx)
@@ -173,7 +180,7 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     row = get_arch(arch)
     if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, numbers.Integral) or dynamic_smem < 0:
         raise ValueError(f"dynamic_smem must be a non-negative integer, got {dynamic_smem!r}")
-    program = Compiler(module, entry, row).compile()
+    program = Compiler(module, entry, row, approx=approx).compile()
     L = program.layout
     smem_bytes = (L.shared[L.dynamic_name] if L.dynamic_name else L.shared_static) + int(dynamic_smem)
     if smem_bytes > row.smem_per_cta:
@@ -210,4 +217,4 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     for name, t in program.registers.items():
         state.declare(name, t)
     steps = execute(program, state, max_steps=max_steps)
-    return Run(entry.name, g, b, chosen, steps, buffers, program)
+    return Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)

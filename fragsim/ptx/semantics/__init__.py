@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 #: The family modules of this package, each with a ``RESOLVERS`` dict.
-FAMILIES = ("integer", "floating", "convert", "warp")
+FAMILIES = ("integer", "floating", "convert", "warp", "approx")
 
 
 class UnsupportedInstruction(ValueError):
@@ -44,6 +44,7 @@ class Spec:
     mods: tuple[str, ...]
     ndst: int
     nsrc: int
+    approx: bool = False      # the user opted into IEEE stand-ins for .approx functions (``approx``)
 
     @property
     def text(self) -> str:

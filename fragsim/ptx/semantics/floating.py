@@ -320,7 +320,8 @@ def _divlike(spec: Spec) -> Semantic:
     op = spec.opcode
     m = _Mods(spec, [("approx", ("approx", "full")), ("rnd", MODES), ("ftz", ("ftz",))])
     if m.has("approx"):
-        raise _refuse(spec, f".{m.get('approx')} results are the MUFU approximation's, not IEEE: not modelled")
+        from .approx import OPT_IN
+        raise _refuse(spec, f".{m.get('approx')} results are the MUFU approximation's, not IEEE: not modelled; {OPT_IN}")
     t = _type(spec, m.types[0], ("f32", "f64"))
     _check_operands(spec, 1, 2 if op == "div" else 1)
     if not m.has("rnd"):
