@@ -42,6 +42,7 @@ _MODULES = {
     "ptx_int": "ptx_int",
     "ptx_cvt": "ptx_cvt",
     "ptx_float": "ptx_float",
+    "ptx_kernels": "ptx_kernels",
 }
 
 

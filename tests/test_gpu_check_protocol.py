@@ -28,6 +28,7 @@ RECORDINGS = {
     "ptx_int": (DATA / "ptx" / "int", ["--forms", "prmt", "shfl", "--cases", "8"]),
     "ptx_cvt": (DATA / "ptx" / "cvt", ["--forms", "f16.f32", "--cases", "64"]),
     "ptx_float": (DATA / "ptx" / "float", ["--forms", "add.rn.f32", "setp.CMP.and.f16x2", "--cases", "4096"]),
+    "ptx_kernels": (DATA / "ptx" / "kernels", ["--forms", "struct_param", "--cases", "3"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module
