@@ -1,0 +1,80 @@
+"""Contract fuzz of fragsim.run_kernel and `fragsim run`: bad PTX, wrong argument counts and types,
+kernels that run out of bounds or forever, huge launches -- each one clear error (ValueError or
+TypeError, one line), never a traceback from inside, never a hang."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fragsim.cli import main
+from fragsim.ptx.run import run_kernel
+
+CORPUS = "tests/data/ptx/"
+SMALL = open(CORPUS + "mma_1warp.sm90a.ptx").read()
+LOOP = open(CORPUS + "gemm_ldshared.sm90a.ptx").read()
+
+
+def clean(call) -> None:
+    """``call`` returns, or raises a one-line ValueError/TypeError."""
+    try:
+        call()
+    except (ValueError, TypeError) as e:
+        assert str(e) and "\n" not in str(e), repr(e)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(SMALL) - 1), st.integers(0, 200), st.sampled_from(["", "}", "{", ";", "%r9999", "@", "[", "0x"]))
+def test_mutated_ptx_is_run_or_refused_in_one_line(cut, length, insert):
+    """A corpus kernel cut, spliced or given a stray token anywhere."""
+    text = SMALL[:cut] + insert + SMALL[cut + length:]
+    A, Bt = np.zeros((16, 16), np.uint16), np.zeros((8, 16), np.uint16)
+    clean(lambda: run_kernel(text, None, block=32, args=[A, Bt, np.zeros((16, 8), np.float32), 16], max_steps=20_000))
+
+
+ARG = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), st.text(max_size=3),
+                st.just(np.zeros(3, np.float32)), st.just(np.zeros((2, 2), np.uint8)[:, :1]), st.just(b"\0" * 5),
+                st.just([1, 2]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(ARG, max_size=6))
+def test_any_argument_list_is_run_or_refused_in_one_line(args):
+    clean(lambda: run_kernel(SMALL, None, block=32, args=args, max_steps=20_000))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.one_of(st.integers(-3, 1 << 40), st.tuples(st.integers(-1, 1 << 20), st.integers(-1, 1 << 20)), st.text(max_size=3)),
+       st.one_of(st.integers(-3, 1 << 20), st.tuples(st.integers(-1, 2048), st.integers(-1, 64)), st.floats()))
+def test_any_launch_shape_is_run_or_refused_in_one_line(grid, block):
+    """Huge grids and blocks are refused by size before anything is allocated."""
+    A, Bt = np.zeros((16, 16), np.uint16), np.zeros((8, 16), np.uint16)
+    clean(lambda: run_kernel(SMALL, None, grid=grid, block=block, args=[A, Bt, np.zeros((16, 8), np.float32), 16],
+                             max_steps=20_000))
+
+
+def test_a_kernel_reading_past_its_buffers_is_refused_not_a_crash():
+    """gemm_ldshared with K larger than the arrays: its loads leave the buffers."""
+    A, B, C = np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32), np.zeros((16, 16), np.float32)
+    with pytest.raises(ValueError, match="outside every buffer of the launch"):
+        run_kernel(LOOP, None, grid=(1, 1), block=(16, 16), args=[A, B, C, 16, 16, 4096])
+
+
+def test_a_kernel_that_runs_too_long_stops_with_the_step_limit():
+    A, B, C = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    with pytest.raises(ValueError, match="max_steps"):
+        run_kernel(LOOP, None, grid=(4, 4), block=(16, 16), args=[A, B, C, 64, 64, 64], max_steps=50)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "missing.ptx"], "missing.ptx"),
+    (["run", CORPUS + "mma_1warp.sm90a.ptx", "--grid", "0"], "grid"),
+    (["run", CORPUS + "mma_1warp.sm90a.ptx", "--grid", "1,x"], "--grid"),
+    (["run", CORPUS + "mma_1warp.sm90a.ptx", "--block", "32", "--arg", "1"], "takes 4 parameter(s)"),
+    (["run", CORPUS + "mma_1warp.sm90a.ptx", "--kernel", "nope"], "no such .entry"),
+    (["run", CORPUS + "mma_1warp.sm90a.ptx", "--arg", "hex:zz"], "hex:BYTES"),
+])
+def test_fragsim_run_refuses_bad_input_in_one_line_with_exit_2(argv, message, capsys, tmp_path):
+    assert main([*argv, "-o", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
