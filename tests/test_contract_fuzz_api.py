@@ -46,7 +46,8 @@ def test_every_public_name_is_fuzzed():
     covered = {"mma", "gemm", "wgmma", "movmatrix", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared",
                "st_shared", "cp_async", "bank_conflicts",
                "Swizzle", "to_bits", "from_bits", "get_format", "lookup", "MmaForm", "parse_shared_op", "Tile", "XorMap",
-               "swizzle_search", "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma"}
+               "swizzle_search", "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma",
+               "run_kernel", "Buffer"}     # the last two: tests/test_contract_fuzz_ptx.py
     data = {"FORMS", "NUMBER_FORMATS"}   # tables: read through lookup/get_format and the entries' strategies
     assert set(fragsim.__all__) == covered | data
 

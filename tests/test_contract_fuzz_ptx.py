@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fragsim.cli import main
+from fragsim.ptx.memory import Buffer
 from fragsim.ptx.run import run_kernel
 
 CORPUS = "tests/data/ptx/"
@@ -35,6 +36,12 @@ def test_mutated_ptx_is_run_or_refused_in_one_line(cut, length, insert):
 ARG = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True), st.text(max_size=3),
                 st.just(np.zeros(3, np.float32)), st.just(np.zeros((2, 2), np.uint8)[:, :1]), st.just(b"\0" * 5),
                 st.just([1, 2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(ARG, st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=2)))
+def test_a_buffer_of_anything_at_any_address_is_made_or_refused_in_one_line(array, address):
+    clean(lambda: Buffer(array, address=address))
 
 
 @settings(max_examples=40, deadline=None)
