@@ -142,3 +142,20 @@ def name_length(text: str, what: str) -> str:
         raise ValueError(f"{what} {text[:40]!r}... is {len(text):,} characters long; no {what} has more than "
                          f"{MAX_NAME}")
     return text
+
+
+#: Element sizes an address expression may have counted in instead of bytes (f16/bf16, f32).
+ELEMENT_BYTES = (2, 4)
+
+
+def element_units_hint(addrs, align: int) -> str:
+    """When misaligned addresses would all be ``align``-byte aligned multiplied by an element size, the
+    likely slip: an expression in elements, not bytes ("" otherwise)."""
+    a = np.asarray(addrs, dtype=np.int64).ravel()
+    if not a.size or not (a % align).any():
+        return ""
+    for e in ELEMENT_BYTES:
+        if not ((a * e) % align).any():
+            return (f" (every address times {e} would be {align}-byte aligned: is the expression counting "
+                    f"{e}-byte elements instead of bytes?)")
+    return ""

@@ -82,3 +82,19 @@ def test_swizzle_help_says_warp_is_not_supplied(capsys):
     with pytest.raises(SystemExit):
         main(["swizzle", "--help"])
     assert "Nothing is supplied for you" in " ".join(capsys.readouterr().out.split())
+
+
+def test_addresses_counted_in_elements_are_suspected_when_times_the_element_size_they_align(capsys):
+    """(lane % 16) * 32 + (lane / 16) * 8 is a 16x16 f16 tile's rows in halves: times 2 it is bytes."""
+    assert main(["conflicts", "ldmatrix.x4", "--addrs", "(lane % 16) * 32 + (lane / 16) * 8"]) == 2
+    assert "is the expression counting 2-byte elements instead of bytes?" in capsys.readouterr().err
+
+
+def test_addresses_misaligned_for_another_reason_get_no_element_hint(capsys):
+    assert main(["conflicts", "ldmatrix.x4", "--addrs", "lane * 16 + 3"]) == 2
+    assert capsys.readouterr().err.endswith("is not 16-byte aligned\n")
+
+
+def test_the_checker_suspects_elements_too():
+    r = fragsim.check_load(FORM[1], "A", "16x16 bf16", [("ldmatrix.x4", "(lane % 16) * 16 + (lane / 16) * 8")])
+    assert "counting 2-byte elements instead of bytes" in str(r)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragsim.validate import array, hex_int
+from fragsim.validate import array, element_units_hint, hex_int
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.facts.smem import beyond_smem, smem_per_cta
 from fragsim.instructions.shared_op import SharedOp
@@ -99,7 +99,8 @@ def check_addrs(o: SharedOp, addrs, active) -> np.ndarray:
     for lane in np.flatnonzero(active):
         problem = address_problem(o, int(a[lane]))
         if problem:
-            raise ValueError(f"lane {lane}: {problem}")
+            hint = element_units_hint(a[active], o.bytes_per_addr) if "aligned" in problem else ""
+            raise ValueError(f"lane {lane}: {problem}{hint}")
     return np.where(active, a, 0).astype(np.int64)
 
 

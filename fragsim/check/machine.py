@@ -32,8 +32,9 @@ def problem(ins: Instr) -> str | None:
     use = ins.address_lanes
     a = ins.addrs
     # an address past the shared memory a CTA can have is a fault, not a read of another tile
+    misaligned = f"is not {op.bytes_per_addr}-byte aligned" + validate.element_units_hint(a[use], op.bytes_per_addr)
     for bad, why in ((use & (a < 0), "is negative"), (use & (a > smem_per_cta() - op.bytes_per_addr), ""),
-                     (use & (a % op.bytes_per_addr != 0), f"is not {op.bytes_per_addr}-byte aligned")):
+                     (use & (a % op.bytes_per_addr != 0), misaligned)):
         if bad.any():
             lane = int(np.flatnonzero(bad)[0])
             if not why:

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from fragsim.validate import array, hex_int
+from fragsim.validate import array, element_units_hint, hex_int
 from fragsim.facts.hardware import BANK_BYTES, WARP_LANES
 from fragsim.facts.smem import beyond_smem, smem_limit, smem_per_cta
 from fragsim.instructions.shared_op import OVERLAP_HIGHEST_LANE, SharedOp
@@ -66,7 +66,8 @@ def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", 
     bad = used & (a % align != 0)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
-        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {hex_int(a[idx])} is not {align}-byte aligned")
+        raise ValueError(f"{_where(idx)}lane {idx[-1]}: {what} {hex_int(a[idx])} is not {align}-byte aligned"
+                         + element_units_hint(a[used], align))
     return a
 
 
