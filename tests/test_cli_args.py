@@ -3,6 +3,8 @@ options (--at 0,16, --var warp=0..3), and the bare command explains itself witho
 
 import os
 
+import numpy as np
+
 import pytest
 
 import fragsim
@@ -98,3 +100,15 @@ def test_addresses_misaligned_for_another_reason_get_no_element_hint(capsys):
 def test_the_checker_suspects_elements_too():
     r = fragsim.check_load(FORM[1], "A", "16x16 bf16", [("ldmatrix.x4", "(lane % 16) * 16 + (lane / 16) * 8")])
     assert "counting 2-byte elements instead of bytes" in str(r)
+
+
+def test_a_float_literal_in_address_math_says_floats_are_not_addresses(capsys):
+    assert main(["conflicts", "ld.shared.b32", "--addrs", "lane * 1.5"]) == 2
+    assert "position 7: '1.5' is not an integer: floats are not addresses" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("call", [lambda: fragsim.bank_conflicts("ld.shared.b32", [1.5] * 32),
+                                  lambda: fragsim.ldmatrix(np.zeros(512, np.uint8), np.zeros(32), 4)])
+def test_float_addresses_are_refused_as_not_addresses(call):
+    with pytest.raises(TypeError, match=r"got dtype float64 \(floats are not addresses\)$"):
+        call()

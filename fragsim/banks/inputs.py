@@ -63,7 +63,8 @@ def batch_masks(o: SharedOp, mask, n: int) -> np.ndarray:
 def integer_array(x, name: str, what: str) -> np.ndarray:
     a = array(x, name)
     if a.dtype.kind not in "ui":
-        raise TypeError(f"{name} must be integer {what}, got dtype {a.dtype}")
+        raise TypeError(f"{name} must be integer {what}, got dtype {a.dtype}"
+                        + (" (floats are not addresses)" if a.dtype.kind == "f" else ""))
     return a
 
 

@@ -83,6 +83,10 @@ class AddrExprError(ValueError):
     """A syntax or evaluation error, naming the position and the token."""
 
 
+#: A floating-point literal, to name it when one turns up in address math.
+_FLOAT = re.compile(r"(\d+\.\d*|\.\d+)([eE][-+]?\d+)?[fF]?|\d+[eE][-+]?\d+[fF]?")
+
+
 def tokenize(src: str) -> list[Token]:
     if not isinstance(src, str):
         raise TypeError(f"address expression must be a str, got {type(src).__name__}")
@@ -91,6 +95,10 @@ def tokenize(src: str) -> list[Token]:
     while i < len(src):
         m = _TOKEN.match(src, i)
         if not m:
+            flt = next((x for x in _FLOAT.finditer(src) if x.start() <= i < x.end()), None)
+            if flt is not None:
+                raise AddrExprError(f"position {flt.start()}: {flt.group()!r} is not an integer: floats are not "
+                                    "addresses (C address math is integer arithmetic on byte offsets)")
             raise AddrExprError(f"position {i}: unexpected character {src[i]!r} in {src!r}")
         assert m.lastgroup is not None, "every alternative of _TOKEN is a named group"
         if m.lastgroup != "ws":

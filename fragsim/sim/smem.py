@@ -47,7 +47,8 @@ def check_addrs(addrs, nbytes: int, smem_size: int, lanes=None, what="address", 
     """
     a = array(addrs, "addrs")
     if a.dtype.kind not in "ui":
-        raise TypeError(f"addrs must be integer byte offsets, got dtype {a.dtype}")
+        raise TypeError(f"addrs must be integer byte offsets, got dtype {a.dtype}"
+                        + (" (floats are not addresses)" if a.dtype.kind == "f" else ""))
     if a.ndim < 1 or a.shape[-1] != WARP_LANES or (single and a.ndim != 1):
         want = "(32,)" if single else "(..., 32)"
         raise ValueError(f"addrs must hold 32 byte offsets (one per lane, shape {want}), got shape {a.shape}")
