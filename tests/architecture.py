@@ -89,6 +89,22 @@ def room(module: str) -> str:
     return ".".join(parts[:2]) if len(parts) > 2 else parts[0]
 
 
+#: The package's rooms (folders); a module directly in fragsim/ is a room of its own.
+ROOMS = ("fragsim.facts", "fragsim.instructions", "fragsim.layout", "fragsim.sim", "fragsim.arith", "fragsim.banks",
+         "fragsim.search", "fragsim.check", "fragsim.ptx", "fragsim.cli", "fragsim.viz", "fragsim.gpu_check")
+
+
+def room_of(module: str) -> str:
+    r = room(module)
+    return r if r in ROOMS else module
+
+
+def room_edges(skip: tuple[str, ...] = ()) -> list[Import]:
+    """The import graph between rooms (imports from the modules in ``skip`` left out)."""
+    return [Import(room_of(e.source), room_of(e.target), (), e.line) for e in imports()
+            if room_of(e.source) != room_of(e.target) and e.source not in skip]
+
+
 def cycles(edges: list[Import]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     graph: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""Fragment maps as text (fragsim/layout/text.py, `fragsim layout`): one renderer for mma.sync (a warp)
+"""Fragment maps as text (fragsim/instructions/text.py, `fragsim layout`): one renderer for mma.sync (a warp)
 and wgmma (a warpgroup of 128 threads) -- header, numbered rows and columns in blocks that fit the
 width, --cols, --by-lane, and one JSON schema."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fragsim.cli import main
-from fragsim.layout.text import DEFAULT_WIDTH, fragment_grid, fragment_json, lane_list
+from fragsim.instructions.text import DEFAULT_WIDTH, fragment_grid, fragment_json, lane_list
 
 WG = "m64n64k16.f32.bf16.bf16"
 F16 = "m16n8k16.row.col.f16.f16.f16.f16"

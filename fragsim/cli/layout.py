@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from fragsim.facts.hardware import MATRIX_ROWS, WARP_LANES
-from fragsim.layout.text import DEFAULT_WIDTH, fragment_grid, fragment_json, fragment_map, lane_list
+from fragsim.instructions.text import DEFAULT_WIDTH, fragment_grid, fragment_json, fragment_map, lane_list
 
 NAME = "layout"
 HELP = "print the thread/register map of an mma or wgmma operand (PTX ISA figure order)"

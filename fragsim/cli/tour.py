@@ -7,7 +7,7 @@ import json
 import os
 
 from fragsim.instructions import FORMS
-from fragsim.layout.text import fragment_grid, fragment_json
+from fragsim.instructions.text import fragment_grid, fragment_json
 from .files import writable_dir
 
 NAME = "tour"

@@ -14,7 +14,6 @@ import numpy as np
 
 from fragsim import validate
 from fragsim.facts.formats import FloatFormat, IntFormat, get_format
-from fragsim.facts.hardware import WARP_LANES
 from fragsim.layout.linear import LinearLayout
 from . import ptx_mma
 from .mma import ALIASES, MMA_FORMS
@@ -24,6 +23,20 @@ from .shared_ops import SHARED_OPS, parse_shared_op  # noqa: F401  (re-exported)
 
 PREFIX = "mma.sync.aligned."
 OPERANDS = ("A", "B", "C", "D")
+
+
+def invert_coords(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):
+    """A fragment map (thread, reg, elem) -> (row, col) turned around: for each (row, col) of the
+    matrix the (thread, reg, elem) holding it, the first register where several do."""
+    r, c = shape
+    T, R, E = np.meshgrid(np.arange(rows.shape[0]), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
+                          indexing="ij")
+    flat = (rows * c + cols).ravel()
+    pos = np.empty(r * c, np.int64)
+    # written last to first (fresh arrays: the order NumPy writes them in), so that the first
+    # register holding an element is the one kept
+    pos[flat[::-1].copy()] = np.arange(flat.size - 1, -1, -1)
+    return tuple(g.ravel()[pos].reshape(r, c) for g in (T, R, E))
 
 
 @dataclass(frozen=True)
@@ -92,17 +105,7 @@ class MmaForm:
     def owner(self, operand: str):
         """Inverse map: for each (row, col) of the matrix the (lane, reg, half) holding it
         (for an f64 element, its low word's register)."""
-        rows, cols = self.coords(operand)
-        r, c = self.matrix_shape(operand)
-        L, R, E = np.meshgrid(np.arange(WARP_LANES), np.arange(rows.shape[1]), np.arange(rows.shape[2]),
-                              indexing="ij")
-        flat = (rows * c + cols).ravel()
-        pos = np.empty(r * c, np.int64)
-        # written last to first (fresh arrays: the order NumPy writes them in), so that the first
-        # register holding an element is the one kept
-        pos[flat[::-1].copy()] = np.arange(flat.size - 1, -1, -1)
-        lane, reg, half = (g.ravel()[pos].reshape(r, c) for g in (L, R, E))
-        return lane, reg, half
+        return invert_coords(*self.coords(operand), self.matrix_shape(operand))
 
     def element_name(self, operand: str, reg: int, half: int) -> str:
         """PTX's name for the element: a0..a7, b0.., c0.., d0..."""

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.instructions import MmaForm, check_operand, lookup
-from fragsim.instructions.wgmma import WgmmaForm, lookup_wgmma
+from . import MmaForm, check_operand, invert_coords, lookup
+from .wgmma import WgmmaForm, lookup_wgmma
 
 __all__ = ["DEFAULT_WIDTH", "FragmentMap", "fragment_map", "is_wgmma_spelling", "fragment_grid", "lane_list",
            "fragment_json"]
@@ -74,10 +74,9 @@ def fragment_map(form, operand) -> FragmentMap:
     """The map of an operand of an ``mma.sync`` form or (A, C, D) of a wgmma form."""
     op = check_operand(operand)
     if is_wgmma_spelling(form):
-        from fragsim.sim.wgmma import owners
         wf = lookup_wgmma(form)
         rows, cols = wf.coords(op)                        # B (shared memory only) refused in one line
-        thread, reg, half = owners(wf, op)
+        thread, reg, half = invert_coords(rows, cols, wf.matrix_shape(op))
         return FragmentMap(wf, op, thread, reg, half, rows, cols)
     f = lookup(form)
     rows, cols = f.coords(op)
