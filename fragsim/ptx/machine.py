@@ -13,6 +13,13 @@ Barriers (``bar.sync``/``barrier.sync``): a thread that arrives waits; when ever
 expects has arrived (all non-exited threads of the CTA, or ``b`` threads), they all go on.  When no
 thread can run and some wait, the kernel has deadlocked: a ``PtxRuntimeError`` says who waits where,
 never a hang; so does a kernel that runs more than ``max_steps`` steps.
+
+Fast paths (``FAST``), none of which changes a bit or the step count: while every running thread is
+at one PC (a converged warp, or a whole grid in lockstep), the machine runs on without searching or
+updating the PC array, a branch whose guard is uniform just moves that PC, and a step's threads
+that are one run of consecutive threads are read and written as slices (``State.set_span``); there,
+consecutive ``mma.sync`` instructions that do not depend on one another run as one call of the
+arithmetic (``semantics.tensor.mma_batches``), counting one step each.
 """
 
 from __future__ import annotations
@@ -20,10 +27,13 @@ from __future__ import annotations
 import numpy as np
 
 from .program import Program
+from .semantics.tensor import mma_batches
 from .state import EXITED, RUNNING, WAITING, PtxRuntimeError, State
 
 #: Steps (instruction executions by a group of threads) after which a run stops with an error.
 MAX_STEPS = 50_000_000
+#: The fast paths (see above); off, every step searches the lowest PC and indexes its threads.
+FAST = True
 
 
 def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
@@ -31,6 +41,7 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
     ops = program.ops
     pc, status = s.pc, s.status
     big = np.iinfo(np.int64).max
+    batches = mma_batches(ops) if FAST else {}
     steps = 0
     while True:
         running = status == RUNNING
@@ -42,6 +53,13 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
             continue
         cur = int(np.where(running, pc, big).min())
         idx = np.flatnonzero(running & (pc == cur))
+        if FAST:
+            s.set_span(idx)
+            if len(idx) == np.count_nonzero(running):
+                try:
+                    cur, steps = converged(ops, batches, s, idx, cur, steps, max_steps)
+                finally:
+                    pc[idx] = s.pc_converged
         op = ops[cur]
         act = idx
         if op.guard is not None:
@@ -63,6 +81,56 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
                                   f"{len(idx)} thread(s) still running; an endless loop?")
 
 
+def converged(ops: list, batches: dict, s: State, idx: np.ndarray, cur: int, steps: int,
+              max_steps: int) -> tuple[int, int]:
+    """Run from PC ``cur`` while every running thread (``idx``) is there: plain instructions (their
+    guard may split the threads: all of them go on to the next PC anyway) and branches whose guard
+    is uniform.  Returns the PC and the step count at the first instruction left to the general step
+    (a barrier, exit, call, ret, or a branch that splits the threads), not yet run; the PC reached is
+    also ``s.pc_converged`` (the caller writes it into the PC array, even when an instruction raises)."""
+    n = len(idx)
+    cols = s.cols(idx)
+    views = s.views
+    s.pc_converged = cur
+    while True:
+        op = ops[cur]
+        kind = op.kind
+        if (kind != "plain" or op.sets_pc) and kind != "branch":
+            return cur, steps
+        act: np.ndarray | None = idx
+        if op.guard is not None:
+            name, negated = op.guard
+            g = views[name][cols]
+            if g.dtype != bool:
+                g = g.astype(bool)
+            k = np.count_nonzero(g)
+            if k == (0 if negated else n):
+                pass
+            elif k == (n if negated else 0):
+                act = None
+            elif kind == "branch":
+                return cur, steps
+            else:
+                act = idx[~g] if negated else idx[g]
+        if kind == "branch":                     # a branch moves its threads to its target, nothing else
+            cur = op.target if act is not None else cur + 1
+        else:
+            batch = batches.get(cur) if act is idx else None
+            if batch is not None and steps + batch.count < max_steps and batch.run(s, idx):
+                cur += batch.count
+                steps += batch.count - 1
+            else:
+                if act is not None:
+                    op.run(s, act)
+                cur += 1
+        steps += 1
+        s.steps = steps
+        s.pc_converged = cur
+        if steps >= max_steps:
+            raise PtxRuntimeError(f"stopped after {steps} steps (max_steps): at line {op.line}, "
+                                  f"{n} thread(s) still running; an endless loop?")
+
+
 def expected(s: State, cta: int, count: int) -> int:
     """How many threads a barrier of CTA ``cta`` waits for: ``count`` (bar.sync a, b) or every thread
     of the CTA that has not exited (exited threads count as arrived, as on the hardware)."""
@@ -74,20 +142,26 @@ def expected(s: State, cta: int, count: int) -> int:
 
 def release(program: Program, s: State, force: bool = False) -> bool:
     """Let every complete barrier go; returns whether any did."""
-    waiting = s.status == WAITING
-    if not waiting.any():
+    waiting = np.flatnonzero(s.status == WAITING)
+    if not len(waiting):
         return False
-    freed = False
-    keys = np.unique(np.stack([s.cta[waiting], s.barrier[waiting]]), axis=1)
-    for cta, bar in keys.T:
-        mine = waiting & (s.cta == cta) & (s.barrier == bar)
-        count = int(s.barrier_count.get((int(cta), int(bar)), 0))
-        if int(mine.sum()) >= expected(s, int(cta), count):
-            s.status[mine] = RUNNING
-            s.barrier[mine] = -1
-            s.barrier_count.pop((int(cta), int(bar)), None)
-            freed = True
-    return freed
+    bars = int(s.barrier[waiting].max()) + 1
+    key = s.cta[waiting] * bars + s.barrier[waiting]            # (CTA, barrier) of each waiting thread
+    arrived = np.bincount(key, minlength=len(s.geometry.ctas) * bars)
+    live = np.bincount(s.cta[s.present & (s.status != EXITED)], minlength=len(s.geometry.ctas))
+    need = np.repeat(live, bars)                                # expected(): every thread not exited ...
+    for (cta, bar), count in s.barrier_count.items():
+        if count and bar < bars:                                # ... or the b of bar.sync a, b
+            need[cta * bars + bar] = count
+    free = (arrived > 0) & (arrived >= need)
+    if not free.any():
+        return False
+    go = waiting[free[key]]
+    s.status[go] = RUNNING
+    s.barrier[go] = -1
+    for k in np.flatnonzero(free).tolist():
+        s.barrier_count.pop((k // bars, k % bars), None)
+    return True
 
 
 def deadlock(program: Program, s: State) -> str:

@@ -88,20 +88,49 @@ class GlobalMemory:
         off = np.where(ok, a - self.starts[kk] if len(self.buffers) else a, 0).astype(np.int64)
         return np.where(ok, kk, -1), off
 
-    def load(self, addrs: np.ndarray, width: int) -> np.ndarray:
-        """``width`` bytes at each address -> uint8 (n, width); addresses already checked by ``locate``."""
-        k, off = self.locate(addrs, width)
+    def load(self, addrs: np.ndarray, width: int, located=None) -> np.ndarray:
+        """``width`` bytes at each address -> uint8 (n, width); addresses already checked by ``locate``
+        (``located``: its result, if the caller has it)."""
+        k, off = self.locate(addrs, width) if located is None else located
         out = np.empty((len(addrs), width), np.uint8)
-        for i in np.unique(k):
-            sel = k == i
-            out[sel] = self.buffers[i].data[off[sel, None] + np.arange(width)]
+        for i, sel in _by_buffer(k):
+            out[sel] = take_bytes(self.buffers[i].data, off[sel], width)
         return out
 
-    def store(self, addrs: np.ndarray, data: np.ndarray) -> None:
+    def store(self, addrs: np.ndarray, data: np.ndarray, located=None) -> None:
         """Write ``data`` (uint8 (n, width)) at each address, in thread order (the last writer of a
         byte wins; a race the next issue's checker reports)."""
         width = data.shape[1]
-        k, off = self.locate(addrs, width)
-        for i in np.unique(k):
-            sel = k == i
-            self.buffers[i].data[off[sel, None] + np.arange(width)] = data[sel]
+        k, off = self.locate(addrs, width) if located is None else located
+        for i, sel in _by_buffer(k):
+            put_bytes(self.buffers[i].data, off[sel], data[sel])
+
+
+def _by_buffer(k: np.ndarray):
+    """(buffer, selection) for each buffer the accesses ``k`` touch; one buffer: every access at once."""
+    if len(k) and k[0] == k.min() == k.max():
+        return [(int(k[0]), slice(None))]
+    return [(int(i), k == i) for i in np.unique(k)]
+
+
+def _unit(data: np.ndarray, off: np.ndarray, width: int) -> int:
+    """The widest word (8, 4, 2 or 1 bytes) that divides ``width``, the size of ``data`` and every offset."""
+    for unit in (8, 4, 2):
+        if width % unit == 0 and data.size % unit == 0 and not (off & (unit - 1)).any():
+            return unit
+    return 1
+
+
+def take_bytes(data: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
+    """``data[off + j]`` for ``j < width`` (uint8 (n, width)), moved as whole words where they line up."""
+    unit = _unit(data, off, width)
+    words = data.view(f"u{unit}")
+    return words[(off // unit)[:, None] + np.arange(width // unit)].view(np.uint8).reshape(len(off), width)
+
+
+def put_bytes(data: np.ndarray, off: np.ndarray, values: np.ndarray) -> None:
+    """``data[off + j] = values[:, j]``, rows in order (a later row wins a byte), as whole words where they line up."""
+    width = values.shape[1]
+    unit = _unit(data, off, width)
+    words = data.view(f"u{unit}")
+    words[(off // unit)[:, None] + np.arange(width // unit)] = np.ascontiguousarray(values).view(f"u{unit}")

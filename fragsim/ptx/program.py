@@ -252,6 +252,8 @@ class Compiler:
             q = self.reg(operand.name, line)
             if operand.negated:
                 return lambda s, idx: ~s.read_reg(q, idx, TYPES["pred"])
+            if self.registers[q].dtype == t.dtype:       # no conversion: a view for the span
+                return lambda s, idx: s.views[q][s.span] if idx is s.span_idx else s.regs[q][idx]
             return lambda s, idx: s.read_reg(q, idx, t)
         if isinstance(operand, A.Imm):
             bits = immediate_bits(operand, t, line)
@@ -274,6 +276,14 @@ class Compiler:
             return lambda s, idx, v: None
         if isinstance(operand, A.Reg) and not operand.negated:
             q = self.reg(operand.name, line)
+            if self.registers[q].dtype == t.dtype and t.kind != "pred":
+                # the register's own type: assigning casts as write_reg does (no extension to make)
+                def write(s: State, idx: np.ndarray, v: np.ndarray) -> None:
+                    if idx is s.span_idx:
+                        s.regs[q][s.span] = v
+                    else:
+                        s.write_reg(q, idx, v, t)
+                return write
             return lambda s, idx, v: s.write_reg(q, idx, v, t)
         raise PtxLoadError(f"line {line}: operand {operand!r} cannot be written")
 
@@ -305,6 +315,8 @@ class Compiler:
             return (lambda s, idx: np.full(len(idx), off, np.uint64)), space
         if isinstance(base, A.Reg):
             q = self.reg(base.name, line)
+            if self.registers[q].dtype == np.uint64:
+                return (lambda s, idx: (s.views[q][s.span] if idx is s.span_idx else s.regs[q][idx]) + off), space
             return (lambda s, idx: s.read_reg(q, idx, TYPES["u64"]) + off), space
         vspace, voff = self.symbol(base.name, line)
         if vspace == "global":
@@ -390,11 +402,20 @@ class Compiler:
         if sem.warp:
             return Op(ins, self.function.name, self.warp_op(ins, fn, readers, writers), guard, collective=True)
 
-        def run(s: State, idx: np.ndarray) -> None:
-            out = fn(*(r(s, idx) for r in readers))
+        if len(writers) == 1:
+            write = writers[0]
+
+            def run(s: State, idx: np.ndarray) -> None:
+                write(s, idx, fn(*[r(s, idx) for r in readers])[0])
+            return Op(ins, self.function.name, run, guard)
+
+        def run_many(s: State, idx: np.ndarray) -> None:
+            # a result that is a source register's read-only view (a semantic may return a source as is)
+            # is copied first: an earlier destination of this instruction may be that register
+            out = [v if v.flags.writeable else v.copy() for v in fn(*[r(s, idx) for r in readers])]
             for w, v in zip(writers, out):
                 w(s, idx, v)
-        return Op(ins, self.function.name, run, guard)
+        return Op(ins, self.function.name, run_many, guard)
 
     def warp_op(self, ins: A.Instr, fn, readers: list, writers: list) -> Run:
         """A warp-collective instruction: sources gathered into (warps, 32) arrays in lane order; the

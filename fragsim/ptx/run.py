@@ -214,7 +214,6 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                   cmem=np.frombuffer(bytes(L.const_bytes), np.uint8).copy(),
                   pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
                   global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
-    for name, t in program.registers.items():
-        state.declare(name, t)
+    state.declare_all(program.registers)
     steps = execute(program, state, max_steps=max_steps)
     return Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)

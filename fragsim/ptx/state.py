@@ -23,7 +23,7 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 
-from .memory import GlobalMemory
+from .memory import GlobalMemory, put_bytes, take_bytes
 from .types import PtxType
 
 #: Generic address of shared byte 0 (``cvta.shared``): a 4 GiB window below the default global buffers.
@@ -78,6 +78,11 @@ class State:
     program: Any = None              # the Program running (ret finds its call's result copies there)
     regs: dict[str, np.ndarray] = field(default_factory=dict)
     reg_types: dict[str, PtxType] = field(default_factory=dict)
+    #: The registers of one array type are the rows of one 2-D array (``declare_all``): an instruction
+    #: that reads or writes many (mma.sync, a batch of them) moves them in one indexing.
+    files: dict[np.dtype, np.ndarray] = field(default_factory=dict)
+    rows: dict[str, tuple[np.dtype, int]] = field(default_factory=dict)     # register -> (its file, row)
+    views: dict[str, np.ndarray] = field(default_factory=dict)              # register -> read-only view
 
     def __post_init__(self) -> None:
         g = self.geometry
@@ -101,18 +106,67 @@ class State:
         self.cp_committed = np.zeros(n, np.int64)                # cp.async groups each thread committed
         self.stack = np.zeros((n, 0), np.int64)                  # return PCs of .func calls
         self.depth = np.zeros(n, np.int64)
+        self._file_rows: dict = {}
+        self.pc_converged = 0                                    # the PC of machine.converged's threads
+        self.set_span(None)
+
+    # ---- the threads of the step ---------------------------------------------------------------
+
+    def set_span(self, idx: np.ndarray | None) -> None:
+        """The machine names the thread array of the steps that follow (None: none).  When ``idx`` is one
+        ascending run of consecutive threads, register reads of exactly that array are read-only views
+        (``span``) instead of copies and writes are slice assignments; ``span_warps`` is then the number
+        of whole warps it covers (0 unless it is whole warps of present lanes)."""
+        self.span_idx, self.span, self.span_warps = None, slice(0, 0), 0
+        if idx is None or not len(idx):
+            return
+        lo, hi = int(idx[0]), int(idx[-1]) + 1
+        if hi - lo != len(idx):
+            return
+        self.span_idx, self.span = idx, slice(lo, hi)
+        if lo % WARP_LANES == 0 and len(idx) % WARP_LANES == 0 and self.present[lo:hi].all():
+            self.span_warps = len(idx) // WARP_LANES
+
+    def cols(self, idx: np.ndarray) -> slice | np.ndarray:
+        """What indexes threads ``idx`` in a per-thread array: the span's slice for the span itself."""
+        return self.span if idx is self.span_idx else idx
+
+    def file_rows(self, names: tuple[str, ...], dtype=np.uint32) -> np.ndarray | None:
+        """The rows of registers ``names`` in the file of ``dtype`` (None unless every one is there)."""
+        key = (names, np.dtype(dtype))
+        if key not in self._file_rows:
+            where = [self.rows.get(n) for n in names]
+            ok = all(w is not None and w[0] == key[1] for w in where)
+            self._file_rows[key] = np.array([w[1] for w in where], np.int64) if ok else None  # type: ignore[index]
+        return self._file_rows[key]
 
     # ---- registers ----------------------------------------------------------------------------
 
     def declare(self, name: str, t: PtxType) -> None:
         """A register of every thread, zero until written (PTX leaves it undefined; zero is repeatable)."""
-        self.regs[name] = np.zeros(self.geometry.slots, t.dtype)
-        self.reg_types[name] = t
+        self._place(name, t, np.zeros(self.geometry.slots, t.dtype))
+
+    def declare_all(self, registers: dict[str, PtxType]) -> None:
+        """``declare`` each register; those of one array type are the rows of one file (``files``)."""
+        groups: dict[np.dtype, list[str]] = {}
+        for name, t in registers.items():
+            groups.setdefault(t.dtype, []).append(name)
+        for dt, names in groups.items():
+            file = self.files[dt] = np.zeros((len(names), self.geometry.slots), dt)
+            for i, name in enumerate(names):
+                self.rows[name] = (dt, i)
+                self._place(name, registers[name], file[i])
+
+    def _place(self, name: str, t: PtxType, row: np.ndarray) -> None:
+        view = row.view()
+        view.flags.writeable = False
+        self.regs[name], self.views[name], self.reg_types[name] = row, view, t
 
     def read_reg(self, name: str, idx: np.ndarray, t: PtxType) -> np.ndarray:
         """Register ``name`` of threads ``idx`` in type ``t``: the low bits when the register is wider
-        (ld/st/cvt may name a wider register), zero-extended when narrower."""
-        v = self.regs[name][idx]
+        (ld/st/cvt may name a wider register), zero-extended when narrower.  For the span, a read-only
+        view of the register when no conversion is needed."""
+        v = self.views[name][self.span] if idx is self.span_idx else self.regs[name][idx]
         if t.kind == "pred":
             return v.astype(bool) if v.dtype != bool else v
         if v.dtype == bool:
@@ -124,14 +178,14 @@ class State:
         register a signed type sign-extends, every other type zero-extends (ld.s8 %r1 does)."""
         reg = self.regs[name]
         if reg.dtype == bool:
-            reg[idx] = value.astype(bool)
+            reg[self.span if idx is self.span_idx else idx] = value.astype(bool)
             return
         if value.dtype == bool:
             value = value.astype(np.uint8)
         if t.kind == "s" and reg.dtype.itemsize > value.dtype.itemsize:
             narrow, wide = np.dtype(f"int{8 * value.dtype.itemsize}"), np.dtype(f"int{8 * reg.dtype.itemsize}")
             value = value.view(narrow).astype(wide).view(reg.dtype)
-        reg[idx] = value.astype(reg.dtype, copy=False)
+        reg[self.span if idx is self.span_idx else idx] = value.astype(reg.dtype, copy=False)
 
     # ---- special registers ---------------------------------------------------------------------
 
@@ -204,11 +258,12 @@ class State:
             return out
         self._check_alignment(addrs, width, idx, line, space)
         if space == "global":
-            which, _ = self.gmem.locate(addrs, width)
+            located = self.gmem.locate(addrs, width)
+            which = located[0]
             if (which < 0).any():
                 self._fail(idx, which < 0, line, lambda i: f"global load of {width} bytes at {int(addrs[i]):#x} is "
                            "outside every buffer of the launch")
-            return self.gmem.load(addrs, width)
+            return self.gmem.load(addrs, width, located)
         if space == "param" and self.pmem.shape[1]:
             split = addrs.astype(np.uint64) >= np.uint64(self.params.size)
             if split.any():          # a .func parameter or call argument: this thread's own bytes
@@ -224,8 +279,7 @@ class State:
         if bad.any():
             self._fail(idx, bad, line, lambda i: f"{space} load of {width} bytes at {int(addrs[i]):#x} is outside "
                        f"the {mem.shape[-1]} bytes of {space} memory")
-        cols = off[:, None] + np.arange(width)
-        return mem[rows[:, None], cols] if rows is not None else mem[cols]
+        return take_bytes(mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, width)
 
     def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
         """Write ``data`` (uint8 (n, width)) at each thread's address; threads in order, the last wins."""
@@ -239,11 +293,12 @@ class State:
             return
         self._check_alignment(addrs, width, idx, line, space)
         if space == "global":
-            which, _ = self.gmem.locate(addrs, width)
+            located = self.gmem.locate(addrs, width)
+            which = located[0]
             if (which < 0).any():
                 self._fail(idx, which < 0, line, lambda i: f"global store of {width} bytes at {int(addrs[i]):#x} is "
                            "outside every buffer of the launch")
-            self.gmem.store(addrs, data)
+            self.gmem.store(addrs, data, located)
             return
         if space == "const":
             raise PtxRuntimeError(f"line {line}: .const memory is read-only")
@@ -261,11 +316,7 @@ class State:
         if bad.any():
             self._fail(idx, bad, line, lambda i: f"{space} store of {width} bytes at {int(addrs[i]):#x} is outside "
                        f"the {mem.shape[-1]} bytes of {space} memory")
-        cols = off[:, None] + np.arange(width)
-        if rows is None:
-            mem[cols] = data
-        else:
-            mem[rows[:, None], cols] = data
+        put_bytes(mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, data)
 
     def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The byte array of a non-global space, and the row of each thread in it (None: one array)."""
@@ -282,7 +333,8 @@ class State:
     def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, space: str) -> None:
         """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults)."""
         if width > 1:
-            bad = (addrs.astype(np.uint64) % np.uint64(width)) != 0
+            a = addrs.astype(np.uint64, copy=False)
+            bad = (a & np.uint64(width - 1) if width & (width - 1) == 0 else a % np.uint64(width)) != 0
             if bad.any():
                 self._fail(idx, bad, line, lambda i: f"{space} access of {width} bytes at {int(addrs[i]):#x} is "
                            f"not {width}-byte aligned")

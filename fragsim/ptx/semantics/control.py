@@ -61,7 +61,11 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
         if (b > 15).any():
             k = int(np.flatnonzero(b > 15)[0])
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: barrier {int(b[k])} (there are 16, 0..15)")
-        for cta, bb, nn in set(zip(s.cta[idx].tolist(), b.tolist(), n.tolist())):
+        if (b == b[0]).all() and (n == n[0]).all():        # one barrier and count: each CTA once
+            uses = [(cta, int(b[0]), int(n[0])) for cta in np.unique(s.cta[idx]).tolist()]
+        else:
+            uses = sorted(set(zip(s.cta[idx].tolist(), b.tolist(), n.tolist())))
+        for cta, bb, nn in uses:
             key = (cta, bb)
             if s.barrier_count.get(key, nn) != nn:
                 raise PtxRuntimeError(f"line {line}: barrier {bb} of CTA {s.geometry.ctas[cta]} is used with thread "

@@ -15,13 +15,17 @@ the rest with zeros.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
+from fragsim.arith import Plan, index_maps
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup
 from fragsim.instructions.shared_ops import matrix_op
 
 from .. import ast as A
+from ..memory import put_bytes
 from ..program import Compiler, Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
@@ -34,6 +38,8 @@ PARALLEL_WARPS = 256
 
 def whole_warps(s: State, idx: np.ndarray, ins: A.Instr) -> int:
     """The number of warps in ``idx`` (ascending thread order), all of whose present lanes execute."""
+    if idx is s.span_idx and s.span_warps:
+        return s.span_warps
     if len(idx) % WARP_LANES == 0:
         r = idx.reshape(-1, WARP_LANES)
         if not (r[:, 0] % WARP_LANES).any() and (r[:, -1] - r[:, 0] == WARP_LANES - 1).all():
@@ -70,6 +76,16 @@ def _matrix_entry(ins: A.Instr):
     return matrix_op(ins.opcode, int(nums[0][1]), "trans" in mods)
 
 
+def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int, np.ndarray, np.ndarray]:
+    """(warps, each lane's row address (w, 32), each warp's CTA) of an ldmatrix/stmatrix step; the
+    address lanes' rows checked: 16-byte aligned, inside the CTA's shared memory."""
+    w = whole_warps(s, idx, ins)
+    rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
+    use = np.arange(WARP_LANES) < op.address_lanes
+    s.check_shared(rows[:, use], op.bytes_per_addr, idx.reshape(w, WARP_LANES)[:, use], ins.line)
+    return w, rows, s.cta[idx].reshape(w, WARP_LANES)[:, 0]
+
+
 def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     op = _matrix_entry(ins)
     d, a = ins.operands
@@ -78,18 +94,28 @@ def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     addr, space = c.address_of(a, "shared", ins.line)
     writers = [c.writer(x, B32, ins.line) for x in _registers(c, d, op.nregs, B32, ins, "d")]
     src, col = op.movement.table()                       # (32, num, 2): source lane and column
-    line = ins.line
+    # without .trans a register's two halves are neighbours in one row: one 32-bit word
+    word = bool((src[..., 1] == src[..., 0]).all() and (col[..., 1] == col[..., 0] + 1).all()
+                and (col[..., 0] % 2 == 0).all())
 
     def run(s: State, idx: np.ndarray) -> None:
-        w = whole_warps(s, idx, ins)
-        rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
-        use = np.arange(WARP_LANES) < op.address_lanes
-        s.check_shared(rows[:, use], 16, idx.reshape(w, WARP_LANES)[:, use], line)
-        cta = s.cta[idx].reshape(w, WARP_LANES)[:, 0]
-        byte = rows[:, src] + 2 * col                     # (w, 32, num, 2)
-        mem = s.smem[cta[:, None, None, None], byte].astype(np.uint32) | (
-            s.smem[cta[:, None, None, None], byte + 1].astype(np.uint32) << 8)
-        regs = (mem[..., 0] | (mem[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
+        w, rows, cta = _matrix_rows(s, idx, ins, op, addr)
+        base = (cta * s.smem.shape[1])[:, None, None]
+        if word and s.smem.shape[1] % 4 == 0:
+            first = base + rows[:, src[..., 0]] + 2 * col[..., 0]             # (w, 32, num)
+            if not (first & 3).any():
+                regs = s.smem.reshape(-1).view("<u4")[first >> 2].reshape(w * WARP_LANES, op.nregs)
+                for k, wr in enumerate(writers):
+                    wr(s, idx, regs[:, k])
+                return
+        byte = base[..., None] + rows[:, src] + 2 * col     # (w, 32, num, 2)
+        if s.smem.shape[1] % 2 == 0 and not (byte & 1).any():        # whole 16-bit elements: one gather
+            h = s.smem.reshape(-1).view("<u2")[byte >> 1].astype(np.uint32)
+            regs = (h[..., 0] | (h[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
+        else:
+            flat = s.smem.reshape(-1)
+            mem = flat[byte].astype(np.uint32) | (flat[byte + 1].astype(np.uint32) << 8)
+            regs = (mem[..., 0] | (mem[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
         for k, wr in enumerate(writers):
             wr(s, idx, regs[:, k])
     return Op(ins, "", run, collective=True, extra={"shared_op": op})
@@ -106,14 +132,9 @@ def _stmatrix(ins: A.Instr, c: Compiler) -> Op:
     src_flat, col_flat = src.ravel(), col.ravel()
     # matrices in order; within one, lower rows written last so that they win (as the H200 did)
     order = np.lexsort((col_flat, -src_flat, src_flat // op.phase_lanes))
-    line = ins.line
 
     def run(s: State, idx: np.ndarray) -> None:
-        w = whole_warps(s, idx, ins)
-        rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
-        use = np.arange(WARP_LANES) < op.address_lanes
-        s.check_shared(rows[:, use], 16, idx.reshape(w, WARP_LANES)[:, use], line)
-        cta = s.cta[idx].reshape(w, WARP_LANES)[:, 0]
+        w, rows, cta = _matrix_rows(s, idx, ins, op, addr)
         regs = np.stack([r(s, idx) for r in readers], axis=-1).reshape(w, WARP_LANES, op.nregs)
         halves = np.stack([regs & 0xFFFF, regs >> 16], axis=-1).reshape(w, -1)     # (w, 32*num*2)
         byte = (rows[:, src_flat] + 2 * col_flat)[:, order]
@@ -143,6 +164,104 @@ def _movmatrix(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------------------- mma.sync
 
+class MmaBatch:
+    """``mma.sync`` instructions that follow one another, of one plan, run as one call of the arithmetic
+    (the machine runs it when every thread that runs is at the first of them, ``fragsim.ptx.machine``).
+
+    Each warp's D is a function of that warp's A, B and C registers alone, so gathering the registers
+    of all of them first and writing every D after gives the bits of running them one by one exactly
+    when no instruction reads a register an earlier one writes, and no two write the same register
+    (``mma_batches`` checks both).  ``names``: per instruction, the register names of A, B, C and D."""
+
+    def __init__(self, pl, names: list[dict[str, tuple[str, ...]]]):
+        self.pl, self.count = pl, len(names)
+        self.names = {op: tuple(n for x in names for n in x[op]) for op in "ABCD"}
+        self.width = {op: len(names[0][op]) for op in "ABCD"}
+        self.maps = register_major(pl.form) if isinstance(pl, Plan) else None
+
+    def run(self, s: State, idx: np.ndarray) -> bool:
+        """Run them for threads ``idx``; False (nothing done) unless ``idx`` is the span, whole warps,
+        and every register is in the 32-bit file: then they run one by one."""
+        w = s.span_warps if idx is s.span_idx else 0
+        if not w:
+            return False
+        rows = {op: s.file_rows(self.names[op]) for op in "ABCD"}
+        if any(r is None for r in rows.values()):
+            return False
+        n = self.count
+        # the span's registers as (warps, registers, 32 lanes): one gather takes every operand register
+        # of every instruction for all warps, batch entry q * n + j being instruction j of warp q
+        regs = s.files[np.dtype(np.uint32)][:, s.span]
+        regs = regs.reshape(len(regs), w, WARP_LANES).transpose(1, 0, 2)
+        # register-major words (register r of lane l at r * 32 + l) where the kernel takes that order;
+        # the other kernels take fragsim.mma's lane-major words
+        major = self.maps is not None
+
+        def gather(op: str) -> np.ndarray:
+            v = regs[:, rows[op]].reshape(w * n, self.width[op], WARP_LANES)
+            return v.reshape(w * n, -1) if major else v.transpose(0, 2, 1).reshape(w * n, -1)
+
+        a, b, c = (gather(op) for op in "ABC")
+        # a few warps per call: numba's thread pool costs more than it saves below a few hundred warps
+        parallel = n * w >= PARALLEL_WARPS
+        if major:
+            from fragsim.arith import kernel
+            from fragsim.arith.jit import listen
+            listen()
+            d = kernel.run(self.pl, self.maps, a, b, c, parallel=parallel)
+        else:
+            from fragsim.arith import run as arithmetic
+            d = arithmetic(self.pl, a, b, c, parallel=parallel).transpose(0, 2, 1)
+        regs[:, rows["D"]] = d.reshape(w, -1, WARP_LANES)
+        return True
+
+
+@lru_cache(maxsize=None)
+def register_major(form) -> dict[str, np.ndarray]:
+    """``fragsim.arith.index_maps`` of a form for operands laid out register-major: word ``r * 32 + lane``
+    of a warp (not ``lane * nregs + r``) holds register ``r`` of ``lane``, in A, B, C and D alike."""
+    maps = dict(index_maps(form))
+    for op in "abc":
+        k = form.nregs(op.upper())
+        v = maps[op + "_src"]
+        maps[op + "_src"] = np.ascontiguousarray((v % k) * WARP_LANES + v // k)
+    k = form.nregs("D")
+    for key in ("d_lo", "d_hi"):
+        maps[key] = np.ascontiguousarray(maps[key].reshape(WARP_LANES, k).T.reshape(-1))
+    for v in maps.values():
+        v.setflags(write=False)
+    return maps
+
+
+def mma_batches(ops: list[Op]) -> dict[int, MmaBatch]:
+    """PC -> the batch of mma.sync instructions from there: every run of two or more that follow one
+    another unguarded, of one plan, where none reads or writes a D register an earlier one writes
+    (each suffix of a run too: a branch may land part way)."""
+    out: dict[int, MmaBatch] = {}
+    pc = 0
+    while pc < len(ops):
+        first = ops[pc].extra.get("batch")
+        if first is None or ops[pc].guard is not None:
+            pc += 1
+            continue
+        run = [first[1]]
+        written = set(first[1]["D"])
+        q = pc + 1
+        while q < len(ops):
+            nxt = ops[q].extra.get("batch")
+            if nxt is None or ops[q].guard is not None or nxt[0] != first[0]:
+                break
+            if written & {n for op in "ABCD" for n in nxt[1][op]}:
+                break
+            written |= set(nxt[1]["D"])
+            run.append(nxt[1])
+            q += 1
+        for k in range(len(run) - 1):
+            out[pc + k] = MmaBatch(first[0], run[k:])
+        pc = q
+    return out
+
+
 def _mma(ins: A.Instr, c: Compiler) -> Op:
     name = ".".join(m for m in ins.mods if m not in ("sync", "aligned"))
     try:
@@ -171,8 +290,17 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
         pl = plan(form, arch)              # fragsim.mma's arithmetic, resolved once per instruction
     except ValueError as e:
         raise UnsupportedInstruction(f"{ins.text}: {e}") from None
+    extra: dict = {"form": form}
+    alone = None
+    if not any(wide.values()) and all(isinstance(x, A.Reg) and not x.negated for op in "ABCD" for x in regs[op]):
+        names = {op: tuple(c.reg(x.name, ins.line) for x in regs[op]) for op in "ABCD"}
+        if len(set(names["D"])) == len(names["D"]):      # one write per register: no order among them
+            extra["batch"] = (pl, names)
+            alone = MmaBatch(pl, [names])
 
     def run(s: State, idx: np.ndarray) -> None:
+        if alone is not None and alone.run(s, idx):
+            return
         w = whole_warps(s, idx, ins)
         a, b, cc = (gather(s, idx, op, w).reshape(w, -1) for op in "ABC")
         # a few warps per step: numba's thread pool costs more than it saves below a few hundred warps
@@ -181,7 +309,7 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
             d = d[:, 0::2].astype(np.uint64) | (d[:, 1::2].astype(np.uint64) << np.uint64(32))
         for k, wr in enumerate(writers):
             wr(s, idx, d[:, k])
-    return Op(ins, "", run, collective=True, extra={"form": form})
+    return Op(ins, "", run, collective=True, extra=extra)
 
 
 # ------------------------------------------------------------------------------------- cp.async
@@ -219,15 +347,18 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
             k = int(np.flatnonzero(n > size)[0])
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: src-size {int(n[k])} exceeds cp-size {size}")
         s.check_shared(d.astype(np.int64), size, idx, line)
-        data = np.zeros((len(idx), size), np.uint8)
         a = src(s, idx)
         full = n == size
-        if full.any():
-            data[full] = s.load("global", a[full], size, idx[full], line)
-        for nb in np.unique(n[~full & (n > 0)]):     # src-size < cp-size: read those bytes, zeros after
-            sel = n == nb
-            for j in range(int(nb)):
-                data[sel, j] = s.load("global", a[sel] + np.uint64(j), 1, idx[sel], line)[:, 0]
+        if full.all():
+            data = s.load("global", a, size, idx, line)
+        else:
+            data = np.zeros((len(idx), size), np.uint8)
+            if full.any():
+                data[full] = s.load("global", a[full], size, idx[full], line)
+            for nb in np.unique(n[~full & (n > 0)]):     # src-size < cp-size: read those bytes, zeros after
+                sel = n == nb
+                for j in range(int(nb)):
+                    data[sel, j] = s.load("global", a[sel] + np.uint64(j), 1, idx[sel], line)[:, 0]
         s.cp_pending.append((idx.copy(), np.full(len(idx), -1, np.int64), d.astype(np.int64), data))
     return Op(ins, "", run)
 
@@ -253,13 +384,17 @@ def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
         mine = np.zeros(s.geometry.slots, bool)
         mine[idx] = True
         left = []
+        smem = s.smem.reshape(-1)
         for t, g, d, data in s.cp_pending:
             done = mine[t] & (g >= 0) & (g <= s.cp_committed[t] - keep)
+            if done.all():
+                put_bytes(smem, s.cta[t] * s.smem.shape[1] + d, data)
+                continue
             if done.any():
-                cols = d[done][:, None] + np.arange(data.shape[1])
-                s.smem[s.cta[t[done]][:, None], cols] = data[done]
-            if (~done).any():
+                put_bytes(smem, s.cta[t[done]] * s.smem.shape[1] + d[done], data[done])
                 left.append((t[~done], g[~done], d[~done], data[~done]))
+            else:
+                left.append((t, g, d, data))
         s.cp_pending[:] = left
 
     return Op(ins, "", commit if what == "commit_group" else wait)
