@@ -73,6 +73,24 @@ def make_params(pl, maps) -> np.ndarray:
     return p
 
 
+#: (plan, id(maps)) -> (maps, parameter vector); holding ``maps`` keeps its id from being reused.
+_PARAMS: dict = {}
+#: Entries kept at most (callers that build a new maps dict for every call would otherwise grow it).
+PARAMS_CACHED = 256
+
+
+def plan_params(pl, maps) -> np.ndarray:
+    """``make_params(pl, maps)``, computed once per plan and maps: it takes ~20 us, more than the
+    arithmetic of a few warps, and ``fragsim.run_kernel`` calls the kernel once per batch of mma.sync)."""
+    key = (pl, id(maps))
+    hit = _PARAMS.get(key)
+    if hit is None or hit[0] is not maps:
+        if len(_PARAMS) >= PARAMS_CACHED:
+            _PARAMS.clear()
+        hit = _PARAMS[key] = (maps, make_params(pl, maps))
+    return hit[1]
+
+
 @njit(inline="always")
 def _k(x):
     return i8_splat(np.int64(x))
@@ -329,7 +347,7 @@ def run(pl, maps, a, b, c, parallel: bool = True) -> np.ndarray:
     batch = a.shape[0]
     nd = pl.form.nregs("D")
     d = np.empty(batch * WARP_LANES * nd, np.uint32)
-    prm = make_params(pl, maps)
+    prm = plan_params(pl, maps)
     # One array type per argument, whatever the caller holds (read-only broadcast views,
     # strided slices): numba compiles a new specialization for each distinct type.
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))

@@ -48,7 +48,7 @@ from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "189317a201d37c40ce6e29c16f798e2c9af8baffb0d0c75128f52c089a7208f0"
+INLINED_SOURCE_HASH = "c34babc923cd18d86b044de847f2fc65e357ad6ec64e85217307eb1f16d9bb84"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)

@@ -32,7 +32,7 @@ from .simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add,
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "189317a201d37c40ce6e29c16f798e2c9af8baffb0d0c75128f52c089a7208f0"
+INLINED_SOURCE_HASH = "c34babc923cd18d86b044de847f2fc65e357ad6ec64e85217307eb1f16d9bb84"
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's
