@@ -150,9 +150,11 @@ ELEMENT_BYTES = (2, 4)
 
 def element_units_hint(addrs, align: int) -> str:
     """When misaligned addresses would all be ``align``-byte aligned multiplied by an element size, the
-    likely slip: an expression in elements, not bytes ("" otherwise)."""
+    likely slip: an expression in elements, not bytes ("" otherwise).  Only when some addresses are
+    aligned and others not, as element offsets of a row's halves are; a constant misalignment (every
+    address off by the same bytes) is an offset slip, not a unit one."""
     a = np.asarray(addrs, dtype=np.int64).ravel()
-    if not a.size or not (a % align).any():
+    if not a.size or (a % align).all() or not (a % align).any():
         return ""
     for e in ELEMENT_BYTES:
         if not ((a * e) % align).any():

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract import memory_cap
 from fragsim.cli import main
 from fragsim.ptx.memory import Buffer
 from fragsim.ptx.run import run_kernel
@@ -17,9 +18,10 @@ LOOP = open(CORPUS + "gemm_ldshared.sm90a.ptx").read()
 
 
 def clean(call) -> None:
-    """``call`` returns, or raises a one-line ValueError/TypeError."""
+    """``call`` returns, or raises a one-line ValueError/TypeError, within the contract fuzz's memory cap."""
     try:
-        call()
+        with memory_cap():
+            call()
     except (ValueError, TypeError) as e:
         assert str(e) and "\n" not in str(e), repr(e)
 
@@ -54,6 +56,7 @@ def test_any_argument_list_is_run_or_refused_in_one_line(args):
 @given(st.one_of(st.integers(-3, 1 << 40), st.tuples(st.integers(-1, 1 << 20), st.integers(-1, 1 << 20)), st.text(max_size=3)),
        st.one_of(st.integers(-3, 1 << 20), st.tuples(st.integers(-1, 2048), st.integers(-1, 64)), st.floats()))
 def test_any_launch_shape_is_run_or_refused_in_one_line(grid, block):
+    """(A grid of 2**40 CTAs once built its CTA list before refusing: 24 GB.)"""
     """Huge grids and blocks are refused by size before anything is allocated."""
     A, Bt = np.zeros((16, 16), np.uint16), np.zeros((8, 16), np.uint16)
     clean(lambda: run_kernel(SMALL, None, grid=grid, block=block, args=[A, Bt, np.zeros((16, 8), np.float32), 16],
@@ -85,3 +88,10 @@ def test_fragsim_run_refuses_bad_input_in_one_line_with_exit_2(argv, message, ca
     assert main([*argv, "-o", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_a_grid_of_2_to_the_40_ctas_is_refused_by_its_size_before_anything_is_built():
+    with pytest.raises(ValueError, match=r"35,184,372,088,832 thread slots, more than 1,048,576 in one run"):
+        with memory_cap():
+            run_kernel(SMALL, None, grid=(1 << 20, 1 << 20), block=32,
+                       args=[np.zeros((16, 16), np.uint16), np.zeros((8, 16), np.uint16), np.zeros((16, 8), np.float32), 16])

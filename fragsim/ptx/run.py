@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragsim.facts.arch import DEFAULT_ARCH, get_arch
+from fragsim.facts.hardware import WARP_LANES
 
 from . import ast as A
 from .machine import MAX_STEPS, execute
@@ -167,9 +168,18 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     threads = b[0] * b[1] * b[2]
     if threads > MAX_THREADS_PER_CTA:
         raise ValueError(f"block {b}: {threads} threads, more than {MAX_THREADS_PER_CTA} per CTA")
+    warps = -(-threads // WARP_LANES)
     if ctas is None:
+        # the size first: a grid of 2**40 CTAs is refused before a list of them is made
+        total = g[0] * g[1] * g[2] * warps * WARP_LANES
+        if total > MAX_THREADS:
+            raise ValueError(f"grid {g} x block {b}: {total:,} thread slots, more than {MAX_THREADS:,} in one run; "
+                             "run a subset of the CTAs with ctas=")
         chosen = [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
     else:
+        if not isinstance(ctas, (list, tuple)) or len(ctas) * warps * WARP_LANES > MAX_THREADS:
+            raise ValueError(f"ctas: a list of at most {MAX_THREADS // (warps * WARP_LANES):,} CTAs of {b}, "
+                             f"got {type(ctas).__name__ if not isinstance(ctas, (list, tuple)) else len(ctas)}")
         chosen = [_cta(c, g) for c in ctas]
         if not chosen:
             raise ValueError("ctas: give at least one CTA")
