@@ -77,7 +77,11 @@ class GlobalMemory:
     def locate(self, addrs: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
         """Per address: the buffer index and the byte offset in it, or -1 / the first bad address when
         ``width`` bytes from it are not inside one buffer."""
-        a = addrs.astype(np.uint64)
+        a = addrs.astype(np.uint64, copy=False)
+        if len(a) and len(self.buffers):
+            first = int(np.searchsorted(self.starts, a.min(), side="right")) - 1
+            if first >= 0 and int(a.max()) + width <= int(self.ends[first]):     # all inside one buffer
+                return np.full(len(a), first, np.int64), (a - self.starts[first]).astype(np.int64)
         k = np.searchsorted(self.starts, a, side="right").astype(np.int64) - 1
         ok = k >= 0
         kk = np.where(ok, k, 0)

@@ -332,9 +332,11 @@ class State:
 
     def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, space: str) -> None:
         """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults)."""
-        if width > 1:
+        if width > 1 and len(addrs):
+            if width & (width - 1) == 0 and not int(np.bitwise_or.reduce(addrs, axis=None)) & (width - 1):
+                return                   # every address aligned: one reduction says so
             a = addrs.astype(np.uint64, copy=False)
-            bad = (a & np.uint64(width - 1) if width & (width - 1) == 0 else a % np.uint64(width)) != 0
+            bad = (a % np.uint64(width)) != 0
             if bad.any():
                 self._fail(idx, bad, line, lambda i: f"{space} access of {width} bytes at {int(addrs[i]):#x} is "
                            f"not {width}-byte aligned")
@@ -343,8 +345,8 @@ class State:
         """Shared addresses (any shape, with ``idx`` alike) of ``width``-byte accesses: aligned and inside
         the CTA's shared memory."""
         a, t = addrs.reshape(-1), idx.reshape(-1)
-        bad = (a < 0) | (a + width > self.smem.shape[1])
-        if bad.any():
+        if len(a) and (a.min() < 0 or a.max() + width > self.smem.shape[1]):
+            bad = (a < 0) | (a + width > self.smem.shape[1])
             self._fail(t, bad, line, lambda i: f"shared access of {width} bytes at {int(a[i]):#x} is outside the "
                        f"{self.smem.shape[1]} bytes of the CTA's shared memory")
-        self._check_alignment(a.astype(np.uint64), width, t, line, "shared")
+        self._check_alignment(a, width, t, line, "shared")

@@ -62,7 +62,7 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
             k = int(np.flatnonzero(b > 15)[0])
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: barrier {int(b[k])} (there are 16, 0..15)")
         if (b == b[0]).all() and (n == n[0]).all():        # one barrier and count: each CTA once
-            uses = [(cta, int(b[0]), int(n[0])) for cta in np.unique(s.cta[idx]).tolist()]
+            uses = [(cta, int(b[0]), int(n[0])) for cta in np.flatnonzero(np.bincount(s.cta[s.cols(idx)])).tolist()]
         else:
             uses = sorted(set(zip(s.cta[idx].tolist(), b.tolist(), n.tolist())))
         for cta, bb, nn in uses:
@@ -71,10 +71,11 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
                 raise PtxRuntimeError(f"line {line}: barrier {bb} of CTA {s.geometry.ctas[cta]} is used with thread "
                                       f"counts {s.barrier_count[key]} and {nn} at once")
             s.barrier_count[key] = nn
-        s.pc[idx] += 1
+        cols = s.cols(idx)
+        s.pc[cols] += 1
         if not arrive:
-            s.status[idx] = WAITING
-            s.barrier[idx] = b
+            s.status[cols] = WAITING
+            s.barrier[cols] = b
     return Op(ins, "", run, sets_pc=True, kind="barrier")
 
 

@@ -15,6 +15,7 @@ the rest with zeros.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -78,12 +79,12 @@ def _matrix_entry(ins: A.Instr):
 
 def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int, np.ndarray, np.ndarray]:
     """(warps, each lane's row address (w, 32), each warp's CTA) of an ldmatrix/stmatrix step; the
-    address lanes' rows checked: 16-byte aligned, inside the CTA's shared memory."""
+    address lanes' rows (the first ``op.address_lanes``) checked: aligned, inside the CTA's shared memory."""
     w = whole_warps(s, idx, ins)
     rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
-    use = np.arange(WARP_LANES) < op.address_lanes
-    s.check_shared(rows[:, use], op.bytes_per_addr, idx.reshape(w, WARP_LANES)[:, use], ins.line)
-    return w, rows, s.cta[idx].reshape(w, WARP_LANES)[:, 0]
+    al = op.address_lanes
+    s.check_shared(rows[:, :al], op.bytes_per_addr, idx.reshape(w, WARP_LANES)[:, :al], ins.line)
+    return w, rows, s.cta[s.cols(idx)].reshape(w, WARP_LANES)[:, 0]
 
 
 def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
@@ -94,28 +95,31 @@ def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     addr, space = c.address_of(a, "shared", ins.line)
     writers = [c.writer(x, B32, ins.line) for x in _registers(c, d, op.nregs, B32, ins, "d")]
     src, col = op.movement.table()                       # (32, num, 2): source lane and column
-    # without .trans a register's two halves are neighbours in one row: one 32-bit word
-    word = bool((src[..., 1] == src[..., 0]).all() and (col[..., 1] == col[..., 0] + 1).all()
-                and (col[..., 0] % 2 == 0).all())
+    # a warp's register halves in order (lane, register, half) as indices into the 16-bit elements of
+    # the rows its address lanes name, row after row; without .trans the halves of a register are
+    # neighbours in one row: one 32-bit word
+    per_row = op.bytes_per_addr // 2
+    halves = (src * per_row + col).reshape(-1)
+    paired = bool((halves[1::2] == halves[0::2] + 1).all() and not (halves[0::2] % 2).any())
+    words = halves[0::2] // 2
+    row_words = op.bytes_per_addr // 8
 
     def run(s: State, idx: np.ndarray) -> None:
         w, rows, cta = _matrix_rows(s, idx, ins, op, addr)
-        base = (cta * s.smem.shape[1])[:, None, None]
-        if word and s.smem.shape[1] % 4 == 0:
-            first = base + rows[:, src[..., 0]] + 2 * col[..., 0]             # (w, 32, num)
-            if not (first & 3).any():
-                regs = s.smem.reshape(-1).view("<u4")[first >> 2].reshape(w * WARP_LANES, op.nregs)
-                for k, wr in enumerate(writers):
-                    wr(s, idx, regs[:, k])
-                return
-        byte = base[..., None] + rows[:, src] + 2 * col     # (w, 32, num, 2)
-        if s.smem.shape[1] % 2 == 0 and not (byte & 1).any():        # whole 16-bit elements: one gather
-            h = s.smem.reshape(-1).view("<u2")[byte >> 1].astype(np.uint32)
-            regs = (h[..., 0] | (h[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
+        if s.smem.shape[1] % 8 == 0 and op.bytes_per_addr % 8 == 0:
+            # every row (aligned, checked) as whole 8-byte words, then a fixed shuffle within each warp
+            start = (cta * (s.smem.shape[1] // 8))[:, None] + (rows[:, :op.address_lanes] >> 3)
+            data = s.smem.reshape(-1).view("<u8")[start[..., None] + np.arange(row_words)].reshape(w, -1)
+            if paired:
+                regs = np.take(data.view("<u4"), words, axis=1)
+            else:
+                regs = np.take(data.view("<u2"), halves, axis=1).view("<u4")
         else:
+            byte = (cta * s.smem.shape[1])[:, None, None, None] + rows[:, src] + 2 * col     # (w, 32, num, 2)
             flat = s.smem.reshape(-1)
             mem = flat[byte].astype(np.uint32) | (flat[byte + 1].astype(np.uint32) << 8)
-            regs = (mem[..., 0] | (mem[..., 1] << 16)).reshape(w * WARP_LANES, op.nregs)
+            regs = mem[..., 0] | (mem[..., 1] << 16)
+        regs = regs.reshape(w * WARP_LANES, op.nregs)
         for k, wr in enumerate(writers):
             wr(s, idx, regs[:, k])
     return Op(ins, "", run, collective=True, extra={"shared_op": op})
@@ -346,7 +350,8 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
         if (n > size).any():
             k = int(np.flatnonzero(n > size)[0])
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: src-size {int(n[k])} exceeds cp-size {size}")
-        s.check_shared(d.astype(np.int64), size, idx, line)
+        d = d.astype(np.int64)
+        s.check_shared(d, size, idx, line)
         a = src(s, idx)
         full = n == size
         if full.all():
@@ -359,8 +364,34 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
                 sel = n == nb
                 for j in range(int(nb)):
                     data[sel, j] = s.load("global", a[sel] + np.uint64(j), 1, idx[sel], line)[:, 0]
-        s.cp_pending.append((idx.copy(), np.full(len(idx), -1, np.int64), d.astype(np.int64), data))
+        span = (s.span.start, s.span.stop) if idx is s.span_idx else None
+        s.cp_pending.append(Copies(idx.copy(), np.full(len(idx), -1, np.int64),
+                                   s.cta[s.cols(idx)] * s.smem.shape[1] + d, data, span))
     return Op(ins, "", run)
+
+
+@dataclass
+class Copies:
+    """The copies of one cp.async step not landed yet: each thread's commit group (-1 until it commits),
+    destination (a byte of ``State.smem`` flattened) and bytes.  ``span``: (first, end) when the threads
+    are that run of consecutive threads; ``groups``: the lowest and highest group once every thread's
+    is known (None before)."""
+
+    threads: np.ndarray
+    group: np.ndarray
+    flat: np.ndarray
+    data: np.ndarray
+    span: tuple[int, int] | None
+    groups: tuple[int, int] | None = None
+
+    def within(self, s: State, idx: np.ndarray) -> bool:
+        """Every thread of these copies is among threads ``idx``, by their spans alone."""
+        return (self.span is not None and idx is s.span_idx and s.span.start <= self.span[0]
+                and self.span[1] <= s.span.stop)
+
+    def part(self, keep: np.ndarray) -> Copies:
+        return Copies(self.threads[keep], self.group[keep], self.flat[keep], self.data[keep], None,
+                      None if self.groups is None else (int(self.group[keep].min()), int(self.group[keep].max())))
 
 
 def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
@@ -371,30 +402,53 @@ def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
         keep = int(ins.operands[0].value)
 
     def commit(s: State, idx: np.ndarray) -> None:
-        s.cp_committed[idx] += 1
-        mine = np.zeros(s.geometry.slots, bool)
-        mine[idx] = True
-        for t, g, _, _ in s.cp_pending:
-            new = mine[t] & (g < 0)
-            g[new] = s.cp_committed[t[new]]
+        cols = s.cols(idx)
+        s.cp_committed[cols] += 1
+        mine = None
+        for c in s.cp_pending:
+            if c.groups is not None:
+                continue
+            if c.within(s, idx):                    # every thread commits: those without a group get one
+                c.group = np.where(c.group < 0, s.cp_committed[c.threads], c.group)
+            else:
+                if mine is None:
+                    mine = np.zeros(s.geometry.slots, bool)
+                    mine[cols] = True
+                new = mine[c.threads] & (c.group < 0)
+                c.group[new] = s.cp_committed[c.threads[new]]
+                if (c.group < 0).any():
+                    continue
+            c.groups = (int(c.group.min()), int(c.group.max()))
 
     def wait(s: State, idx: np.ndarray) -> None:
         if what == "wait_all":
             commit(s, idx)
-        mine = np.zeros(s.geometry.slots, bool)
-        mine[idx] = True
+        cols = s.cols(idx)
+        limit = s.cp_committed - keep             # a thread's copies of groups up to its limit land
+        lim = limit[cols]
+        one = len(lim) and lim.min() == lim.max()
+        mine = None
         left = []
         smem = s.smem.reshape(-1)
-        for t, g, d, data in s.cp_pending:
-            done = mine[t] & (g >= 0) & (g <= s.cp_committed[t] - keep)
+        for c in s.cp_pending:
+            if one and c.groups is not None and c.within(s, idx):     # all of them land, or none
+                if c.groups[1] <= lim[0]:
+                    put_bytes(smem, c.flat, c.data)
+                    continue
+                if c.groups[0] > lim[0]:
+                    left.append(c)
+                    continue
+            if mine is None:
+                mine = np.zeros(s.geometry.slots, bool)
+                mine[cols] = True
+            done = mine[c.threads] & (c.group >= 0) & (c.group <= limit[c.threads])
             if done.all():
-                put_bytes(smem, s.cta[t] * s.smem.shape[1] + d, data)
-                continue
-            if done.any():
-                put_bytes(smem, s.cta[t[done]] * s.smem.shape[1] + d[done], data[done])
-                left.append((t[~done], g[~done], d[~done], data[~done]))
+                put_bytes(smem, c.flat, c.data)
+            elif done.any():
+                put_bytes(smem, c.flat[done], c.data[done])
+                left.append(c.part(~done))
             else:
-                left.append((t, g, d, data))
+                left.append(c)
         s.cp_pending[:] = left
 
     return Op(ins, "", commit if what == "commit_group" else wait)
