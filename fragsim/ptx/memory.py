@@ -118,23 +118,34 @@ def _by_buffer(k: np.ndarray):
 
 
 def _unit(data: np.ndarray, off: np.ndarray, width: int) -> int:
-    """The widest word (8, 4, 2 or 1 bytes) that divides ``width``, the size of ``data`` and every offset."""
-    for unit in (8, 4, 2):
-        if width % unit == 0 and data.size % unit == 0 and not (off & (unit - 1)).any():
+    """The widest piece (``width`` itself, else 8, 4, 2 or 1 bytes) that divides ``width``, the size of
+    ``data`` and every offset: each access is then whole pieces."""
+    if not len(off):
+        return 1
+    low = int(np.bitwise_or.reduce(off))
+    for unit in (width, 8, 4, 2):
+        if width % unit == 0 and unit & (unit - 1) == 0 and data.size % unit == 0 and not low & (unit - 1):
             return unit
     return 1
 
 
 def take_bytes(data: np.ndarray, off: np.ndarray, width: int) -> np.ndarray:
-    """``data[off + j]`` for ``j < width`` (uint8 (n, width)), moved as whole words where they line up."""
+    """``data[off + j]`` for ``j < width`` (uint8 (n, width)), moved as whole pieces where they line up."""
     unit = _unit(data, off, width)
-    words = data.view(f"u{unit}")
-    return words[(off // unit)[:, None] + np.arange(width // unit)].view(np.uint8).reshape(len(off), width)
+    pieces = data.view(f"V{unit}")
+    if unit == width:                     # one piece an access: np.take copies them fastest
+        return np.take(pieces, off // unit).view(np.uint8).reshape(len(off), width)
+    return pieces[(off // unit)[:, None] + np.arange(width // unit)].view(np.uint8).reshape(len(off), width)
 
 
 def put_bytes(data: np.ndarray, off: np.ndarray, values: np.ndarray) -> None:
-    """``data[off + j] = values[:, j]``, rows in order (a later row wins a byte), as whole words where they line up."""
+    """``data[off + j] = values[:, j]``, rows in order (a later row wins a byte), as whole pieces where
+    they line up."""
     width = values.shape[1]
     unit = _unit(data, off, width)
-    words = data.view(f"u{unit}")
-    words[(off // unit)[:, None] + np.arange(width // unit)] = np.ascontiguousarray(values).view(f"u{unit}")
+    pieces = data.view(f"V{unit}")
+    v = np.ascontiguousarray(values).view(f"V{unit}")
+    if unit == width:
+        pieces[off // unit] = v.reshape(-1)
+    else:
+        pieces[(off // unit)[:, None] + np.arange(width // unit)] = v

@@ -102,14 +102,14 @@ def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     halves = (src * per_row + col).reshape(-1)
     paired = bool((halves[1::2] == halves[0::2] + 1).all() and not (halves[0::2] % 2).any())
     words = halves[0::2] // 2
-    row_words = op.bytes_per_addr // 8
+    row = op.bytes_per_addr
 
     def run(s: State, idx: np.ndarray) -> None:
         w, rows, cta = _matrix_rows(s, idx, ins, op, addr)
-        if s.smem.shape[1] % 8 == 0 and op.bytes_per_addr % 8 == 0:
-            # every row (aligned, checked) as whole 8-byte words, then a fixed shuffle within each warp
-            start = (cta * (s.smem.shape[1] // 8))[:, None] + (rows[:, :op.address_lanes] >> 3)
-            data = s.smem.reshape(-1).view("<u8")[start[..., None] + np.arange(row_words)].reshape(w, -1)
+        if s.smem.shape[1] % row == 0:
+            # every row (aligned, checked) taken whole, then a fixed shuffle within each warp
+            start = (cta * (s.smem.shape[1] // row))[:, None] + rows[:, :op.address_lanes] // row
+            data = np.take(s.smem.reshape(-1).view(f"V{row}"), start).view(np.uint8).reshape(w, -1)
             if paired:
                 regs = np.take(data.view("<u4"), words, axis=1)
             else:
