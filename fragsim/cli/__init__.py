@@ -29,7 +29,9 @@ def one_line(text) -> str:
     return str(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command's parser; ``only``: the one subcommand whose arguments are built (the others get
+    their help line only, so that a command loads no other subcommand's dependencies); None: all."""
     p = _Parser(prog="fragsim", description="Bit-exact simulator of the warp-level tensor-core data "
                 "path: fragment maps, mma arithmetic, ldmatrix/stmatrix, bank conflicts, GPU cross-check. "
                 "Start with `fragsim tour`: it writes every picture and table into a folder.")
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         mod = importlib.import_module(f"fragsim.cli.{name}")
         sp = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(sp)
+        if only is None or only == mod.NAME:
+            mod.add_arguments(sp)
         sp.set_defaults(_run=mod.run)
     return p
 
@@ -49,8 +52,8 @@ def _version() -> str:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=argv[0] if argv and not argv[0].startswith("-") else "")
     if not argv:              # the bare command explains itself and writes nothing
         parser.print_help()
         return 0

@@ -17,11 +17,9 @@ import os
 import sys
 
 from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
-from fragsim.gpu_check.family import default, families, refuse_options
-from fragsim.gpu_check.recordings import DEFAULTS as DEFAULT_REPLAYS, default_replay
-from fragsim.gpu_check.runner import GpuUnavailable
-from fragsim.gpu_check.table import GROUPS
 
+# fragsim.gpu_check (every family's module) loads when this subcommand is parsed or run, not for
+# every fragsim command
 from .files import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"
@@ -32,6 +30,9 @@ DEFAULTS = {"arch": DEFAULT_ARCH, "seed": 0}
 
 
 def add_arguments(p):
+    from fragsim.gpu_check.family import families
+    from fragsim.gpu_check.table import GROUPS
+
     fams = families()
     p.add_argument("--family", choices=tuple(fams),
                    help="what to check (default: mma and shared): "
@@ -79,11 +80,18 @@ def add_arguments(p):
 
 def replay_command(fam) -> str:
     """The command that replays ``fam``'s recordings without a GPU."""
+    from fragsim.gpu_check.family import default
+    from fragsim.gpu_check.recordings import DEFAULTS as DEFAULT_REPLAYS
+
     family = f" --family {fam.name}" if fam is not default() else ""
     return f"fragsim gpu-check{family} --replay" + ("" if fam.name in DEFAULT_REPLAYS else " PATH")
 
 
 def run(args) -> int:
+    from fragsim.gpu_check.family import default, families, refuse_options
+    from fragsim.gpu_check.recordings import default_replay
+    from fragsim.gpu_check.runner import GpuUnavailable
+
     fam = families()[args.family] if args.family else default()
     if args.cases is None:
         args.cases = fam.default_cases
