@@ -63,8 +63,18 @@ from .prelude import unit
 
 KIND = "ptx-kernels"
 FILE = "kernels.npz"
-#: The PTX corpus and its CUDA sources (a clone of the repository: the corpus is not installed).
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "ptx"
+#: Where the PTX corpus and its CUDA sources live in a clone of the repository (they are not installed).
+CORPUS_IN_CLONE = Path("tests") / "data" / "ptx"
+
+
+def corpus() -> Path:
+    """The corpus folder: the clone this module runs from (an editable install), else the clone in the
+    current directory (an installed fragsim run from its repository); a one-line error otherwise."""
+    for root in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        if (root / CORPUS_IN_CLONE / "src").is_dir():
+            return root / CORPUS_IN_CLONE
+    raise ValueError(f"--family ptx_kernels needs the PTX corpus ({CORPUS_IN_CLONE} of a fragsim clone): "
+                     "run it from the repository's folder")
 #: What seed % 3 draws (``floats``).
 VALUES = ("normal", "edge", "special")
 #: Bits an output buffer starts with where the kernel does not read it (a float NaN no kernel writes).
@@ -451,7 +461,7 @@ def output_digests(c: Case, g: Launch, outputs: dict[str, np.ndarray]) -> dict[s
 
 
 def module_text(file: str) -> str:
-    path = CORPUS / file
+    path = corpus() / file
     if not path.is_file():
         raise ValueError(f"ptx_kernels needs the PTX corpus of a clone of fragsim's repository: no {path}")
     return path.read_text()
@@ -462,7 +472,7 @@ def fragsim_outputs(c: Case, g: Launch) -> dict[str, np.ndarray]:
     from fragsim.ptx.run import run_kernel
     bufs = {k: v.copy() for k, v in g.buffers.items()}
     args = [bufs[a] if isinstance(a, str) else a for a in g.args]
-    run_kernel(str(CORPUS / c.file), BY_NAME[c.kernel].entry, grid=g.grid, block=g.block, args=args,
+    run_kernel(str(corpus() / c.file), BY_NAME[c.kernel].entry, grid=g.grid, block=g.block, args=args,
                dynamic_smem=g.smem, ctas=None if c.ctas is None else list(c.ctas))
     return {name: bufs[name] for name in g.outputs}
 
@@ -670,9 +680,9 @@ def nvcc_matches(say: Say) -> dict[str, str]:
     out = {}
     with tempfile.TemporaryDirectory() as d:
         jobs = []
-        for cu in sorted((CORPUS / "src").glob("*.cu")):
+        for cu in sorted((corpus() / "src").glob("*.cu")):
             for arch, suffix in (("sm_90a", "sm90a"), ("sm_80", "sm80")):
-                committed = CORPUS / f"{cu.stem}.{suffix}.ptx"
+                committed = corpus() / f"{cu.stem}.{suffix}.ptx"
                 if committed.is_file():
                     dst = os.path.join(d, committed.name)
                     p = subprocess.Popen([nvcc, f"-arch={arch}", "-ptx", str(cu), "-o", dst], stderr=subprocess.PIPE,
@@ -727,7 +737,7 @@ class PtxKernelsFamily(RunnerFamily):
     def source(self, cc: int) -> str:
         """The CUDA of our own kernels of the corpus (the PTX that runs is the committed one, built from
         these files one by one by src/build.sh)."""
-        srcs = sorted((CORPUS / "src").glob("*.cu"), key=lambda p: (p.stem == "gemm_ldshared", p.stem))
+        srcs = sorted((corpus() / "src").glob("*.cu"), key=lambda p: (p.stem == "gemm_ldshared", p.stem))
         return unit(*(p.read_text() for p in srcs))     # gemm_ldshared's #define T last
 
     def compile(self, info: dict[str, Any]) -> Any:
