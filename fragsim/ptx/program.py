@@ -51,7 +51,9 @@ class PtxLoadError(ValueError):
 class Op:
     """One compiled instruction.  ``run(state, idx)`` executes it for threads ``idx`` (the guard has
     already selected them); unless ``sets_pc``, the machine then advances their PC.  ``collective``:
-    a ``.sync``/``.aligned`` warp instruction (its lanes must run it together)."""
+    a ``.sync``/``.aligned`` warp instruction (its lanes must run it together).  A ``"plain"`` op
+    touches neither PCs nor thread states; a ``"branch"`` only moves its threads to ``target`` (the
+    machine may do that itself without calling ``run``)."""
 
     instr: A.Instr
     function: str
