@@ -75,8 +75,9 @@ def test_an_mma_sync_that_reads_an_earlier_ones_d_is_not_batched_with_it():
 
 
 def two_mmas(form: str) -> str:
-    """One warp: the registers of two independent mma.sync (A, B, C each) loaded from ``regs`` (register
-    r of lane l at word 32 r + l), both D stored to ``out`` alike."""
+    """The registers of two independent mma.sync (A, B, C each) loaded from ``regs`` (register r of lane
+    l at word 32 r + l), both D stored to ``out`` alike, by the last warp of the block (the others exit
+    first)."""
     loads = "\n".join(f"    ld.global.u32 %r{k + 1}, [%rd4+{128 * k}];" for k in range(20))
     stores = "\n".join(f"    st.global.u32 [%rd5+{128 * k}], %r{k + 21};" for k in range(8))
     mma = f"mma.sync.aligned.{form}"
@@ -85,11 +86,17 @@ def two_mmas(form: str) -> str:
 .address_size 64
 .visible .entry k(.param .u64 regs, .param .u64 out)
 {{
+.reg .pred %p<2>;
 .reg .b32 %r<40>;
 .reg .b64 %rd<8>;
+    mov.u32 %r30, %tid.x;
+    mov.u32 %r31, %ntid.x;
+    add.u32 %r32, %r30, 32;
+    setp.lt.u32 %p1, %r32, %r31;
+    @%p1 ret;
     ld.param.u64 %rd1, [regs];
     ld.param.u64 %rd2, [out];
-    mov.u32 %r0, %tid.x;
+    mov.u32 %r0, %laneid;
     mul.wide.u32 %rd3, %r0, 4;
     add.s64 %rd4, %rd1, %rd3;
     add.s64 %rd5, %rd2, %rd3;
@@ -102,9 +109,11 @@ def two_mmas(form: str) -> str:
 """
 
 
+@pytest.mark.parametrize("warps", [1, 3])
 @pytest.mark.parametrize("form", [BF16, "m16n8k32.row.col.s32.s8.s8.s32"])
-def test_two_independent_mma_sync_run_as_one_batch_give_fragsim_mma_bits_each(form):
-    """The float kernel takes the batch's words register by register, the integer one lane by lane."""
+def test_two_independent_mma_sync_run_as_one_batch_give_fragsim_mma_bits_each(form, warps):
+    """The float kernel takes the batch's words register by register, the integer one lane by lane; with
+    3 warps the batch runs for the last one alone (threads 64-95)."""
     assert [b.count for b in batches(two_mmas(form)).values()] == [2]
     rng = np.random.default_rng(5)
     regs = rng.integers(0, 2**32, (20, 32), dtype=np.uint64).astype(np.uint32)
@@ -112,7 +121,7 @@ def test_two_independent_mma_sync_run_as_one_batch_give_fragsim_mma_bits_each(fo
         regs[[0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15]] = fragsim.to_bits(
             rng.standard_normal((12, 32, 2)).astype(np.float32), "bf16").view(np.uint32)[..., 0]
     out = np.zeros((8, 32), np.uint32)
-    run_kernel(two_mmas(form), "k", block=32, args=[regs, out])
+    run_kernel(two_mmas(form), "k", block=32 * warps, args=[regs, out])
     for i, first in enumerate((0, 10)):
         a, b, c = regs[first:first + 4].T, regs[first + 4:first + 6].T, regs[first + 6:first + 10].T
         assert np.array_equal(out[4 * i:4 * i + 4].T, fragsim.mma(form, a, b, c))

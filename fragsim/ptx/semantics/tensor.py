@@ -195,8 +195,9 @@ class MmaBatch:
         n = self.count
         # the span's registers as (warps, registers, 32 lanes): one gather takes every operand register
         # of every instruction for all warps, batch entry q * n + j being instruction j of warp q
-        regs = s.files[np.dtype(np.uint32)][:, s.span]
-        regs = regs.reshape(len(regs), w, WARP_LANES).transpose(1, 0, 2)
+        file = s.files[np.dtype(np.uint32)]           # (registers, threads): whole warps of each row
+        first = s.span.start // WARP_LANES
+        regs = file.reshape(len(file), -1, WARP_LANES)[:, first:first + w].transpose(1, 0, 2)   # a view
         # register-major words (register r of lane l at r * 32 + l) where the kernel takes that order;
         # the other kernels take fragsim.mma's lane-major words
         major = self.maps is not None
