@@ -214,6 +214,14 @@ def _hgemm(s: dict[str, int], seed: int) -> Launch:
                   ["A", "Bt", "D", np.int32(M), np.int32(N), np.int32(K)], ("D",), tile_region("D", (M, N), 64, 64))
 
 
+def _bgemm(s: dict[str, int], seed: int) -> Launch:
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    M, N, K = s["M"], s["N"], s["K"]
+    bufs = {"A": floats(rng, (M, K), "bf16", v), "Bt": floats(rng, (N, K), "bf16", v), "D": sentinel((M, N))}
+    return Launch(dims(cdiv(N, 128), cdiv(M, 128)), dims(128), 0, bufs,
+                  ["A", "Bt", "D", np.int32(M), np.int32(N), np.int32(K)], ("D",), tile_region("D", (M, N), 128, 128))
+
+
 def _gemm_ldshared(s: dict[str, int], seed: int) -> Launch:
     rng, v = np.random.default_rng(seed), VALUES[seed % 3]
     M, N, K = s["M"], s["N"], s["K"]
@@ -343,6 +351,10 @@ KERNELS = (
                              "hgemm_cpasync.sm90a.lineinfo.ptx"), None,
            _gemm_shapes((64, 64, 64), (96, 128, 128), (130, 72, 192)), (0, 1, 2), _hgemm,
            "cp.async zero-fill + XOR swizzle + ldmatrix + mma.sync f16, 64x64 tiles"),
+    Kernel("bgemm_128x128", ("bgemm_128x128.sm90a.ptx", "bgemm_128x128.sm80.ptx",
+                             "bgemm_128x128.sm90a.lineinfo.ptx"), None,
+           _gemm_shapes((128, 128, 64), (200, 136, 96)), (0, 1, 2), _bgemm,
+           "the speed benchmark's kernel: 128x128 tiles, 2-stage cp.async pipeline, swizzled ldmatrix, mma bf16"),
     Kernel("gemm_ldshared", ("gemm_ldshared.sm90a.ptx", "gemm_ldshared.sm80.ptx",
                              "gemm_ldshared.sm90a.lineinfo.ptx"), None,
            _gemm_shapes((16, 16, 16), (50, 37, 29), (64, 96, 80)), (0, 1, 2), _gemm_ldshared,
