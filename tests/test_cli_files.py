@@ -123,7 +123,7 @@ def test_record_without_ncu_measure_is_refused(tmp_path, capsys):
 
 
 def test_writable_file_check_leaves_no_file_and_keeps_an_existing_one(tmp_path):
-    from fragsim.cli.files import writable_file
+    from fragsim.cli.args import writable_file
 
     new, old = tmp_path / "new.json", tmp_path / "old.json"
     old.write_text("kept")

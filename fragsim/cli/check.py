@@ -199,7 +199,7 @@ def _run_one(args, call, pictures) -> int:
 
 def _pictures(args) -> list:
     """The --png/--svg files, checked before anything runs (a bad name is one line, exit 2)."""
-    from .files import writable_file
+    from .args import writable_file
     out = []
     for path, ext in ((args.png, ".png"), (args.svg, ".svg")):
         if path is not None:

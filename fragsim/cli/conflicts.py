@@ -13,7 +13,7 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 from . import args as args_
-from .files import load_npy, read_text, writable_dir
+from .args import load_npy, read_text, writable_dir
 
 NAME = "conflicts"
 HELP = "count shared-memory bank conflicts of one instruction (Nsight Compute's figures, per phase)"

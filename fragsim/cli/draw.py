@@ -16,7 +16,7 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 
-from .files import writable_file
+from .args import writable_file
 
 NAME = "draw"
 HELP = "draw a picture (fragment map, ldmatrix flow, bank map, swizzle, warp/CTA tile, check result) to PNG/SVG/PDF"

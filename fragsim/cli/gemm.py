@@ -10,7 +10,7 @@ import numpy as np
 
 from fragsim.facts.formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
 from fragsim.instructions import lookup
-from .files import load_npy, writable_file
+from .args import load_npy, writable_file
 
 NAME = "gemm"
 HELP = "emulate a whole GEMM of mma.sync bit-exactly: one accumulator per output tile, one mma per k-step"

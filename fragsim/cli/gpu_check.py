@@ -20,7 +20,7 @@ from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 
 # fragsim.gpu_check (every family's module) loads when this subcommand is parsed or run, not for
 # every fragsim command
-from .files import readable_dir, writable_dir, writable_file
+from .args import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"
 HELP = ("cross-check fragsim against the GPU: run N random cases of every mma form and shared-memory "

@@ -98,7 +98,7 @@ def _run_movmatrix(args, pictures) -> int:
 
 
 def _writable(pictures):
-    from .files import writable_file
+    from .args import writable_file
     for path, ext in pictures:
         if not path.lower().endswith(ext):
             raise ValueError(f"--{ext[1:]} {path}: expected a file name ending in {ext}")

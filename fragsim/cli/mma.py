@@ -9,7 +9,7 @@ import numpy as np
 
 from fragsim.facts.formats import IntFormat, from_float, int_from_bits, int_to_bits, to_float
 from fragsim.instructions import lookup
-from .files import load_npy
+from .args import load_npy
 
 NAME = "mma"
 HELP = "emulate one mma.sync bit-exactly (sm_80 / sm_90) and explain any output element"

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from .files import load_npy, writable_dir
+from .args import load_npy, writable_dir
 
 NAME = "run"
 HELP = "run a kernel's PTX on the CPU, bit-exactly (tensor cores included), and save the buffers it wrote"

@@ -8,7 +8,7 @@ import os
 
 from fragsim.instructions import FORMS
 from fragsim.instructions.text import fragment_grid, fragment_json
-from .files import writable_dir
+from .args import writable_dir
 
 NAME = "tour"
 HELP = ("write the standard fragment maps, pictures, bank tables and an explorer page (index.html) into a "
