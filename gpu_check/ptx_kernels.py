@@ -46,6 +46,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,20 +207,18 @@ def _mma_1warp(s: dict[str, int], seed: int) -> Launch:
     return Launch(dims(1), dims(32), 0, bufs, ["A", "Bt", "D", np.int32(K)], ("D",))
 
 
-def _hgemm(s: dict[str, int], seed: int) -> Launch:
+def _tn_gemm(fmt: str, tile: int, smem: int, s: dict[str, int], seed: int) -> Launch:
+    """D = A * B^T kernels (A: M x K, Bt: N x K in ``fmt``; D f32) with square ``tile``s, 128 threads."""
     rng, v = np.random.default_rng(seed), VALUES[seed % 3]
     M, N, K = s["M"], s["N"], s["K"]
-    bufs = {"A": floats(rng, (M, K), "f16", v), "Bt": floats(rng, (N, K), "f16", v), "D": sentinel((M, N))}
-    return Launch(dims(cdiv(N, 64), cdiv(M, 64)), dims(128), 16384, bufs,
-                  ["A", "Bt", "D", np.int32(M), np.int32(N), np.int32(K)], ("D",), tile_region("D", (M, N), 64, 64))
+    bufs = {"A": floats(rng, (M, K), fmt, v), "Bt": floats(rng, (N, K), fmt, v), "D": sentinel((M, N))}
+    return Launch(dims(cdiv(N, tile), cdiv(M, tile)), dims(128), smem, bufs,
+                  ["A", "Bt", "D", np.int32(M), np.int32(N), np.int32(K)], ("D",),
+                  tile_region("D", (M, N), tile, tile))
 
 
-def _bgemm(s: dict[str, int], seed: int) -> Launch:
-    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
-    M, N, K = s["M"], s["N"], s["K"]
-    bufs = {"A": floats(rng, (M, K), "bf16", v), "Bt": floats(rng, (N, K), "bf16", v), "D": sentinel((M, N))}
-    return Launch(dims(cdiv(N, 128), cdiv(M, 128)), dims(128), 0, bufs,
-                  ["A", "Bt", "D", np.int32(M), np.int32(N), np.int32(K)], ("D",), tile_region("D", (M, N), 128, 128))
+_hgemm = partial(_tn_gemm, "f16", 64, 16384)      # 64x64 tiles, dynamic shared memory
+_bgemm = partial(_tn_gemm, "bf16", 128, 0)        # 128x128 tiles, static shared memory
 
 
 def _gemm_ldshared(s: dict[str, int], seed: int) -> Launch:
