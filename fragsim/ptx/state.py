@@ -16,6 +16,7 @@ generic address is global.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,9 @@ SHARED_WINDOW = 0x7D00_0000_0000
 #: Generic address of local byte 0 (``cvta.local``), each thread seeing its own local memory there.
 LOCAL_WINDOW = 0x7E00_0000_0000
 WINDOW_BYTES = 1 << 32
+#: Generic address of byte 0 of each state space a generic address can name (global addresses are
+#: generic already).
+WINDOWS = {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
 
 #: Scheduler states of a thread.
 RUNNING, WAITING, EXITED, ABSENT = 0, 1, 2, 3
@@ -239,31 +243,44 @@ class State:
         k = int(np.flatnonzero(bad)[0])
         raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
 
-    def resolve_generic(self, addrs: np.ndarray) -> np.ndarray:
-        """The state space of each generic address: 0 global, 1 shared, 2 local."""
+    def by_window(self, addrs: np.ndarray) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+        """Generic addresses split by state space, global first: (space, selection, addresses in that
+        space) for each space some of them name (outside the shared and local windows: global)."""
         a = addrs.astype(np.uint64)
-        shared = (a >= np.uint64(SHARED_WINDOW)) & (a < np.uint64(SHARED_WINDOW + WINDOW_BYTES))
-        local = (a >= np.uint64(LOCAL_WINDOW)) & (a < np.uint64(LOCAL_WINDOW + WINDOW_BYTES))
-        return np.where(shared, 1, np.where(local, 2, 0))
+        sels = {sp: (a >= np.uint64(b)) & (a < np.uint64(b + WINDOW_BYTES)) for sp, b in WINDOWS.items() if b}
+        sels = {"global": ~np.logical_or.reduce(list(sels.values())), **sels}
+        for space, sel in sels.items():
+            if sel.any():
+                yield space, sel, a[sel] - np.uint64(WINDOWS[space])
+
+    def _locate_global(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, verb: str):
+        located = self.gmem.locate(addrs, width)
+        if (located[0] < 0).any():
+            self._fail(idx, located[0] < 0, line, lambda i: f"global {verb} of {width} bytes at {int(addrs[i]):#x} is "
+                       "outside every buffer of the launch")
+        return located
+
+    def _offsets(self, space: str, addrs: np.ndarray, width: int, idx: np.ndarray, line: int,
+                 verb: str) -> tuple[np.ndarray, np.ndarray]:
+        """(byte array of ``space``, each access's flat offset in it), the accesses checked to lie inside."""
+        mem, rows = self._space(space, idx)
+        off = addrs.astype(np.int64)
+        bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
+        if bad.any():
+            self._fail(idx, bad, line, lambda i: f"{space} {verb} of {width} bytes at {int(addrs[i]):#x} is outside "
+                       f"the {mem.shape[-1]} bytes of {space} memory")
+        return mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off
 
     def load(self, space: str | None, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> np.ndarray:
         """``width`` bytes at each thread's address in ``space`` (None: generic) -> uint8 (n, width)."""
         if space is None:
-            kinds = self.resolve_generic(addrs)
             out = np.empty((len(idx), width), np.uint8)
-            for k, sp, base in ((0, "global", 0), (1, "shared", SHARED_WINDOW), (2, "local", LOCAL_WINDOW)):
-                sel = kinds == k
-                if sel.any():
-                    out[sel] = self.load(sp, addrs[sel] - np.uint64(base), width, idx[sel], line)
+            for sp, sel, a in self.by_window(addrs):
+                out[sel] = self.load(sp, a, width, idx[sel], line)
             return out
         self._check_alignment(addrs, width, idx, line, space)
         if space == "global":
-            located = self.gmem.locate(addrs, width)
-            which = located[0]
-            if (which < 0).any():
-                self._fail(idx, which < 0, line, lambda i: f"global load of {width} bytes at {int(addrs[i]):#x} is "
-                           "outside every buffer of the launch")
-            return self.gmem.load(addrs, width, located)
+            return self.gmem.load(addrs, width, self._locate_global(addrs, width, idx, line, "load"))
         if space == "param" and self.pmem.shape[1]:
             split = addrs.astype(np.uint64) >= np.uint64(self.params.size)
             if split.any():          # a .func parameter or call argument: this thread's own bytes
@@ -273,32 +290,19 @@ class State:
                 off = addrs[split].astype(np.int64) - self.params.size
                 out[split] = self.pmem[idx[split][:, None], off[:, None] + np.arange(width)]
                 return out
-        mem, rows = self._space(space, idx)
-        off = addrs.astype(np.int64)
-        bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
-        if bad.any():
-            self._fail(idx, bad, line, lambda i: f"{space} load of {width} bytes at {int(addrs[i]):#x} is outside "
-                       f"the {mem.shape[-1]} bytes of {space} memory")
-        return take_bytes(mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, width)
+        mem, off = self._offsets(space, addrs, width, idx, line, "load")
+        return take_bytes(mem, off, width)
 
     def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
         """Write ``data`` (uint8 (n, width)) at each thread's address; threads in order, the last wins."""
         width = data.shape[1]
         if space is None:
-            kinds = self.resolve_generic(addrs)
-            for k, sp, base in ((0, "global", 0), (1, "shared", SHARED_WINDOW), (2, "local", LOCAL_WINDOW)):
-                sel = kinds == k
-                if sel.any():
-                    self.store(sp, addrs[sel] - np.uint64(base), data[sel], idx[sel], line)
+            for sp, sel, a in self.by_window(addrs):
+                self.store(sp, a, data[sel], idx[sel], line)
             return
         self._check_alignment(addrs, width, idx, line, space)
         if space == "global":
-            located = self.gmem.locate(addrs, width)
-            which = located[0]
-            if (which < 0).any():
-                self._fail(idx, which < 0, line, lambda i: f"global store of {width} bytes at {int(addrs[i]):#x} is "
-                           "outside every buffer of the launch")
-            self.gmem.store(addrs, data, located)
+            self.gmem.store(addrs, data, self._locate_global(addrs, width, idx, line, "store"))
             return
         if space == "const":
             raise PtxRuntimeError(f"line {line}: .const memory is read-only")
@@ -310,13 +314,8 @@ class State:
                            "parameters are read-only; only call arguments are written")
             self.pmem[idx[:, None], off[:, None] + np.arange(width)] = data
             return
-        mem, rows = self._space(space, idx)
-        off = addrs.astype(np.int64)
-        bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
-        if bad.any():
-            self._fail(idx, bad, line, lambda i: f"{space} store of {width} bytes at {int(addrs[i]):#x} is outside "
-                       f"the {mem.shape[-1]} bytes of {space} memory")
-        put_bytes(mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, data)
+        mem, off = self._offsets(space, addrs, width, idx, line, "store")
+        put_bytes(mem, off, data)
 
     def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The byte array of a non-global space, and the row of each thread in it (None: one array)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import ast as A
 from ..program import Compiler, Op
-from ..state import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_BYTES, PtxRuntimeError, State
+from ..state import WINDOW_BYTES, WINDOWS, PtxRuntimeError, State
 from ..types import TYPES, type_of
 from . import UnsupportedInstruction
 
@@ -59,8 +59,6 @@ def _mov_vector(ins: A.Instr, c: Compiler, t, d, a) -> Op:
     return Op(ins, "", unpack)
 
 
-#: Generic address of byte 0 of each windowed state space (global addresses are generic already).
-WINDOWS = {"shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "global": 0}
 
 
 def _cvta(ins: A.Instr, c: Compiler) -> Op:
