@@ -40,6 +40,7 @@ from fragsim.instructions import FORMS, lookup
 from fragsim.instructions.shared_op import SharedOp
 from fragsim.instructions.shared_ops import parse_shared_op
 from fragsim.layout.tile import Tile
+from fragsim.sim.smem import matrix_movement
 
 MAX_CTA_THREADS = 1024          # the most threads a CUDA block has
 #: Instances (warp instructions) one address expression may stand for: every combination of its variables.
@@ -179,7 +180,7 @@ def _matrix_group(tile: Tile, op: SharedOp, reg_elems: np.ndarray, name, labels,
     must then sit where its row address and column put it, in ``tile`` (the layout built for)."""
     n = reg_elems.shape[0]
     esize = tile.elem_bytes
-    src, col = _movement(op)                               # (32, num, 2): per 16-bit half of a register
+    src, col, _ = matrix_movement(op)                  # (32, num, 2): per 16-bit half of a register
     b = np.arange(BANK_BYTES)                              # byte of the register
     half, inner, slot, off = b // 2, b % 2, b // esize, b % esize
     start = (col == 0)                                     # (lane, reg, half) that begin a matrix row
@@ -205,13 +206,6 @@ def _matrix_group(tile: Tile, op: SharedOp, reg_elems: np.ndarray, name, labels,
     elems = reg_elems.reshape(n, WARP_LANES, -1)
     mask = np.ones((n, WARP_LANES), bool)
     return AccessGroup(name, op, at, elems, mask, tuple(labels), _shape(tile), detail=detail)
-
-
-def _movement(op: SharedOp):
-    """(src lane, 16-bit column) of each (lane, register, half) of an ldmatrix/stmatrix entry."""
-    if op.movement is None:
-        raise ValueError(f"{op.name} has no data-movement layout (not an ldmatrix/stmatrix entry)")
-    return op.movement.table()
 
 
 def _plain_group(tile: Tile, op: SharedOp, lane_elems: np.ndarray, mask, name, labels, detail,
@@ -672,7 +666,7 @@ def from_exprs(tile, op, addrs, *, src=None, mask=None, variables=None, name=Non
     esize = tile.elem_bytes
     labels = tuple(insts)
     if o.family in ("ldmatrix", "stmatrix"):
-        src_l, col = _movement(o)                          # (32, num, 2)
+        src_l, col, _ = matrix_movement(o)                 # (32, num, 2)
         epr = BANK_BYTES // esize
         slot_byte = np.arange(epr) * esize                 # byte of each element in its register
         piece, inner = slot_byte // 2, slot_byte % 2

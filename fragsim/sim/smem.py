@@ -123,8 +123,9 @@ def check_words(values, shape, what: str) -> np.ndarray:
 # ldmatrix / stmatrix
 
 @lru_cache(maxsize=None)
-def _movement(op: SharedOp):
-    """(src lane, column) of each (lane, reg, half), and the order stmatrix writes them in."""
+def matrix_movement(op: SharedOp):
+    """(src lane, 16-bit column) of each (lane, reg, half) of an ldmatrix/stmatrix entry, and the order
+    stmatrix writes them in (the data movement of the table's entry; read-only, computed once)."""
     if op.movement is None:          # only the ldmatrix/stmatrix entries carry one
         raise ValueError(f"{op.name}: has no data-movement layout (not an ldmatrix/stmatrix entry)")
     src, col = op.movement.table()   # (32, num, 2)
@@ -150,7 +151,7 @@ def ldmatrix(smem, addrs, num, trans=False) -> np.ndarray:
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, _row_lanes(op), op.what)
     if a.size > BLOCK_LANES:
         return _in_blocks(a, op.nregs, lambda rows: ldmatrix(smem, rows, num, trans))
-    src, col, _ = _movement(op)
+    src, col, _ = matrix_movement(op)
     idx = a[..., src] + 2 * col                                   # (..., 32, num, 2)
     halves = smem[idx].astype(np.uint32) | (smem[idx + 1].astype(np.uint32) << 8)
     return halves[..., 0] | (halves[..., 1] << 16)
@@ -175,7 +176,7 @@ def stmatrix(smem, addrs, regs, num, trans=False) -> None:
     op = matrix_op("stmatrix", num, trans)
     a = check_addrs(addrs, op.bytes_per_addr, smem.size, _row_lanes(op), op.what, single=True)
     r = check_words(regs, (WARP_LANES, op.nregs), f"{op.name} regs")
-    src, col, order = _movement(op)
+    src, col, order = matrix_movement(op)
     idx = a[src] + 2 * col                                        # (32, num, 2)
     halves = np.stack([r & 0xFFFF, r >> 16], axis=-1)             # (32, num, 2)
     byte_idx = np.stack([idx, idx + 1], axis=-1).reshape(-1, 2)[order]

@@ -24,6 +24,7 @@ from fragsim.arith import Plan, index_maps
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions import lookup
 from fragsim.instructions.shared_ops import matrix_op
+from fragsim.sim.smem import matrix_movement
 
 from .. import ast as A
 from ..memory import put_bytes
@@ -94,7 +95,7 @@ def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
         raise PtxLoadError(f"line {ins.line}: {ins.text}: expected [address]")
     addr, space = c.address_of(a, "shared", ins.line)
     writers = [c.writer(x, B32, ins.line) for x in _registers(c, d, op.nregs, B32, ins, "d")]
-    src, col = op.movement.table()                       # (32, num, 2): source lane and column
+    src, col, _ = matrix_movement(op)                    # (32, num, 2): source lane and column
     # a warp's register halves in order (lane, register, half) as indices into the 16-bit elements of
     # the rows its address lanes name, row after row; without .trans the halves of a register are
     # neighbours in one row: one 32-bit word
@@ -132,10 +133,8 @@ def _stmatrix(ins: A.Instr, c: Compiler) -> Op:
         raise PtxLoadError(f"line {ins.line}: {ins.text}: expected [address]")
     addr, space = c.address_of(a, "shared", ins.line)
     readers = [c.reader(x, B32, ins.line) for x in _registers(c, v, op.nregs, B32, ins, "the source")]
-    src, col = op.movement.table()
+    src, col, order = matrix_movement(op)                # and the order the hardware's writes win in
     src_flat, col_flat = src.ravel(), col.ravel()
-    # matrices in order; within one, lower rows written last so that they win (as the H200 did)
-    order = np.lexsort((col_flat, -src_flat, src_flat // op.phase_lanes))
 
     def run(s: State, idx: np.ndarray) -> None:
         w, rows, cta = _matrix_rows(s, idx, ins, op, addr)
