@@ -41,7 +41,8 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
     ops = program.ops
     pc, status = s.pc, s.status
     big = np.iinfo(np.int64).max
-    batches = mma_batches(ops) if FAST else {}
+    # observers see every instruction on its own: batched mma would run several under one
+    batches = mma_batches(ops) if FAST and not s.observers else {}
     steps = 0
     while True:
         running = status == RUNNING
@@ -69,6 +70,7 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
             skipped = idx[g] if negated else idx[~g]
             pc[skipped] += 1
         if len(act):
+            s.op = op
             op.run(s, act)
         if not op.sets_pc:
             pc[act] += 1
@@ -121,6 +123,7 @@ def converged(ops: list, batches: dict, s: State, idx: np.ndarray, cur: int, ste
                 steps += batch.count - 1
             else:
                 if act is not None:
+                    s.op = op
                     op.run(s, act)
                 cur += 1
         steps += 1

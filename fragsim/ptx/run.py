@@ -152,12 +152,13 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
 
 
 def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=DEFAULT_ARCH, ctas=None,
-               check=False, max_steps=MAX_STEPS, approx=None) -> Run:
+               check=False, max_steps=MAX_STEPS, approx=None, observers=()) -> Run:
     """Run ``kernel`` of ``ptx`` (text, a path, or a parsed module) for the CTAs ``ctas`` of ``grid`` (all
     by default) with ``block`` threads each; arrays in ``args`` are written back in place.
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
-    them as IEEE stand-ins and lists their lines in ``Run.approximate``."""
+    them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
+    about the run's events (``fragsim.ptx.observe``)."""
     if approx not in (None, "ieee"):
         raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
     if check:
@@ -225,5 +226,6 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                   pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
                   global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
     state.declare_all(program.registers)
+    state.observers = tuple(observers)
     steps = execute(program, state, max_steps=max_steps)
     return Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)

@@ -112,7 +112,16 @@ class State:
         self.depth = np.zeros(n, np.int64)
         self._file_rows: dict = {}
         self.pc_converged = 0                                    # the PC of machine.converged's threads
+        self.op: Any = None                                      # the instruction running (observers read it)
+        self.observers: tuple = ()                               # see observe.py
         self.set_span(None)
+
+    def emit(self, kind: str, idx: np.ndarray, **data) -> None:
+        """Tell every observer with an ``on_<kind>`` method about an event (observe.py)."""
+        for o in self.observers:
+            fn = getattr(o, "on_" + kind, None)
+            if fn is not None:
+                fn(self, idx, **data)
 
     # ---- the threads of the step ---------------------------------------------------------------
 
@@ -291,6 +300,8 @@ class State:
                 out[split] = self.pmem[idx[split][:, None], off[:, None] + np.arange(width)]
                 return out
         mem, off = self._offsets(space, addrs, width, idx, line, "load")
+        if self.observers and space == "shared":
+            self.emit("shared", idx, addrs=addrs, width=width, write=False)
         return take_bytes(mem, off, width)
 
     def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
@@ -315,6 +326,8 @@ class State:
             self.pmem[idx[:, None], off[:, None] + np.arange(width)] = data
             return
         mem, off = self._offsets(space, addrs, width, idx, line, "store")
+        if self.observers and space == "shared":
+            self.emit("shared", idx, addrs=addrs, width=width, write=True)
         put_bytes(mem, off, data)
 
     def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

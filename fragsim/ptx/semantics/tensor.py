@@ -85,6 +85,9 @@ def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int
     rows = addr(s, idx).reshape(w, WARP_LANES).astype(np.int64)
     al = op.address_lanes
     s.check_shared(rows[:, :al], op.bytes_per_addr, idx.reshape(w, WARP_LANES)[:, :al], ins.line)
+    if s.observers:
+        s.emit("shared", idx.reshape(w, WARP_LANES)[:, :al], addrs=rows[:, :al], width=op.bytes_per_addr,
+               write=ins.opcode == "stmatrix")
     return w, rows, s.cta[s.cols(idx)].reshape(w, WARP_LANES)[:, 0]
 
 
@@ -352,6 +355,8 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: src-size {int(n[k])} exceeds cp-size {size}")
         d = d.astype(np.int64)
         s.check_shared(d, size, idx, line)
+        if s.observers:
+            s.emit("shared", idx, addrs=d, width=size, write=True)
         a = src(s, idx)
         full = n == size
         if full.all():
@@ -394,6 +399,14 @@ class Copies:
                       None if self.groups is None else (int(self.group[keep].min()), int(self.group[keep].max())))
 
 
+def land(s: State, smem: np.ndarray, c: Copies, sel: np.ndarray | None = None) -> None:
+    """cp.async copies ``c`` (those ``sel`` selects) write their bytes into shared memory."""
+    flat, data = (c.flat, c.data) if sel is None else (c.flat[sel], c.data[sel])
+    if s.observers:
+        s.emit("cp_land", c.threads if sel is None else c.threads[sel], flat=flat, width=data.shape[1])
+    put_bytes(smem, flat, data)
+
+
 def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
     keep = 0
     if what == "wait_group":
@@ -433,7 +446,7 @@ def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
         for c in s.cp_pending:
             if one and c.groups is not None and c.within(s, idx):     # all of them land, or none
                 if c.groups[1] <= lim[0]:
-                    put_bytes(smem, c.flat, c.data)
+                    land(s, smem, c)
                     continue
                 if c.groups[0] > lim[0]:
                     left.append(c)
@@ -443,9 +456,9 @@ def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
                 mine[cols] = True
             done = mine[c.threads] & (c.group >= 0) & (c.group <= limit[c.threads])
             if done.all():
-                put_bytes(smem, c.flat, c.data)
+                land(s, smem, c)
             elif done.any():
-                put_bytes(smem, c.flat[done], c.data[done])
+                land(s, smem, c, done)
                 left.append(c.part(~done))
             else:
                 left.append(c)

@@ -1,0 +1,29 @@
+"""What a run reports to those who watch it: the events of the machine, for the shared-memory report,
+the bug checks and fragment tracing.
+
+An observer is any object with ``on_<kind>`` methods for the kinds it cares about; a run with none
+pays one empty-tuple test per event site.  ``State.emit(kind, idx, **data)`` calls
+``observer.on_<kind>(state, idx, **data)`` for every observer that has the method; ``state.op`` is the
+instruction running (its ``line``, ``instr.opcode``/``instr.text``, ``extra``).
+
+Events (``idx``: the threads concerned, ascending global thread indices):
+
+``shared(s, idx, addrs, width, write)``
+    shared-memory bytes ``[addrs, addrs + width)`` of each thread's CTA read (``write=False``) or
+    written, as the instruction issues: ``ld``/``st``/``atom``/``red`` with a ``.shared`` or generic
+    address that lands there (``addrs`` (n,) in the CTA's shared window; an atom reads then writes),
+    ``ldmatrix``/``stmatrix`` (``idx``, ``addrs`` (warps, address lanes): the row each address lane
+    names, ``width`` the row's bytes), ``cp.async`` (the destination, ``write=True``, at issue; the
+    bytes land later: ``cp_land``).
+``cp_land(s, idx, flat, width)``
+    cp.async bytes landing at the wait that covers them: ``width`` bytes from ``flat`` (n,) on, as
+    indices into ``State.smem`` flattened (CTA-major).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Observer(Protocol):
+    """Marker for the objects ``run_kernel(observers=...)`` takes; every method is optional."""
