@@ -745,6 +745,11 @@ class PtxKernelsFamily(RunnerFamily):
     replay_file = False
     replay_expects = f"a folder with the {FILE} that --family ptx_kernels --record wrote"
 
+    def validate(self, args: argparse.Namespace) -> None:
+        super().validate(args)
+        if args.forms:
+            cases(args.forms)                 # --forms naming no kernel: refused now, as the other families do
+
     def source(self, cc: int) -> str:
         """The CUDA of our own kernels of the corpus (the PTX that runs is the committed one, built from
         these files one by one by src/build.sh)."""
