@@ -29,10 +29,13 @@ RECORDINGS = {
     "ptx_cvt": (DATA / "ptx" / "cvt", ["--forms", "f16.f32", "--cases", "64"]),
     "ptx_float": (DATA / "ptx" / "float", ["--forms", "add.rn.f32", "setp.CMP.and.f16x2", "--cases", "4096"]),
     "ptx_kernels": (DATA / "ptx" / "kernels", ["--forms", "struct_param", "--cases", "3"]),
+    "ptx": (DATA / "ptx", ["--forms", "shfl", "struct_param", "--cases", "8"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module
 PTX_MODULES = ("ptx_cvt",)
+#: families that run other families (their source is their members'; --cases 0 means each member's default)
+AGGREGATES = ("ptx",)
 
 
 def test_every_registered_family_has_a_recording_here():
@@ -43,11 +46,12 @@ def test_every_registered_family_has_a_recording_here():
 def test_each_family_implements_the_protocol_under_its_name(name):
     fam = FAMILIES[name]
     assert isinstance(fam, Family) and fam.name == name
-    assert fam.summary and fam.default_cases > 0 and fam.replay_expects
+    assert fam.summary and fam.replay_expects
+    assert fam.default_cases > 0 or name in AGGREGATES
     assert fam.options is None or {"cases", "replay", "json"} <= fam.options
 
 
-@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in PTX_MODULES])
+@pytest.mark.parametrize("name", [n for n in FAMILIES if n not in PTX_MODULES + AGGREGATES])
 def test_each_familys_cuda_starts_with_the_one_prelude(name):
     src = FAMILIES[name].source(90)
     assert src.startswith(PRELUDE) and src.count("fs_smem_addr(const void* p)") == 1
