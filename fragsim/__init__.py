@@ -38,6 +38,9 @@ _LAZY = {
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
     "run_kernel": ("fragsim.ptx.run", "run_kernel"),
     "Buffer": ("fragsim.ptx.memory", "Buffer"),
+    "TensorMap": ("fragsim.tma", "TensorMap"),
+    "tma_load": ("fragsim.tma", "tma_load"),
+    "tma_store": ("fragsim.tma", "tma_store"),
     "access": ("fragsim.search.access", None),      # the access-set module: presets and from_exprs
 }
 
