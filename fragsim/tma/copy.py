@@ -146,15 +146,13 @@ def _global_bytes(tensor, fn: str, write: bool) -> np.ndarray:
 
 def _reach(box: BoxLayout, nbytes: int, fn: str) -> None:
     """Every element inside the tensor must lie inside the array that holds it."""
-    e = box.tmap.element_bytes
-    if not box.in_bounds.any():
-        return
-    i = int(np.argmax(np.where(box.in_bounds, box.global_offset, -1)))
-    end = int(box.global_offset[i]) + e
-    if end > nbytes:
+    past = box.in_bounds & (box.global_offset + box.tmap.element_bytes > nbytes)
+    if past.any():
+        i = int(np.argmax(past))
         raise ValueError(f"{fn}: tensor has {nbytes} bytes, but element {tuple(int(c) for c in box.coords[i])} of "
-                         f"the box (inside global_dims {box.tmap.global_dims}) ends at byte {end}; pass the tensor's "
-                         "whole extent from the map's base")
+                         f"the box (inside global_dims {box.tmap.global_dims}) ends at byte "
+                         f"{int(box.global_offset[i]) + box.tmap.element_bytes}; pass the tensor's whole extent "
+                         "from the map's base")
 
 
 def _smem_reach(box: BoxLayout, smem: np.ndarray, fn: str, name: str) -> None:

@@ -1,0 +1,288 @@
+"""fragsim.TensorMap, tma_load, tma_store, bulk_copy: one documented property each.
+
+TensorMap refuses what cuTensorMapEncodeTiled refuses (CUDA Driver API), naming the parameter; a load
+lays the box out densely, innermost first, swizzled on the absolute shared address (PTX ISA 5.5.7),
+fills out-of-bound elements (5.5.3.3), walks element strides (5.5.3.2); a store is its reverse."""
+
+import numpy as np
+import pytest
+
+import fragsim
+from fragsim.facts.formats import FORMATS
+from fragsim.facts.tma import TMA_TYPES, oob_nan
+from fragsim.layout.swizzle import Swizzle
+from fragsim.tma import TensorMap, box_layout, bulk_copy, tma_load, tma_store, tma_swizzle
+
+SPANS = {"32B": 32, "64B": 64, "128B": 128}
+
+
+def ids16(n):
+    """n distinct 16-bit elements (their own index)."""
+    return np.arange(n, dtype=np.uint16)
+
+
+# -- TensorMap: cuTensorMapEncodeTiled's rules -------------------------------------------------------
+
+GOOD = dict(dtype="f16", global_dims=(64, 32), global_strides=(128,), box_dims=(64, 8))
+
+REFUSED = [
+    (dict(global_dims=(), global_strides=(), box_dims=()), ValueError, "rank (tensorRank) must be 1..5"),
+    (dict(global_dims=(2,) * 6, global_strides=(16,) * 5, box_dims=(8,) * 6), ValueError, "must be 1..5"),
+    (dict(global_strides=(128, 256)), ValueError, "global_strides has 2 values, rank 2 needs 1"),
+    (dict(box_dims=(64,)), ValueError, "box_dims has 1 values, rank 2 needs 2"),
+    (dict(element_strides=(1, 1, 1)), ValueError, "element_strides has 3 values"),
+    (dict(base=8), ValueError, "base 0x8 must be 16-byte aligned (globalAddress)"),
+    (dict(global_dims=(64, 0)), ValueError, "global_dims[1] = 0 must be 1..2^32 elements (globalDim)"),
+    (dict(global_dims=(64, 2**32 + 1)), ValueError, "global_dims[1] = 4294967297 must be 1..2^32"),
+    (dict(global_strides=(120,)), ValueError, "global_strides[0] = 120 (the stride of dimension 1) must be a "
+                                              "multiple of 16 bytes"),
+    (dict(global_strides=(2**40,)), ValueError, "0 <= stride < 2^40 (globalStrides)"),
+    (dict(box_dims=(64, 257)), ValueError, "box_dims[1] = 257 must be 1..256 elements (boxDim)"),
+    (dict(box_dims=(0, 8)), ValueError, "box_dims[0] = 0 must be 1..256"),
+    (dict(box_dims=(4, 8)), ValueError, "box_dims[0] = 4 f16 elements is 8 bytes; without interleave the box's "
+                                        "inner dimension must be a multiple of 16 bytes"),
+    (dict(element_strides=(1, 9)), ValueError, "element_strides[1] = 9 must be 1..8 (elementStrides)"),
+    (dict(element_strides=(0, 1)), ValueError, "element_strides[0] = 0 must be 1..8"),
+    (dict(swizzle="64B"), ValueError, "swizzle='64B' takes a box whose inner dimension is at most 64 bytes; "
+                                      "box_dims[0] = 64 f16 elements is 128 bytes"),
+    (dict(dtype="u16", oob_fill="nan"), ValueError, "oob_fill='nan' needs a floating-point dtype"),
+    (dict(interleave="16B"), ValueError, "interleave='16B' needs rank >= 3"),
+    (dict(dtype="f32", global_dims=(8, 4, 4), global_strides=(32, 128), box_dims=(8, 4, 4), interleave="32B"),
+     ValueError, "interleave='32B' needs swizzle='32B'"),
+    (dict(global_dims=(8, 4, 4), global_strides=(48, 192), box_dims=(8, 4, 4), interleave="32B", swizzle="32B"),
+     ValueError, "must be a multiple of 32 bytes with interleave='32B'"),
+    (dict(dtype="b4x16"), ValueError, "is not a tensor-map data type"),
+    (dict(dtype=np.float16), TypeError, "dtype must be a name such as 'bf16'"),
+    (dict(swizzle="128b"), ValueError, "did you mean '128B'?"),
+    (dict(global_dims=(64, 32.0)), TypeError, "global_dims[1] must be an integer"),
+    (dict(box_dims=(True, 8)), TypeError, "box_dims[0] must be an integer"),
+    (dict(global_strides=128), TypeError, "global_strides must be a sequence of integers"),
+    (dict(base=1.0), TypeError, "base must be an integer"),
+]
+
+
+@pytest.mark.parametrize("change, error, words", REFUSED, ids=[w[:40] for _, _, w in REFUSED])
+def test_tensor_map_refuses_what_cuTensorMapEncodeTiled_refuses_in_one_line_naming_the_parameter(change, error, words):
+    with pytest.raises(error) as e:
+        TensorMap(**(GOOD | change))
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_limits_themselves_are_accepted():
+    """globalDim 2^32, strides just below 2^40, boxDim 256, elementStrides 8, inner box = swizzle span,
+    the 32-byte interleave with its 32-byte swizzle, NaN fill of every float type, rank 5."""
+    TensorMap("u8", (2**32, 2), (2**40 - 16,), (256, 256), element_strides=(8, 8))
+    TensorMap("f32", (8, 4, 4), (32, 128), (8, 4, 4), interleave="32B", swizzle="32B", base=32)
+    for name, t in TMA_TYPES.items():
+        if t.float:
+            TensorMap(name, (64,), (), (16 // t.bytes,), oob_fill="nan")
+    for mode, span in SPANS.items():
+        TensorMap("f16", (128, 8), (256,), (span // 2, 8), swizzle=mode)
+    TensorMap("f16", (8,) * 5, (16, 128, 1024, 8192), (8, 1, 2, 1, 3))
+
+
+def test_box_bytes_is_the_dense_box_with_element_strides_and_element_strides_0_is_ignored():
+    """ceil(boxDim[i] / elementStrides[i]) elements per dimension (driver API); elementStrides[0]
+    without interleave is ignored."""
+    t = TensorMap("f32", (100, 50, 7), (400, 20000), (8, 10, 7), element_strides=(4, 3, 2))
+    assert t.smem_box == (8, 4, 4) and t.traversal_strides == (1, 3, 2) and t.box_bytes == 8 * 4 * 4 * 4
+
+
+def test_tensor_map_is_exported_lazily_by_fragsim():
+    assert fragsim.TensorMap is TensorMap and fragsim.tma_load is tma_load and fragsim.tma_store is tma_store
+
+
+# -- tma_load ------------------------------------------------------------------------------------------
+
+def _matrix(rows, cols, dtype=np.uint16):
+    return np.arange(rows * cols, dtype=dtype).reshape(rows, cols)
+
+
+def test_without_swizzle_the_box_lands_densely_innermost_first():
+    g = _matrix(20, 40)
+    t = TensorMap("u16", (40, 20), (80,), (16, 5))
+    smem = np.zeros(1024, np.uint8)
+    tma_load(t, g, (8, 3), smem, 256)
+    assert np.array_equal(smem[256:256 + t.box_bytes].view(np.uint16).reshape(5, 16), g[3:8, 8:24])
+    assert not smem[:256].any() and not smem[256 + t.box_bytes:].any()
+
+
+@pytest.mark.parametrize("mode", list(SPANS))
+@pytest.mark.parametrize("dst", [0, 128, 384, 1024 + 640])
+def test_the_swizzle_is_layout_swizzle_on_the_absolute_shared_address(mode, dst):
+    """Byte o of the dense box lands at Swizzle<B,4,3>(dst + o), 2^B = span / 16: a destination that
+    is not aligned to the pattern (1024/512/256 bytes) starts it at row (dst / 128) % 8."""
+    span = SPANS[mode]
+    cols = span // 2
+    g = _matrix(64, cols)
+    t = TensorMap("f16", (cols, 64), (span,), (cols, 24), swizzle=mode)
+    smem = np.zeros(8192, np.uint8)
+    tma_load(t, g, (0, 7), smem, dst)
+    dense = g[7:31].reshape(-1).view(np.uint8)
+    swz = Swizzle(span.bit_length() - 5, 4, 3)
+    assert tma_swizzle(mode) == swz
+    assert np.array_equal(smem[swz(dst + np.arange(dense.size))], dense)
+
+
+def test_128B_swizzle_is_the_ptx_table_chunk_c_of_line_r_goes_to_chunk_c_xor_r():
+    """PTX ISA 5.5.7, 128-byte swizzle from a 1024-byte aligned address: line r, 16-byte cell c holds
+    chunk c ^ (r % 8) of the source line."""
+    g = _matrix(16, 64)
+    t = TensorMap("f16", (64, 16), (128,), (64, 16), swizzle="128B")
+    smem = np.zeros(2048, np.uint8)
+    tma_load(t, g, (0, 0), smem, 0)
+    cells = smem.reshape(16, 8, 16)
+    for r in range(16):
+        for c in range(8):
+            assert np.array_equal(cells[r, c ^ (r % 8)].view(np.uint16), g[r, 8 * c:8 * c + 8])
+
+
+def test_a_box_narrower_than_the_swizzle_span_is_still_dense_and_swizzled_by_address():
+    """64-byte rows under 128B swizzle: the dense rows' chunks move within their 128-byte line."""
+    g = _matrix(16, 32)
+    t = TensorMap("f16", (32, 16), (64,), (32, 16), swizzle="128B")
+    smem = np.zeros(1024, np.uint8)
+    tma_load(t, g, (0, 0), smem, 0)
+    dense = g.reshape(-1).view(np.uint8)
+    assert np.array_equal(smem[Swizzle(3, 4, 3)(np.arange(1024))], dense)
+
+
+@pytest.mark.parametrize("fill", ["zero", "nan"])
+@pytest.mark.parametrize("start", [(-8, -2), (24, 17), (-16, 18), (40, 0), (0, -5)])
+def test_out_of_bound_elements_are_filled_and_the_rest_copied(fill, start):
+    """An element with a coordinate < 0 or >= its dimension is 0, or the dtype's canonical NaN
+    (0x7FFF for f16), however far out; padding bytes of the strides are never read."""
+    g = np.full((20, 48), 0xAAAA, np.uint16)        # rows padded to 48 elements; the tensor is 32 wide
+    g[:, :32] = _matrix(20, 32)
+    t = TensorMap("f16", (32, 20), (96,), (16, 6), oob_fill=fill)
+    smem = np.zeros(256, np.uint8)
+    tma_load(t, g, start, smem, 0)
+    got = smem[:t.box_bytes].view(np.uint16).reshape(6, 16)
+    want = np.full((6, 16), oob_nan("f16") if fill == "nan" else 0, np.uint16)
+    for r in range(6):
+        for c in range(16):
+            y, x = start[1] + r, start[0] + c
+            if 0 <= y < 20 and 0 <= x < 32:
+                want[r, c] = g[y, x]
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [n for n, t in TMA_TYPES.items() if t.float])
+def test_the_nan_fill_is_the_formats_canonical_nan(dtype):
+    e = TMA_TYPES[dtype].bytes
+    t = TensorMap(dtype, (16 // e,), (), (16 // e,), oob_fill="nan")
+    smem = np.zeros(128, np.uint8)
+    tma_load(t, np.zeros(16, np.uint8), (-(16 // e),), smem, 0)
+    nan = FORMATS[{"f32.ftz": "f32", "tf32.ftz": "tf32"}.get(dtype, dtype)].canonical_nan
+    assert smem[:16].tobytes() == nan.to_bytes(e, "little") * (16 // e)
+
+
+def test_element_strides_take_every_kth_element_of_the_outer_dimensions():
+    """elementStrides[i] > 1: the box covers boxDim[i] coordinates and loads every elementStrides[i]-th
+    (ceil(boxDim / stride) of them); elementStrides[0] is ignored without interleave."""
+    g = np.arange(4 * 30 * 16, dtype=np.uint32).reshape(4, 30, 16)
+    t = TensorMap("u32", (16, 30, 4), (64, 1920), (8, 10, 4), element_strides=(3, 4, 2))
+    smem = np.zeros(1024, np.uint8)
+    tma_load(t, g, (4, 25, 1), smem, 0)
+    got = smem[:t.box_bytes].view(np.uint32).reshape(2, 3, 8)
+    want = np.zeros((2, 3, 8), np.uint32)
+    for a, z in enumerate((1, 3)):
+        for b, y in enumerate((25, 29, 33)):
+            if y < 30:
+                want[a, b] = g[z, y, 4:12]
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_store_of_a_load_gives_the_original_back_for_in_bounds_boxes(seed):
+    """A random map of rank 1..5 (any dtype, swizzle, element strides, padded strides) and a box inside
+    the tensor: tma_store of what tma_load wrote puts exactly the box's bytes back."""
+    rng = np.random.default_rng(seed)
+    name = str(rng.choice(list(TMA_TYPES)))
+    e = TMA_TYPES[name].bytes
+    rank = int(rng.integers(1, 6))
+    mode = str(rng.choice(["none", *SPANS]))
+    chunks = int(rng.integers(1, (SPANS.get(mode, 64)) // 16 + 1))
+    box = [chunks * 16 // e] + [int(rng.integers(1, 5)) for _ in range(rank - 1)]
+    es = [int(rng.integers(1, 4)) for _ in range(rank)]
+    extent = [box[0]] + [(-(-b // s) - 1) * s + 1 for b, s in zip(box[1:], es[1:])]
+    dims = [x + int(rng.integers(0, 3)) * (16 // e if i == 0 else 1) for i, x in enumerate(extent)]
+    strides, s = [], -(-dims[0] * e // 16) * 16 + 16 * int(rng.integers(0, 3))
+    for d in dims[1:]:
+        strides.append(s)
+        s *= d
+    t = TensorMap(name, dims, strides, box, element_strides=es, swizzle=mode, base=4096)
+    x = rng.integers(0, 256, s if rank > 1 else dims[0] * e, dtype=np.uint8)
+    coords = [int(rng.integers(0, d - x_ + 1)) for d, x_ in zip(dims, extent)]
+    coords[0] -= coords[0] % (16 // e)
+    dst = 1024 + 128 * int(rng.integers(0, 8))
+    smem = np.zeros(16384, np.uint8)
+    tma_load(t, x, coords, smem, dst)
+    y = np.zeros_like(x)
+    tma_store(t, y, coords, smem, dst)
+    box_ = box_layout(t, coords, dst)
+    assert box_.in_bounds.all()
+    read = np.zeros(x.size, bool)
+    read[(box_.global_offset[:, None] + np.arange(e)).ravel()] = True
+    assert np.array_equal(y[read], x[read]) and not y[~read].any()
+
+
+def test_a_store_skips_out_of_bound_elements_and_refuses_negative_coordinates():
+    g = np.zeros((10, 16), np.uint16)
+    t = TensorMap("u16", (16, 10), (32,), (16, 4))
+    smem = np.zeros(256, np.uint8)
+    smem[:128] = 0xFF
+    tma_store(t, g, (0, 8), smem, 0)
+    assert (g[8:] == 0xFFFF).all() and not g[:8].any()
+    with pytest.raises(ValueError, match=r"coords\[1\] = -1: a store's box must start at non-negative coordinates"):
+        tma_store(t, g, (0, -1), smem, 0)
+
+
+# -- run-time refusals ---------------------------------------------------------------------------------
+
+T = TensorMap("f16", (64, 32), (128,), (64, 8))
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (4, 0), s, 0), ValueError,
+     "coords[0] = 4 starts the box 8 bytes past a 16-byte boundary"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 64), ValueError,
+     "dst = 0x40 must be a 128-byte aligned shared address"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 8192), ValueError, "past the 8192 bytes of smem"),
+    (lambda s: tma_load(T, np.zeros(100, np.uint8), (0, 0), s, 0), ValueError,
+     "tensor has 100 bytes, but element (50, 0) of the box"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0,), s, 0), ValueError, "coords has 1 values; the rank-2 map"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 2**31), s, 0), ValueError, "not a signed 32-bit"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 1.5), s, 0), TypeError, "coords[1] must be an integer"),
+    (lambda s: tma_load(T, np.zeros((64, 64), np.uint8)[:, ::2], (0, 0), s, 0), ValueError, "C-contiguous"),
+    (lambda s: tma_load(T, [0] * 4096, (0, 0), s, 0), TypeError, "tensor must be a NumPy array"),
+    (lambda s: tma_load("map", np.zeros(4096, np.uint8), (0, 0), s, 0), TypeError, "tmap must be a fragsim.TensorMap"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s.astype(np.uint16), 0), TypeError, "smem must be"),
+    (lambda s: tma_load(TensorMap("f16", (8, 4, 4), (16, 64), (8, 4, 4), interleave="16B"),
+                        np.zeros(4096, np.uint8), (0, 0, 0), s, 0), ValueError, "interleave='16B' maps are not modelled"),
+])
+def test_a_copy_refuses_what_the_hardware_refuses_in_one_line(call, error, words):
+    with pytest.raises(error) as e:
+        call(np.zeros(8192, np.uint8))
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_negative_inner_coordinate_aligned_to_16_bytes_is_a_legal_start():
+    smem = np.zeros(2048, np.uint8)
+    tma_load(T, np.ones(4096, np.uint8), (-8, 0), smem, 0)
+    assert not smem[:16].any() and (smem[16:128] == 1).all()
+
+
+# -- cp.async.bulk -------------------------------------------------------------------------------------
+
+def test_bulk_copy_moves_bytes_and_refuses_misaligned_addresses_and_sizes():
+    src = np.arange(256, dtype=np.uint8)
+    smem = np.zeros(512, np.uint8)
+    bulk_copy(smem, 128, src, 32, 64)
+    assert np.array_equal(smem[128:192], src[32:96]) and not smem[:128].any() and not smem[192:].any()
+    for args, words in (((smem, 136, src, 0, 16), "dst = 0x88 must be a 16-byte aligned"),
+                        ((smem, 0, src, 0, 24), "size = 24 must be a non-negative multiple of 16"),
+                        ((smem, 0, src, 248, 16), "src = 0xf8 must be a 16-byte aligned"),
+                        ((smem, 0, src, 240, 32), "reaches past the 256 bytes of src_mem")):
+        with pytest.raises(ValueError, match=words):
+            bulk_copy(*args)
