@@ -1,11 +1,15 @@
-"""Checks of scalar parameters at the public boundary: exact types, one-line errors naming the parameter."""
+"""Checks of scalar parameters at the public boundary: exact types, one-line errors naming the parameter;
+and arrays read from files without trusting their headers."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import io
 import numbers
+import zipfile
 from collections.abc import Iterator
+from typing import IO
 
 import numpy as np
 
@@ -161,3 +165,47 @@ def element_units_hint(addrs, align: int) -> str:
             return (f" (every address times {e} would be {align}-byte aligned: is the expression counting "
                     f"{e}-byte elements instead of bytes?)")
     return ""
+
+
+# ---- arrays read from files ----------------------------------------------------------------------
+# NumPy allocates the array a .npy header claims before it reads the data, so a damaged or hostile file
+# that claims 10**12 elements asks for terabytes.  Every array fragsim reads from a file (--arg A.npy,
+# GPU recordings, check recordings) is read here: the claim is checked against the bytes that hold the
+# data first (a .npz member's uncompressed size as its archive records it; the archive's reader stops
+# there), and the whole archive against MAX_WORKING_BYTES.
+
+def check_header(f: IO[bytes], held: int, what: str) -> None:
+    """Read the .npy header at ``f``'s position; ValueError unless the data it claims fits in ``held``
+    bytes (the data and header together) and contains no Python objects."""
+    start = f.tell()
+    version = np.lib.format.read_magic(f)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read(f)
+    if dtype.hasobject:
+        raise ValueError(f"{what}: holds Python objects (dtype {dtype}); fragsim reads numeric arrays only")
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    data = held - (f.tell() - start)
+    if claimed > data:
+        raise ValueError(f"{what}: its header claims {shape} {dtype}, {claimed:,} bytes; the file holds {data:,}")
+
+
+def load_npy_bytes(data: bytes, what: str) -> np.ndarray:
+    """The one array of a .npy file's bytes."""
+    check_header(io.BytesIO(data), len(data), what)
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def load_npz(path: str) -> dict[str, np.ndarray]:
+    """Every array of a .npz archive, by name; ValueError (naming ``path`` and the member) for a member
+    whose header claims more than it holds, or an archive larger than the working-memory limit."""
+    with zipfile.ZipFile(path) as z:
+        infos = [i for i in z.infolist() if i.filename.endswith(".npy")]
+        working_memory(sum(i.file_size for i in infos), f"{path}: {len(infos)} arrays",
+                       "is this the file you meant?")
+        out = {}
+        for info in infos:
+            with z.open(info) as f:
+                check_header(f, info.file_size, f"{path}: {info.filename}")
+            with z.open(info) as f:
+                out[info.filename[:-len(".npy")]] = np.lib.format.read_array(f, allow_pickle=False)
+        return out

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from fragsim.validate import load_npz
+
 FORMAT = "fragsim-gpu-record"
 #: 2: one format for every record (1: the warp corpora's "fragsim-hw-corpus/1" and the formats of
 #: their own that movmatrix, wgmma, the Nsight Compute records and MMA-Sim's corpus had).
@@ -62,8 +64,7 @@ def save(path: str, kind: str, meta: Mapping[str, Any], arrays: Mapping[str, Any
 def load(path: str, kinds: Collection[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(meta, arrays) of a record of one of ``kinds``; ValueError naming the file otherwise."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        arrays = load_npz(path)
         meta = json.loads(str(arrays.pop("meta")))
     except (OSError, ValueError, KeyError, AttributeError, TypeError, zipfile.BadZipFile) as e:
         # not an .npz (a .npy loads as an array), a damaged one, or one without the meta record

@@ -136,3 +136,22 @@ def test_a_global_tile_shows_as_its_repr_not_as_a_bank_picture():
     """Jupyter shows _repr_svg_/_repr_png_ when they give one: 8M elements coloured by bank took 39 s."""
     t = Tile(4096, 2048, "f16", space="global")
     assert t._repr_svg_() is None and t._repr_png_() is None
+
+
+def test_a_recording_whose_npz_member_claims_more_than_it_holds_is_refused_before_numpy_allocates_it(tmp_path, capsys):
+    """A GPU recording (.npz) with a member whose header claims 2**36 floats (256 GiB) in 64 bytes."""
+    import io
+    import zipfile
+
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f4", "fortran_order": False, "shape": (1 << 36,)})
+    meta = io.BytesIO()
+    np.save(meta, np.array('{"format": "fragsim-gpu-record", "version": 2, "kind": "mma"}'))
+    with zipfile.ZipFile(tmp_path / "corpus.npz", "w") as z:
+        z.writestr("meta.npy", meta.getvalue())
+        z.writestr("a.npy", head.getvalue() + bytes(64))
+    with memory_cap(1 << 30):
+        code = main(["gpu-check", "--replay", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "a.npy: its header claims (68719476736,) float32, 274,877,906,944 bytes; the file holds 64" in err

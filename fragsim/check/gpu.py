@@ -19,6 +19,8 @@ import json
 
 import numpy as np
 
+from fragsim.validate import load_npz
+
 from .report import GpuVerdict
 
 FORMAT = "fragsim-check-gpu/1"
@@ -90,14 +92,14 @@ class Recorded:
     """A recorded GPU run of one case, replayed: ``run`` returns what the hardware did."""
 
     def __init__(self, path, name: str):
-        with np.load(path, allow_pickle=False) as z:
-            self.meta = json.loads(str(z["meta"]))
-            if self.meta.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a fragsim check recording (format {self.meta.get('format')!r})")
-            keys = [k for k in z.files if k.startswith(name + "/")]
-            if not keys:
-                raise ValueError(f"{path}: no recording of {name!r}")
-            self.arrays = {k[len(name) + 1:]: z[k] for k in keys}
+        z = load_npz(path)
+        self.meta = json.loads(str(z["meta"]))
+        if self.meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a fragsim check recording (format {self.meta.get('format')!r})")
+        keys = [k for k in z if k.startswith(name + "/")]
+        if not keys:
+            raise ValueError(f"{path}: no recording of {name!r}")
+        self.arrays = {k[len(name) + 1:]: z[k] for k in keys}
         self.name = name
         self.info = {k: self.meta[k] for k in ("device", "cc", "arch", "driver", "cuda_runtime") if k in self.meta}
 

@@ -7,7 +7,6 @@ own spelling."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import os
 import re
@@ -17,6 +16,7 @@ from typing import NoReturn
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.validate import load_npy_bytes
 
 #: Values of one ``--var``: each value issues the instructions once more.
 MAX_VALUES = 1 << 14
@@ -182,22 +182,11 @@ def load_npy(path: str, option: str, expected: str = "one array saved by numpy.s
     if not data.startswith(NPY_MAGIC):
         what = "a .npz archive of several arrays" if data.startswith(b"PK\x03\x04") else "not a .npy file"
         _fail(option, path, what, expected)
-    f = io.BytesIO(data)
     try:
-        # numpy allocates the array its header claims before it reads the data: the claim is checked first
-        version = np.lib.format.read_magic(f)
-        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-        shape, _, dtype = read(f)
+        return load_npy_bytes(data, "not a readable .npy array")
     except (ValueError, EOFError, OSError) as e:
-        _fail(option, path, f"not a readable .npy array ({_reason(e)})", expected)
-    claimed, held = int(np.prod(shape, dtype=object)) * dtype.itemsize, len(data) - f.tell()
-    if not dtype.hasobject and claimed > held:
-        _fail(option, path, f"not a readable .npy array (its header claims {shape} {dtype}, {claimed:,} bytes; "
-                            f"the file holds {held:,})", expected)
-    try:
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, EOFError, OSError) as e:
-        _fail(option, path, f"not a readable .npy array ({_reason(e)})", expected)
+        _fail(option, path, str(e) if str(e).startswith("not a readable") else f"not a readable .npy array "
+              f"({_reason(e)})", expected)
 
 
 def readable_dir(path: str, option: str, expected: str) -> str:
