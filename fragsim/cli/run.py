@@ -42,6 +42,11 @@ def add_arguments(p):
                    "as not bit-exact")
     p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the buffers after the run, one .npy per array argument (default ./{DEFAULT_OUT})")
+    p.add_argument("--report", action="store_true", help="print the shared-memory traffic by source line (CUDA "
+                   "lines with -lineinfo, else PTX lines): executions, wavefronts and excess wavefronts (bank "
+                   "conflicts), worst first, and the totals under Nsight Compute's metric names")
+    p.add_argument("--html", metavar="FILE", help="write that report as an HTML page, costly lines highlighted, "
+                   "with the bank phases of each worst line's worst execution")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -75,11 +80,14 @@ def run(args) -> int:
     from fragsim.ptx.run import run_kernel
 
     out = writable_dir(args.out, "--out")
+    if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
+        raise ValueError(f"--html {args.html}: no folder {os.path.dirname(os.path.abspath(args.html))} to write it in")
     values = [_value(a, k) for k, a in enumerate(args.arg)]
     ctas = [_dims(c, "--cta") for c in args.cta] or None
     t0 = time.time()
     r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
-                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx)
+                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
+                   report=bool(args.report or args.html))
     seconds = time.time() - t0
     saved = []
     for text, v in zip(args.arg, values):
@@ -87,14 +95,24 @@ def run(args) -> int:
             path = os.path.join(out, os.path.basename(text))
             np.save(path, v)
             saved.append(path)
+    if args.html:
+        assert r.shared is not None
+        with open(args.html, "w") as f:
+            f.write(r.shared.html())
     if args.json:
-        print(json.dumps({"kernel": r.kernel, "grid": r.grid, "block": r.block, "ctas": len(r.ctas),
-                          "steps": r.steps, "seconds": round(seconds, 3), "saved": saved,
-                          "approximate_lines": r.approximate}))
+        body = {"kernel": r.kernel, "grid": r.grid, "block": r.block, "ctas": len(r.ctas), "steps": r.steps,
+                "seconds": round(seconds, 3), "saved": saved, "approximate_lines": r.approximate}
+        if args.report and r.shared is not None:
+            body["shared"] = r.shared.to_dict()
+        print(json.dumps(body))
         return 0
     print(f"{r.kernel}: grid {r.grid}, block {r.block}, {len(r.ctas)} CTA(s) run, {r.steps:,} steps in {seconds:.2f} s")
     if r.approximate:
         print(f"not bit-exact: lines {', '.join(map(str, r.approximate))} ran .approx instructions as IEEE stand-ins")
     for path in saved:
         print(f"wrote {path}")
+    if args.report and r.shared is not None:
+        print(r.shared.text())
+    if args.html:
+        print(f"wrote {args.html}")
     return 0

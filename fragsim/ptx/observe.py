@@ -30,6 +30,10 @@ Events (``idx``: the threads concerned, ascending global thread indices):
     descriptors; ``c``/``d`` as for ``mma`` (``d`` changeable in place); ``smem`` uint8 ``(groups,
     bytes)`` each warpgroup's CTA's shared memory as the instruction read it; ``trans_a``/``trans_b``
     the imm-trans operands (MN-major).
+``cp_async(s, idx, dst, src, size)``
+    one ``cp.async`` copy step as it issues, after its ``shared`` event: ``dst`` (n,) the shared
+    destinations (CTA window), ``src`` (n,) the absolute global source addresses (the bank model of
+    LDGSTS reads them), ``size`` the cp-size in bytes.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from .machine import MAX_STEPS, execute
 from .memory import Buffer, GlobalMemory
 from .program import Compiler, Program, init_bytes
 from .state import Geometry, State
+from .traffic import SharedReport, Traffic, ptx_text_lines
 from .types import TYPES
 
 #: Threads of one CTA at most (every architecture fragsim models).
@@ -48,6 +49,13 @@ class Run:
     program: Program = field(repr=False)
     #: PTX lines of .approx instructions run as IEEE stand-ins (approx="ieee"): not the hardware's bits
     approximate: list[int] = field(default_factory=list)
+    #: shared-memory traffic per instruction (``report=True``; None otherwise): fragsim.ptx.traffic
+    shared: SharedReport | None = field(default=None, repr=False)
+
+    @property
+    def totals(self) -> dict[str, int] | None:
+        """The run's shared-memory counters under Nsight Compute's metric names (``report=True``)."""
+        return None if self.shared is None else self.shared.totals
 
 
 def _dims(value, name: str) -> tuple[int, int, int]:
@@ -152,15 +160,18 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
 
 
 def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=DEFAULT_ARCH, ctas=None,
-               check=False, max_steps=MAX_STEPS, approx=None, observers=()) -> Run:
+               check=False, max_steps=MAX_STEPS, approx=None, observers=(), report=False) -> Run:
     """Run ``kernel`` of ``ptx`` (text, a path, or a parsed module) for the CTAs ``ctas`` of ``grid`` (all
     by default) with ``block`` threads each; arrays in ``args`` are written back in place.
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
-    about the run's events (``fragsim.ptx.observe``)."""
+    about the run's events (``fragsim.ptx.observe``).  ``report``: collect the shared-memory traffic
+    per instruction into ``Run.shared`` and ``Run.totals`` (``fragsim.ptx.traffic``)."""
     if approx not in (None, "ieee"):
         raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
+    if not isinstance(report, bool):
+        raise TypeError(f"report must be True or False, got {report!r}")
     if check:
         raise ValueError("check=True (kernel bug finding) is not available yet; run without it")
     module = _module(ptx)
@@ -226,6 +237,10 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                   pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
                   global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
     state.declare_all(program.registers)
-    state.observers = tuple(observers)
+    traffic = Traffic(module) if report else None
+    state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
     steps = execute(program, state, max_steps=max_steps)
-    return Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
+    run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
+    if traffic is not None:
+        run.shared = traffic.report(run, *ptx_text_lines(ptx))
+    return run

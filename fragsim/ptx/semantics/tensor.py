@@ -361,6 +361,8 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
         if s.observers:
             s.emit("shared", idx, addrs=d, width=size, write=True)
         a = src(s, idx)
+        if s.observers:
+            s.emit("cp_async", idx, dst=d, src=a, size=size)
         full = n == size
         if full.all():
             data = s.load("global", a, size, idx, line)
