@@ -44,6 +44,7 @@ _MODULES = {
     "ptx_float": "ptx_float",
     "ptx_kernels": "ptx_kernels",
     "ptx": "ptx_all",
+    "tma": "tma",
 }
 
 
