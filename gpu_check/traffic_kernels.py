@@ -58,15 +58,20 @@ class Case:
         return "fs_traffic_" + self.name
 
     def ptx(self) -> str:
+        """The kernel as a module of its own."""
+        return HEADER + self.entry_text()
+
+    def entry_text(self) -> str:
         return PROLOGUE.format(entry=self.entry) + self.body + EPILOGUE
 
 
-PROLOGUE = """.version 8.0
-.target sm_90a
+HEADER = """.version 8.0
+.target sm_90
 .address_size 64
 
 .shared .align 1024 .b8 smem[16384];
-
+"""
+PROLOGUE = """
 .visible .entry {entry}(.param .u64 p_in, .param .u64 p_out)
 {{
 	.reg .pred %p<8>;
@@ -254,3 +259,8 @@ def buffers(seed: int = 0) -> dict[str, np.ndarray]:
     """The launch's buffers: ``in`` (cp.async sources, random bytes) and ``out`` (a word per thread)."""
     rng = np.random.default_rng(seed)
     return {"in": rng.integers(0, 256, IN_BYTES, dtype=np.uint8), "out": np.zeros(THREADS, np.uint32)}
+
+
+def module_source() -> str:
+    """Every case's kernel in one module (one static ``smem`` shared by name)."""
+    return HEADER + "".join(c.entry_text() for c in CASES)

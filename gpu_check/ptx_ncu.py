@@ -1,0 +1,666 @@
+"""Shared-memory traffic of whole kernels under Nsight Compute: ``run.totals`` and ``run.shared``
+(``fragsim.ptx.traffic``) against the H100's counters, kernel by kernel and PTX line by PTX line.
+
+    python -m fragsim.gpu_check.ptx_ncu measure --out DIR      # on the GPU machine: build, profile, record
+    python -m fragsim.gpu_check.ptx_ncu compare DIR            # fragsim vs the record, on any machine
+
+``measure`` needs CuPy, ptxas, nvdisasm and ncu.  The launches (``plan``): every file of every
+kernel of the PTX corpus (``ptx_kernels.KERNELS``, its first shape and seed, the whole grid) and
+every kernel of ``traffic_kernels.CASES`` (one access pattern each).  For each:
+
+1. the PTX gets a ``.loc 1 L 0`` before the instruction of line ``L`` (its own ``.loc``/``.file``
+   removed, ``.file 1 "ptx"`` added) and its entry a name of its own, ``fs<i>__<name>`` (never
+   demangled, so Nsight Compute prints and filters it as written); ``ptxas -lineinfo`` builds it
+   (at the PTX's own ``.version``, or the newest older one ptxas takes) and ``nvdisasm -g`` gives
+   every SASS instruction with the PTX line it comes from;
+2. one process (``launch DIR``) loads every cubin and launches each kernel once, its buffers as
+   ``ptx_kernels`` builds them (device addresses recorded: cp.async's bank model reads them), under
+   one ``ncu --clock-control none --cache-control none`` run collecting the whole-kernel counters
+   (``METRICS``) and the source counters (``--section SourceCounters``) into one report;
+3. per launch the details page (the counters) and the source page at SASS granularity
+   (``--page source --print-source sass --csv``) are imported from the report.
+
+The record ``DIR/ptx_ncu.npz`` (kind "ptx-ncu") keeps, per launch, the plan entry, the buffers'
+addresses, every counter, and the source page and the nvdisasm text as they were printed: they are
+parsed when compared, so a parsing fix needs no new measurement.  ``compare`` runs each launch
+through ``fragsim.run_kernel(report=True)`` with the buffers at the recorded addresses and reports
+every difference: whole-kernel counters (``run.totals``, and cp.async's wavefronts: the shared
+total less op_misc, op_ld and op_st), and per PTX line the executions, wavefronts and ideal
+wavefronts of the line's shared-memory SASS instructions against fragsim's rows, where ptxas keeps
+one SASS shared-memory instruction of the matching kind for the line (or several copies of it,
+summed); lines where it merges or splits differently are listed, not compared.
+tests/test_ptx_traffic_replay.py replays the record in CI.
+
+Missing CuPy, ptxas, nvdisasm, ncu or a GPU: one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fragsim.ptx import ast as A
+from fragsim.ptx.parse import parse
+from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS, ST_CONFLICTS,
+                                 ST_WAVEFRONTS)
+
+from . import ptx_kernels as PK
+from .family import RunnerFamily
+from . import record, runner
+from . import traffic_kernels as TK
+from .ncu_probe import NcuUnavailable
+from .ncu_run import COUNTERS, OP_MISC_WAVEFRONTS, figures, find_ncu, ncu_version, parse_ncu_csv
+
+RECORD = "ptx_ncu.npz"
+RECORD_KIND = "ptx-ncu"
+#: the whole-kernel counters read: the table's (ld, st, ldgsts wavefronts and conflicts, executed
+#: instructions per kind), op_misc, atomics, and the shared-memory totals
+METRICS = tuple(dict.fromkeys([m for pair in COUNTERS.values() for m in pair] + [OP_MISC_WAVEFRONTS]
+                              + list(INST_METRICS.values())
+                              + [ATOM_INST, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
+                                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum",
+                                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+                                 "smsp__inst_executed_op_generic_ld.sum", "smsp__inst_executed_op_generic_st.sum",
+                                 "smsp__inst_executed.sum"]))
+#: the counters run.totals states and the record is compared on
+COMPARED = (LD_WAVEFRONTS, ST_WAVEFRONTS, LD_CONFLICTS, ST_CONFLICTS, LDGSTS_CONFLICTS, *INST_METRICS.values(),
+            ATOM_INST)
+#: the ``.file`` the rewritten PTX names: nvdisasm's line annotations of this file are PTX lines
+LINE_FILE = "ptx"
+#: SASS opcodes of each row kind of the report (generic ld/st compile to LD/ST)
+SASS_OF = {"ld": ("LDS",), "st": ("STS",), "ldsm": ("LDSM",), "stsm": ("STSM",), "ldgsts": ("LDGSTS",),
+           "atom": ("ATOMS",), "wgmma": ("HGMMA", "IGMMA", "QGMMA", "BGMMA")}
+SASS_GENERIC = {"ld": ("LD",), "st": ("ST",), "atom": ("ATOM",)}
+SHARED_SASS = {"LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS"}
+#: source-page columns, as metric names or as the labels Nsight Compute prints by default
+COLUMNS = {"inst": ("inst_executed", "Instructions Executed", "Warp Instructions Executed"),
+           "wavefronts": ("memory_l1_wavefronts_shared", "L1 Wavefronts Shared"),
+           "ideal": ("memory_l1_wavefronts_shared_ideal", "L1 Wavefronts Shared Ideal")}
+#: ptxas's never-executed padding instruction (``@!PT LDS RZ, [RZ]`` in cp.async kernels)
+NEVER = "@!PT"
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan
+
+@dataclass(frozen=True)
+class Item:
+    """One launch: ``kind`` "corpus" (``kernel`` of ptx_kernels on ``file``) or "generated" (a case of
+    traffic_kernels, ``kernel`` its name); ``name``: the entry's name in the cubin."""
+
+    index: int
+    kind: str
+    kernel: str
+    file: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.kernel}/{self.file}" if self.kind == "corpus" else f"traffic/{self.kernel}"
+
+    @property
+    def name(self) -> str:
+        return f"fs{self.index}__{self.entry().name}"
+
+    def text(self) -> str:
+        return PK.module_text(self.file) if self.kind == "corpus" else TK.BY_NAME[self.kernel].ptx()
+
+    def entry(self) -> A.Function:
+        if self.kind == "corpus":
+            return PK.entry_of(self.file, PK.BY_NAME[self.kernel].entry)
+        return parse(self.text()).entries[TK.BY_NAME[self.kernel].entry]
+
+    def launch(self) -> PK.Launch:
+        if self.kind == "corpus":
+            k = PK.BY_NAME[self.kernel]
+            return k.build(k.shapes[0], k.seeds[0])
+        return PK.Launch(PK.dims(1), PK.dims(TK.THREADS), 0, TK.buffers(), ["in", "out"], ("out",))
+
+
+def plan(forms: list[str] | None = None) -> list[Item]:
+    """Every corpus file of every kernel, then every generated case (``forms``: only ids containing one)."""
+    raw = [("corpus", k.name, f) for k in PK.KERNELS for f in k.files]
+    raw += [("generated", c.name, c.entry + ".ptx") for c in TK.CASES]
+    items = [Item(i, kind, kernel, file) for i, (kind, kernel, file) in enumerate(raw)]
+    if forms:
+        items = [it for it in items if any(f in it.id for f in forms)]
+        if not items:
+            raise ValueError(f"--forms {' '.join(forms)}: no launch of ptx_ncu contains any of these")
+    return items
+
+
+def item_of(entry: dict[str, Any]) -> Item:
+    return Item(entry["index"], entry["kind"], entry["kernel"], entry["file"])
+
+
+# ---------------------------------------------------------------------------------------------
+# PTX lines into the line table
+
+def instruction_lines(module: A.Module) -> set[int]:
+    return {ins.line for f in module.functions.values() if f.defined for ins in f.body if isinstance(ins, A.Instr)}
+
+
+def with_ptx_lines(text: str, entry: str, name: str) -> str:
+    """The PTX with a ``.loc`` naming each instruction's own line (in the ``.file`` LINE_FILE), its
+    own ``.loc``/``.file`` directives removed, and the entry ``entry`` renamed ``name``."""
+    lines = instruction_lines(parse(text))
+    out = []
+    for i, line in enumerate(text.split("\n"), 1):
+        if re.match(r"\s*\.(loc|file)\s", line):
+            continue
+        if i in lines:
+            out.append(f"\t.loc\t1 {i} 0")
+        out.append(line)
+    body, n = re.subn(rf"(\.entry\s+){re.escape(entry)}(\s*\()", rf"\g<1>{name}\g<2>", "\n".join(out), count=1)
+    if n != 1:
+        raise ValueError(f"no .entry {entry} in the PTX")
+    return body + f'\n\t.file\t1 "{LINE_FILE}"\n'
+
+
+# ---------------------------------------------------------------------------------------------
+# building: ptxas and nvdisasm
+
+def _ptxas_arch(text: str, cc: int) -> str:
+    target = next((ln.split()[1] for ln in text.splitlines() if ln.strip().startswith(".target")), "sm_90")
+    return f"sm_{cc}" + ("a" if target.rstrip(",").endswith("a") else "")
+
+
+def build(items: list[Item], work: str, cc: int, say) -> dict[int, str]:
+    """Each item's cubin ``work/build/<i>.cubin`` and its ``nvdisasm -g`` text ``<i>.sass``; per item
+    that failed, why (index -> message)."""
+    from .compile import tool
+    ptxas = (PK.ptxas_candidates() or [tool("ptxas", NcuUnavailable)])[-1]
+    nvdisasm = tool("nvdisasm", NcuUnavailable)
+    folder = os.path.join(work, "build")
+    os.makedirs(folder, exist_ok=True)
+    failed: dict[int, str] = {}
+
+    def one(it: Item) -> None:
+        text = with_ptx_lines(it.text(), it.entry().name, it.name)
+        base = os.path.join(folder, str(it.index))
+        arch = _ptxas_arch(text, cc)
+        old = re.search(r"^\.version\s+(\S+)", text, re.M)
+        versions = [None] + [v for v in PK.PTX_VERSIONS if old and float(v) < float(old.group(1))]
+        err = ""
+        for v in versions:
+            src = text if v is None or old is None else text[:old.start(1)] + v + text[old.end(1):]
+            Path(base + ".ptx").write_text(src)
+            r = subprocess.run([ptxas, f"-arch={arch}", "-lineinfo", "-o", base + ".cubin", base + ".ptx"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            err = runner.one_line(r.stderr or r.stdout)
+        else:
+            failed[it.index] = f"ptxas: {err}"
+            return
+        r = subprocess.run([nvdisasm, "-g", "-c", base + ".cubin"], capture_output=True, text=True)
+        if r.returncode:
+            failed[it.index] = f"nvdisasm: {runner.one_line(r.stderr)}"
+            return
+        Path(base + ".sass").write_text(r.stdout)
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(16, (os.cpu_count() or 2)))) as pool:
+        list(pool.map(one, items))
+    say(f"built {len(items) - len(failed)} of {len(items)} kernels with {ptxas} -lineinfo"
+        + "".join(f"\n  {i}: {m}" for i, m in failed.items()))
+    return failed
+
+
+# ---------------------------------------------------------------------------------------------
+# the launch process (runs under ncu)
+
+def launch(work: str) -> None:
+    """Launch every built item of ``work/plan.json`` once; write ``work/launched.json`` (the buffers'
+    device addresses, or why a launch failed)."""
+    import ctypes
+    cp = runner.import_cupy()
+    drv = cp.cuda.driver
+    cp.zeros(1)
+    with open(os.path.join(work, "plan.json")) as f:
+        entries = json.load(f)
+    done = []
+    for e in entries:
+        if e.get("error"):
+            done.append({"index": e["index"], "error": e["error"]})
+            continue
+        it = item_of(e)
+        try:
+            handle = drv.moduleLoadData(Path(os.path.join(work, "build", f"{it.index}.cubin")).read_bytes())
+            fn = drv.moduleGetFunction(handle, it.name)
+            g = it.launch()
+            if g.smem > 48 * 1024:
+                drv.funcSetAttribute(fn, getattr(drv, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8), g.smem)
+            dev = {k: cp.asarray(v) for k, v in g.buffers.items()}
+            pointers = {k: int(v.data.ptr) for k, v in dev.items()}
+            params = it.entry().params
+            raw = [PK.param_bytes(p.type, p.count, a, pointers, f"{it.id} parameter {k}")
+                   for k, (p, a) in enumerate(zip(params, g.args))]
+            holders = [(ctypes.c_char * len(b)).from_buffer_copy(b) for b in raw]
+            ptrs = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
+            drv.launchKernel(fn, *g.grid, *g.block, g.smem, 0, ctypes.addressof(ptrs), 0)
+            cp.cuda.runtime.deviceSynchronize()
+            done.append({"index": it.index, "pointers": pointers})
+        except Exception as ex:          # a launch the GPU refused: recorded, the others go on
+            done.append({"index": it.index, "error": f"launch: {type(ex).__name__}: {runner.one_line(ex)}"})
+    with open(os.path.join(work, "launched.json"), "w") as f:
+        json.dump(done, f)
+
+
+# ---------------------------------------------------------------------------------------------
+# measure
+
+def _device() -> tuple[dict[str, Any], int]:
+    """The GPU and its compute capability, from nvidia-smi (no CUDA context here: the kernels run in
+    the process ncu starts)."""
+    from .access_ncu import _device as device
+    info, arch = device()
+    return info, int(arch[3:])
+
+
+def _ncu(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def measure(out: str, forms: list[str] | None = None, say=print) -> str:
+    """Build, profile and record every launch of the plan into ``out/ptx_ncu.npz``; returns its path.
+    The build, the plan and Nsight Compute's report stay in a work folder (its path is printed)."""
+    t0 = time.time()
+    os.makedirs(out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="fragsim-ptx-ncu-")
+    say(f"work folder (cubins, SASS, the ncu report): {work}")
+    ncu = find_ncu()
+    info, cc = _device()
+    if cc < 90:
+        raise NcuUnavailable(f"ptx_ncu needs an sm_90 GPU (the corpus's sm_90a kernels); {info['device']} has "
+                             f"compute capability {cc / 10}")
+    items = plan(forms)
+    failed = build(items, work, cc, say)
+    entries: list[dict[str, Any]] = [{"index": it.index, "kind": it.kind, "kernel": it.kernel, "file": it.file, "id": it.id,
+                "name": it.name, "error": failed.get(it.index, "")} for it in items]
+    with open(os.path.join(work, "plan.json"), "w") as f:
+        json.dump(entries, f)
+    rep = os.path.join(work, "ptx_ncu")
+    avail = _available(ncu)
+    names = [m for m in METRICS if avail is None or m.split(".")[0] in avail]
+    base = [ncu, "--clock-control", "none", "--cache-control", "none", "-k", r"regex:^fs[0-9]+__", "-f", "-o", rep,
+            "--metrics", ",".join(names)]
+    launcher = [sys.executable, "-m", "fragsim.gpu_check.ptx_ncu", "launch", work]
+    source_counters = True
+    r = _ncu(base + ["--section", "SourceCounters"] + launcher)
+    if r.returncode != 0:           # an ncu without that section: the counters alone
+        say(f"ncu with --section SourceCounters failed ({runner.one_line(r.stderr + r.stdout)}); again without")
+        source_counters = False
+        r = _ncu(base + launcher)
+    if r.returncode != 0 or not os.path.exists(rep + ".ncu-rep"):
+        tail = (r.stderr + r.stdout).strip().splitlines()[-6:]
+        raise NcuUnavailable(f"ncu failed (exit {r.returncode}): {' | '.join(tail)}")
+    say(f"profiled in {time.time() - t0:.0f} s")
+    with open(os.path.join(work, "launched.json")) as f:
+        launched = {x["index"]: x for x in json.load(f)}
+    details = _ncu([ncu, "-i", rep + ".ncu-rep", "--csv", "--print-units", "base", "--page", "details"])
+    results: dict[int, dict[str, float]] = {}          # plan index -> the launch's counters
+    for kname, vals in parse_ncu_csv(details.stdout):
+        found = re.match(r"fs(\d+)__", kname.strip())
+        if found:
+            results[int(found.group(1))] = vals
+    ok = [e for e in entries if not launched.get(e["index"], {}).get("error") and not e["error"]]
+
+    def source(e: dict[str, Any]) -> str:
+        if not source_counters:
+            return ""
+        r = _ncu([ncu, "-i", rep + ".ncu-rep", "--page", "source", "--csv", "--print-source", "sass", "-k",
+                  f"regex:^fs{e['index']}__"])
+        return r.stdout if r.returncode == 0 else f"ERROR {runner.one_line(r.stderr + r.stdout)}"
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        pages = dict(zip([e["index"] for e in ok], pool.map(source, ok)))
+    for e in entries:
+        got = launched.get(e["index"], {})
+        e["error"] = e["error"] or got.get("error", "") or ("" if e["index"] in results else "not profiled by ncu")
+        e["pointers"] = got.get("pointers", {})
+    arrays: dict[str, np.ndarray] = {}
+    for m in names:
+        arrays[f"m_{m}"] = np.array([int(results.get(e["index"], {}).get(m, -1)) for e in entries], np.int64)
+    for e in entries:
+        i = e["index"]
+        arrays[f"source_{i}"] = _bytes(pages.get(i, ""))
+        sass = os.path.join(work, "build", f"{i}.sass")
+        arrays[f"sass_{i}"] = _bytes(Path(sass).read_text() if os.path.exists(sass) else "")
+    meta = {"device": info, "ncu": ncu_version(ncu), "date": time.strftime("%Y-%m-%d"), "plan": entries,
+            "metrics": names, "source_counters": source_counters,
+            "command": "python -m fragsim.gpu_check.ptx_ncu measure --out DIR"}
+    path = record.save(os.path.join(out, RECORD), RECORD_KIND, meta, arrays)
+    say(f"wrote {path}: {sum(not e['error'] for e in entries)} of {len(entries)} launches measured, "
+        f"{time.time() - t0:.0f} s")
+    return path
+
+
+def _available(ncu: str) -> set[str] | None:
+    from .ncu_run import available_metrics
+    return available_metrics(ncu)
+
+
+def _bytes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode(), np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# reading the record
+
+def load(path: str) -> dict[str, Any]:
+    """A record: {"meta", "metrics": {metric: (launches,)}, "source": {index: text}, "sass": {index: text}}."""
+    meta, arrays = record.load(path, (RECORD_KIND,))
+    text = {k: bytes(v).decode() for k, v in arrays.items() if k.startswith(("source_", "sass_"))}
+    return {"meta": meta, "metrics": {k[2:]: v for k, v in arrays.items() if k.startswith("m_")},
+            "source": {int(k[7:]): v for k, v in text.items() if k.startswith("source_")},
+            "sass": {int(k[5:]): v for k, v in text.items() if k.startswith("sass_")}}
+
+
+@dataclass
+class Sass:
+    """One SASS instruction: byte offset in its function, text, PTX line (0: none)."""
+
+    offset: int
+    text: str
+    line: int
+
+    @property
+    def opcode(self) -> str:
+        """The mnemonic without modifiers or predicate ("LDS", "LDSM", "LDGSTS" ...)."""
+        m = re.match(r"(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)", self.text)
+        return m.group(1) if m else ""
+
+    @property
+    def never(self) -> bool:
+        return self.text.startswith(NEVER)
+
+
+def sass_lines(text: str, function: str) -> list[Sass]:
+    """``nvdisasm -g`` text -> the instructions of ``function`` with their PTX lines (the annotations
+    of LINE_FILE: ``//## File "ptx", line N``)."""
+    out: list[Sass] = []
+    inside = False
+    line = 0
+    for raw in text.splitlines():
+        m = re.match(r"\s*\.text\.(\S+):", raw)
+        if m:
+            inside = m.group(1) == function
+            line = 0
+            continue
+        if not inside:
+            continue
+        m = re.search(r'//##\s+File\s+"([^"]*)",\s+line\s+(\d+)', raw)
+        if m:
+            if m.group(1) == LINE_FILE or m.group(1).endswith("/" + LINE_FILE):
+                line = int(m.group(2))
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", raw)
+        if m:
+            out.append(Sass(int(m.group(1), 16), m.group(2).strip(), line))
+    return out
+
+
+@dataclass
+class SourceRow:
+    """One SASS row of Nsight Compute's source page: address, text, and the counters (-1: absent)."""
+
+    address: int
+    text: str
+    inst: int
+    wavefronts: int
+    ideal: int
+
+
+def source_rows(text: str) -> list[SourceRow]:
+    """``ncu --page source --print-source sass --csv`` -> its SASS rows (a header row naming an
+    "Address" and a "Source" column, metric columns by name or label)."""
+    rows: list[SourceRow] = []
+    cols: dict[str, int] = {}
+    for row in csv.reader(io.StringIO(text)):
+        names = [c.strip().lstrip("#").strip() for c in row]
+        if "Address" in names and "Source" in names:
+            cols = {"address": names.index("Address"), "source": names.index("Source")}
+            for key, spellings in COLUMNS.items():
+                cols[key] = next((names.index(s) for s in spellings if s in names), -1)
+            continue
+        if not cols or len(row) <= max(cols.values()):
+            continue
+        a = row[cols["address"]].strip()
+        if not re.fullmatch(r"(0x)?[0-9a-fA-F]+", a):
+            continue
+        rows.append(SourceRow(int(a, 16), row[cols["source"]].strip(), _number(row, cols["inst"]),
+                              _number(row, cols["wavefronts"]), _number(row, cols["ideal"])))
+    return rows
+
+
+def _number(row: list[str], k: int) -> int:
+    """Column ``k`` of a CSV row as an integer (-1: no such column, or not a number)."""
+    try:
+        return int(round(float(row[k].replace(",", "")))) if k >= 0 and row[k].strip() else -1
+    except ValueError:
+        return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# compare
+
+@dataclass
+class LineFigures:
+    """A PTX line's shared-memory SASS instructions as Nsight Compute counted them."""
+
+    sass: list[Sass] = field(default_factory=list)
+    inst: int = 0
+    wavefronts: int = 0
+    ideal: int = 0
+
+
+def hardware_lines(sass: list[Sass], rows: list[SourceRow]) -> tuple[dict[int, LineFigures], str]:
+    """Per PTX line, its shared-memory SASS instructions (never-executed ones left out) with their
+    source-page counters; and a note when the source page and nvdisasm disagree."""
+    by_offset = {}
+    if rows:
+        base = min(r.address for r in rows)
+        by_offset = {r.address - base: r for r in rows}
+    note = ""
+    if rows and len(rows) != len(sass):
+        note = f"the source page has {len(rows)} SASS rows, nvdisasm {len(sass)}"
+    out: dict[int, LineFigures] = {}
+    for s in sass:
+        if s.never or (s.opcode not in SHARED_SASS and s.opcode not in ("LD", "ST", "ATOM", "HGMMA", "IGMMA",
+                                                                           "QGMMA", "BGMMA")):
+            continue
+        f = out.setdefault(s.line, LineFigures())
+        f.sass.append(s)
+        r = by_offset.get(s.offset)
+        if r is not None and r.text.split()[:1] != s.text.split()[:1]:
+            note = note or f"offset {s.offset:#x}: source page {r.text!r}, nvdisasm {s.text!r}"
+            r = None
+        if r is not None:
+            f.inst += max(r.inst, 0)
+            f.wavefronts += max(r.wavefronts, 0)
+            f.ideal += max(r.ideal, 0)
+    return out, note
+
+
+@dataclass
+class Comparison:
+    """One launch: ``totals`` [(metric, fragsim, ncu)] that differ; per PTX line compared, the
+    (line, what, fragsim, ncu) that differ; the lines not compared, and why."""
+
+    id: str
+    totals: list[tuple[str, int, int]] = field(default_factory=list)
+    lines: list[tuple[int, str, int, int]] = field(default_factory=list)
+    compared: int = 0
+    not_compared: list[tuple[int, str]] = field(default_factory=list)
+    note: str = ""
+    error: str = ""
+
+
+def run_fragsim(it: Item, pointers: dict[str, int]):
+    """``run_kernel(report=True)`` of the launch, its buffers at the recorded device addresses."""
+    from fragsim.ptx.memory import Buffer
+    from fragsim.ptx.run import run_kernel
+    g = it.launch()
+    bufs = {k: Buffer(v.copy(), address=pointers.get(k)) for k, v in g.buffers.items()}
+    args = [bufs[a] if isinstance(a, str) else a for a in g.args]
+    ptx = str(PK.corpus() / it.file) if it.kind == "corpus" else TK.BY_NAME[it.kernel].ptx()
+    return run_kernel(ptx, it.entry().name, grid=g.grid, block=g.block, args=args, dynamic_smem=g.smem, report=True)
+
+
+def compare_one(rec: dict[str, Any], k: int) -> Comparison:
+    """Launch ``k`` of the record (its position in the plan) against fragsim."""
+    e = rec["meta"]["plan"][k]
+    it = item_of(e)
+    c = Comparison(it.id)
+    if e["error"]:
+        c.error = e["error"]
+        return c
+    run = run_fragsim(it, e["pointers"])
+    assert run.shared is not None and run.totals is not None
+    m = rec["metrics"]
+    for metric in COMPARED:
+        if metric in m and m[metric][k] >= 0 and run.totals[metric] != int(m[metric][k]):
+            c.totals.append((metric, run.totals[metric], int(m[metric][k])))
+    wf, _ = figures(m, "ldgsts")
+    mine = sum(r.wavefronts for r in run.shared if r.kind == "ldgsts")
+    if wf[k] >= 0 and mine != int(wf[k]):
+        c.totals.append(("ldgsts wavefronts (shared total - op_misc - op_ld - op_st)", mine, int(wf[k])))
+    sass = sass_lines(rec["sass"].get(e["index"], ""), e["name"])
+    page = rec["source"].get(e["index"], "")
+    if not sass or not page or page.startswith("ERROR"):
+        c.note = "no per-instruction data: " + (page[:200] if page.startswith("ERROR") else "no source page or SASS")
+        return c
+    hw, c.note = hardware_lines(sass, source_rows(page))
+    rows: dict[int, list] = {}
+    for r in run.shared:
+        rows.setdefault(r.line, []).append(r)
+    for line in sorted(set(rows) | set(hw)):
+        mine_rows, theirs = rows.get(line, []), hw.get(line, LineFigures())
+        kinds = {(r.kind, r.generic) for r in mine_rows}
+        ops = {s.opcode for s in theirs.sass}
+        if not mine_rows:
+            if theirs.inst > 0:
+                c.lines.append((line, f"{'/'.join(sorted(ops))} executed, fragsim has no access", 0, theirs.inst))
+            continue
+        if len(kinds) != 1 or not theirs.sass:
+            c.not_compared.append((line, f"fragsim {sorted(k for k, _ in kinds)}, SASS {sorted(ops) or 'none'}"))
+            continue
+        kind, generic = kinds.pop()
+        want = (SASS_GENERIC if generic else SASS_OF).get(kind, ())
+        if not ops <= set(want):
+            c.not_compared.append((line, f"fragsim {kind}, SASS {sorted(ops)}"))
+            continue
+        c.compared += 1
+        for what, a, b in (("executions", sum(r.executions for r in mine_rows), theirs.inst),
+                           ("wavefronts", sum(r.wavefronts for r in mine_rows), theirs.wavefronts),
+                           ("ideal", sum(r.ideal for r in mine_rows), theirs.ideal)):
+            if kind != "wgmma" and a != b:
+                c.lines.append((line, what, a, b))
+    return c
+
+
+def compare(folder: str, forms: list[str] | None = None, say=print) -> list[Comparison]:
+    """Every launch of ``folder``'s record against fragsim (``forms``: ids containing one of them)."""
+    path = folder if folder.endswith(".npz") else os.path.join(folder, RECORD)
+    rec = load(path)
+    out = []
+    for k, e in enumerate(rec["meta"]["plan"]):
+        if forms and not any(f in e["id"] for f in forms):
+            continue
+        c = compare_one(rec, k)
+        out.append(c)
+        state = ("not measured: " + c.error) if c.error else (
+            "agrees" if not c.totals and not c.lines else "differs")
+        say(f"{c.id}: {state}; {c.compared} line(s) compared, {len(c.not_compared)} not" + (f" ({c.note})" if c.note else ""))
+        for metric, a, b in c.totals:
+            say(f"  {metric}: fragsim {a:,}, ncu {b:,}")
+        for line, what, a, b in c.lines:
+            say(f"  PTX line {line} {what}: fragsim {a:,}, ncu {b:,}")
+        for line, why in c.not_compared:
+            say(f"  PTX line {line} not compared: {why}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the family (``fragsim gpu-check --family ptx_ncu``)
+
+class PtxNcuFamily(RunnerFamily):
+    name = "ptx_ncu"
+    summary = ("shared-memory traffic of whole kernels (the PTX corpus and one-pattern kernels) under Nsight "
+               "Compute vs fragsim's run.totals and run.shared, per kernel and per PTX line")
+    default_cases = 1
+    options = frozenset({"cases", "forms", "record", "replay", "quiet", "json", "json_file"})
+    replay_expects = f"a folder with the {RECORD} that --family ptx_ncu --record wrote"
+
+    def source(self, cc: int) -> str:
+        """The one-pattern kernels (the corpus's PTX is the committed one)."""
+        return TK.module_source()
+
+    def compile(self, info: dict[str, Any]) -> Any:
+        return None
+
+    def check(self, args: argparse.Namespace, info: dict[str, Any], say) -> dict[str, Any]:
+        folder = args.record or tempfile.mkdtemp(prefix="fragsim-ptx-ncu-")
+        try:
+            measure(folder, args.forms, say)
+        except NcuUnavailable as e:
+            raise runner.GpuUnavailable(str(e)) from None
+        return self._summary(compare(folder, args.forms, say))
+
+    def replay_cases(self, args: argparse.Namespace, say) -> dict[str, Any]:
+        path = os.path.join(args.replay, RECORD)
+        if not os.path.isfile(path):
+            raise ValueError(f"--replay {args.replay}: no {RECORD} there; expected {self.replay_expects}")
+        return self._summary(compare(args.replay, args.forms, say))
+
+    @staticmethod
+    def _summary(cs: list[Comparison]) -> dict[str, Any]:
+        measured = [c for c in cs if not c.error]
+        return {"cases": len(measured), "mismatches": sum(bool(c.totals or c.lines) for c in measured),
+                "lines_compared": sum(c.compared for c in measured), "not_measured": len(cs) - len(measured)}
+
+
+FAMILIES = {"ptx_ncu": PtxNcuFamily()}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fragsim.gpu_check.ptx_ncu", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure", help="build, profile under ncu and record every launch, then compare")
+    m.add_argument("--out", required=True, help="folder for the record (ptx_ncu.npz)")
+    m.add_argument("--forms", nargs="+", help="only launches whose id contains one of these")
+    la = sub.add_parser("launch", help="(run under ncu by measure) launch every built kernel once")
+    la.add_argument("work", help="the work folder measure made")
+    c = sub.add_parser("compare", help="fragsim vs a record")
+    c.add_argument("record", help="the record's folder (or the .npz)")
+    c.add_argument("--forms", nargs="+")
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "measure":
+            measure(args.out, args.forms)
+            compare(args.out, args.forms)
+        elif args.cmd == "launch":
+            launch(args.work)
+        else:
+            compare(args.record, args.forms)
+    except (NcuUnavailable, runner.GpuUnavailable) as e:
+        sys.stderr.write(f"ptx_ncu: {e}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
