@@ -142,8 +142,8 @@ class TensorMap:
     def __repr__(self) -> str:
         extra = "".join(f", {k}={getattr(self, k)!r}" for k, d in (("element_strides", (1,) * self.rank),
                                                                     ("interleave", "none"), ("swizzle", "none"),
-                                                                    ("oob_fill", "zero"), ("base", 0))
-                        if getattr(self, k) != d)
+                                                                    ("oob_fill", "zero"))
+                        if getattr(self, k) != d) + (f", base={self.base:#x}" if self.base else "")
         return (f"TensorMap({self.dtype!r}, global_dims={self.global_dims}, global_strides={self.global_strides}, "
                 f"box_dims={self.box_dims}{extra})")
 
