@@ -30,9 +30,8 @@ import numpy as np
 from fragsim.facts.tma import INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES
 
 from .prelude import unit
+from .tma_cases import SENTINEL, model_load, model_store, run_case, sentinel, tensor_map
 
-#: Shared-memory bytes a region never written by a load holds: byte k is (A + B * k) mod 256.
-SENTINEL = (0x5A, 37)
 #: Clock cycles a load waits for its mbarrier before it reports a timeout (~75 ms at 1.8 GHz).
 TIMEOUT_CYCLES = 1 << 27
 #: Threads of the one CTA a case runs.
@@ -46,11 +45,6 @@ OPTIN_ATTR, MAX_DYNAMIC_ATTR = 97, 8
 NAMES = ("fs_tma_load", "fs_tma_store")
 CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_VALUE = 1
-
-
-def sentinel(n: int) -> np.ndarray:
-    a, b = SENTINEL
-    return ((a + b * np.arange(n, dtype=np.int64)) & 0xFF).astype(np.uint8)
 
 
 def _copy_asm(rank: int, store: bool) -> str:
@@ -267,15 +261,13 @@ class ModelDevice:
         return self.BASE + case["base_offset"]
 
     def encode(self, case: dict[str, Any]) -> int:
-        from . import tma
         try:
-            tma.tensor_map(case, self.base(case))
+            tensor_map(case, self.base(case))
         except (ValueError, TypeError):
             return CUDA_ERROR_INVALID_VALUE
         return CUDA_SUCCESS
 
     def load(self, case: dict[str, Any], tensor: np.ndarray, tx: int, nbytes: int) -> dict[str, Any]:
-        from . import tma
         base = self.base(case)
         if self.encode(case):
             return {"status": "refused", "code": CUDA_ERROR_INVALID_VALUE, "base": base}
@@ -283,18 +275,17 @@ class ModelDevice:
             return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0,
                     "bytes": sentinel(nbytes)}
         try:
-            region = tma.model_load(case, base, tensor, nbytes)
+            region = model_load(case, base, tensor, nbytes)
         except (ValueError, TypeError) as e:
             raise Fault(f"fragsim refuses it: {e}") from None
         return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0, "bytes": region}
 
     def store(self, case: dict[str, Any], tensor: np.ndarray, image: np.ndarray) -> dict[str, Any]:
-        from . import tma
         base = self.base(case)
         if self.encode(case):
             return {"status": "refused", "code": CUDA_ERROR_INVALID_VALUE, "base": base}
         try:
-            out = tma.model_store(case, base, tensor, image)
+            out = model_store(case, base, tensor, image)
         except (ValueError, TypeError) as e:
             raise Fault(f"fragsim refuses it: {e}") from None
         return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "bytes": out}
@@ -303,12 +294,11 @@ class ModelDevice:
 def work(cases: list[dict[str, Any]], device: Any, out_dir: str, start: int) -> int:
     """Run ``cases[start:]`` on ``device``, appending each result to out_dir; 3 after a fault (the
     faulting case recorded), 0 when all ran."""
-    from . import tma
     with open(os.path.join(out_dir, "results.jsonl"), "a") as res, open(os.path.join(out_dir, "dumps.bin"), "ab") as dumps:
         for i in range(start, len(cases)):
             case = cases[i]
             try:
-                r = tma.run_case(case, device)
+                r = run_case(case, device)
             except Fault as e:
                 res.write(json.dumps({"i": i, "status": "fault", "error": str(e)}) + "\n")
                 res.flush()

@@ -14,13 +14,14 @@ import pytest
 from fragsim.cli import main
 from fragsim.facts.tma import SWIZZLES, TMA_TYPES
 from fragsim.gpu_check import tma as T
+from fragsim.gpu_check import tma_cases as C
 from fragsim.gpu_check import tma_device as D
 from fragsim.tma import box_layout
 
 
 @pytest.fixture(scope="module")
 def cases():
-    return T.make_cases(1200, 0)
+    return C.make_cases(1200, 0)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -50,7 +51,7 @@ def test_the_load_cases_cover_every_dtype_rank_swizzle_fill_and_edge_and_the_mod
     assert any(s != sorted(s) for s in (c["strides"] for c in loads))        # a permuted memory order
     edges = Counter()
     for c in loads:
-        box = box_layout(T.tensor_map(c, 0x10000000 + c["base_offset"]), c["coords"], c["dst"])
+        box = box_layout(C.tensor_map(c, 0x10000000 + c["base_offset"]), c["coords"], c["dst"])
         edges["negative"] += bool((box.coords < 0).any())
         edges["past the end"] += bool((box.coords >= np.array(c["dims"])).any())
         edges["wholly outside"] += not box.in_bounds.any()
@@ -61,13 +62,13 @@ def test_the_load_cases_cover_every_dtype_rank_swizzle_fill_and_edge_and_the_mod
 
 
 def test_the_encode_cases_move_every_parameter_to_its_limits(cases):
-    assert {c["label"] for c in cases if c["kind"] == "encode"} == set(T.MUTATIONS)
+    assert {c["label"] for c in cases if c["kind"] == "encode"} == set(C.MUTATIONS)
     assert sum(c["kind"] == "store" and not c["label"] for c in cases) == 1200 // 8
-    assert [c["label"] for c in cases if c["label"].startswith("probe")] == [p["label"] for p in T.PROBES]
+    assert [c["label"] for c in cases if c["label"].startswith("probe")] == [p["label"] for p in C.PROBES]
 
 
 def _dry_run(tmp_path, n=40, seed=3):
-    cs = T.make_cases(n, seed)
+    cs = C.make_cases(n, seed)
     work = tmp_path / "work"
     work.mkdir()
     results, dumps = T.run_all(cs, "--dry-run", str(work), lambda *a: None, launcher=T.in_process)
@@ -98,9 +99,9 @@ def test_a_changed_byte_of_a_recorded_dump_is_a_mismatch_naming_the_byte(tmp_pat
 
 
 def test_a_probe_that_does_not_fault_on_the_gpu_is_a_mismatch_naming_fraggsims_rule():
-    probe = dict(T.PROBES[0])
-    tensor, _ = T.inputs(probe)
-    got = T.compare(probe, {"status": "ok", "base": 1 << 20, "bytes": None}, np.zeros(T.region_bytes(probe), np.uint8))
+    probe = dict(C.PROBES[0])
+    tensor, _ = C.inputs(probe)
+    got = T.compare(probe, {"status": "ok", "base": 1 << 20, "bytes": None}, np.zeros(C.region_bytes(probe), np.uint8))
     assert got["verdict"] == "mismatch" and "fragsim refuses it: tma_load: coords[0] = 1" in got["detail"]
     assert T.compare(probe, {"status": "fault", "base": 1 << 20, "error": "illegal instruction"}, None)["verdict"] == "match"
 
@@ -108,7 +109,7 @@ def test_a_probe_that_does_not_fault_on_the_gpu_is_a_mismatch_naming_fraggsims_r
 @pytest.mark.parametrize("status, words", [("refused", "the driver refuses the map (CUresult 1); fragsim accepts it"),
                                            ("encoded", "the driver encodes the map; fragsim refuses it: TensorMap:")])
 def test_a_map_judged_otherwise_by_the_driver_is_a_mismatch(status, words):
-    c = T.make_cases(2, 1)[0]
+    c = C.make_cases(2, 1)[0]
     c.update(label="", kind="encode", dims=[64, 8], strides=[128], box=[64, 8], es=[1, 1], interleave="none",
              swizzle="none", dtype="f16", oob_fill="zero")
     if status == "encoded":
@@ -118,13 +119,13 @@ def test_a_map_judged_otherwise_by_the_driver_is_a_mismatch(status, words):
 
 
 def test_a_worker_that_dies_without_a_word_marks_its_case_and_a_new_worker_goes_on(tmp_path):
-    cs = T.make_cases(8, 2)
+    cs = C.make_cases(8, 2)
     calls = []
 
     def launcher(cases_path, cubin, out_dir, start):
         calls.append(start)
         if start == 0:                      # runs cases 0..2, dies on 3
-            T.work(cs[:3], D.ModelDevice(), out_dir, 0)
+            D.work(cs[:3], D.ModelDevice(), out_dir, 0)
             return 139
         return T.in_process(cases_path, "--dry-run", out_dir, start)
 
@@ -134,7 +135,7 @@ def test_a_worker_that_dies_without_a_word_marks_its_case_and_a_new_worker_goes_
 
 
 def test_after_max_faults_the_cases_left_are_not_run_and_say_so(tmp_path):
-    cs = T.make_cases(80, 2)
+    cs = C.make_cases(80, 2)
 
     def launcher(cases_path, cubin, out_dir, start):
         with open(f"{out_dir}/results.jsonl", "a") as f:
