@@ -11,8 +11,9 @@ Sources, cited by the short names used below:
   Table "Alignment requirements for multi-dimensional bulk tensor asynchronous copy operations in
   Compute Capability 9.0" and Table "Requirements and properties of the different swizzle patterns".
 
-The rules marked *H100* are what gpu_check's ``tma`` family records on the GPU (its probes run the
-cases these rules refuse, one process each, because a fault ends the CUDA context).
+gpu_check's ``tma`` family checks every rule here against the GPU: the driver's verdict on argument
+sets at each limit, and probes of the run-time rules (one process each, since a fault ends the CUDA
+context).
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ MAX_ELEMENT_STRIDE = 8
 #: alignment requirements; the swizzle's base offset is (dst / 128) % 8, *PTX* 5.5.7).
 SMEM_ALIGN = 128
 #: The box's start in global memory: its innermost coordinate times the element size is a multiple of
-#: 16 bytes (*PTX* 5.5.3.1: "The address of the bounding Box must also be aligned to 16 bytes"; the
-#: H100 faults otherwise).
+#: 16 bytes (*PTX* 5.5.3.1: "The address of the bounding Box must also be aligned to 16 bytes"; a fault
+#: on the H100, issue 24 reports; the tma family's probes record it).
 BOX_START_ALIGN = 16
 #: Tensor coordinates are .s32 (*PTX*, cp.async.bulk.tensor).
 COORD_BITS = 32

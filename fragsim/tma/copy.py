@@ -107,8 +107,8 @@ def _layout(tmap: TensorMap, start: tuple[int, ...], dst: int, fn: str) -> BoxLa
     if (start[0] * e) % BOX_START_ALIGN:
         raise ValueError(f"{fn}: coords[0] = {start[0]} starts the box {(start[0] * e) % BOX_START_ALIGN} bytes "
                          f"past a {BOX_START_ALIGN}-byte boundary ({tmap.dtype}: {e} bytes an element); the box's "
-                         f"global address must be {BOX_START_ALIGN}-byte aligned (PTX ISA, Bounding Box: the "
-                         f"copy faults), so coords[0] must be a multiple of {BOX_START_ALIGN // e}")
+                         f"global address must be {BOX_START_ALIGN}-byte aligned (PTX ISA, Bounding Box), so "
+                         f"coords[0] must be a multiple of {BOX_START_ALIGN // e}")
     counts, steps, rank = tmap.smem_box, tmap.traversal_strides, tmap.rank
     strides = (e,) + tmap.global_strides
 
