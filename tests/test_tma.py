@@ -32,6 +32,7 @@ REFUSED = [
     (dict(box_dims=(64,)), ValueError, "box_dims has 1 values, rank 2 needs 2"),
     (dict(element_strides=(1, 1, 1)), ValueError, "element_strides has 3 values"),
     (dict(base=8), ValueError, "base 0x8 must be 16-byte aligned (globalAddress)"),
+    (dict(base=-16), ValueError, "base -16 must be a global address (>= 0)"),
     (dict(global_dims=(64, 0)), ValueError, "global_dims[1] = 0 must be 1..2^32 elements (globalDim)"),
     (dict(global_dims=(64, 2**32 + 1)), ValueError, "global_dims[1] = 4294967297 must be 1..2^32"),
     (dict(global_strides=(120,)), ValueError, "global_strides[0] = 120 (the stride of dimension 1) must be a "
@@ -249,6 +250,8 @@ T = TensorMap("f16", (64, 32), (128,), (64, 8))
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 64), ValueError,
      "dst = 0x40 must be a 128-byte aligned shared address"),
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 8192), ValueError, "past the 8192 bytes of smem"),
+    (lambda s: box_layout(TensorMap("u8", (256,) * 5, (256, 2**16, 2**24, 2**32), (256,) * 5), (0,) * 5), ValueError,
+     "the box is 1099511627776 bytes (smem_box (256, 256, 256, 256, 256)); more than sm_90's 232448 bytes"),
     (lambda s: tma_load(T, np.zeros(100, np.uint8), (0, 0), s, 0), ValueError,
      "tensor has 100 bytes, but element (50, 0) of the box"),
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0,), s, 0), ValueError, "coords has 1 values; the rank-2 map"),

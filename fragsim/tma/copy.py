@@ -23,6 +23,7 @@ import numpy as np
 
 from fragsim.facts.tma import (BOX_START_ALIGN, BULK_ALIGN, COORD_BITS, SMEM_ALIGN, SWIZZLE_CHUNK, SWIZZLE_LINE,
                                SWIZZLES, oob_nan)
+from fragsim.facts.smem import smem_limit, smem_per_cta
 from fragsim.layout.swizzle import Swizzle
 from fragsim.sim.smem import check_smem
 from fragsim.validate import integer, show
@@ -109,6 +110,9 @@ def _layout(tmap: TensorMap, start: tuple[int, ...], dst: int, fn: str) -> BoxLa
                          f"past a {BOX_START_ALIGN}-byte boundary ({tmap.dtype}: {e} bytes an element); the box's "
                          f"global address must be {BOX_START_ALIGN}-byte aligned (PTX ISA, Bounding Box), so "
                          f"coords[0] must be a multiple of {BOX_START_ALIGN // e}")
+    if tmap.box_bytes > smem_per_cta():
+        raise ValueError(f"{fn}: the box is {tmap.box_bytes} bytes (smem_box {tmap.smem_box}); more than "
+                         f"{smem_limit()}")
     counts, steps, rank = tmap.smem_box, tmap.traversal_strides, tmap.rank
     strides = (e,) + tmap.global_strides
 

@@ -163,7 +163,9 @@ def _check(t: TmaType, dims, strides, box, es, inter: str, swz: str, fill: str, 
                     if name == "global_strides" else "one per dimension")
             raise ValueError(f"{WHO}: {name} has {len(seq)} values, rank {rank} needs {want} ({what})")
     align = INTERLEAVES["32B"][1] if inter == "32B" else GLOBAL_ALIGN
-    if base < 0 or base % align:
+    if base < 0:
+        raise ValueError(f"{WHO}: base {base} must be a global address (>= 0) (globalAddress)")
+    if base % align:
         why = " with interleave='32B'" if inter == "32B" else ""
         raise ValueError(f"{WHO}: base {base:#x} must be {align}-byte aligned{why} (globalAddress)")
     for i, d in enumerate(dims):
