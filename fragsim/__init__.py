@@ -38,6 +38,7 @@ _LAZY = {
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
     "run_kernel": ("fragsim.ptx.run", "run_kernel"),
     "Buffer": ("fragsim.ptx.memory", "Buffer"),
+    "trace_fragments": ("fragsim.ptx.trace", "trace_fragments"),
     "TensorMap": ("fragsim.tma", "TensorMap"),
     "tma_load": ("fragsim.tma", "tma_load"),
     "tma_store": ("fragsim.tma", "tma_store"),
