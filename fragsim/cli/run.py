@@ -47,6 +47,8 @@ def add_arguments(p):
                    "conflicts), worst first, and the totals under Nsight Compute's metric names")
     p.add_argument("--html", metavar="FILE", help="write that report as an HTML page, costly lines highlighted, "
                    "with the bank phases of each worst line's worst execution")
+    from .run_trace import add_argument as add_trace
+    add_trace(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -84,6 +86,9 @@ def run(args) -> int:
         raise ValueError(f"--html {args.html}: no folder {os.path.dirname(os.path.abspath(args.html))} to write it in")
     values = [_value(a, k) for k, a in enumerate(args.arg)]
     ctas = [_dims(c, "--cta") for c in args.cta] or None
+    if args.trace:                     # the passes of a fragment trace instead of one plain run
+        from .run_trace import run_trace
+        return run_trace(args, values, ctas, _dims)
     t0 = time.time()
     r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
                    args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
