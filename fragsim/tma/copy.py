@@ -33,6 +33,8 @@ from .tensormap import TensorMap
 __all__ = ["BoxLayout", "box_layout", "tma_swizzle", "tma_load", "tma_store", "bulk_copy"]
 
 _COORD_MIN, _COORD_MAX = -(1 << (COORD_BITS - 1)), (1 << (COORD_BITS - 1)) - 1
+#: Byte offsets past this are refused before any int64 arithmetic could overflow (no array is that large).
+MAX_OFFSET = 1 << 62
 
 
 def tma_swizzle(mode: str) -> Swizzle | None:
@@ -50,7 +52,8 @@ class BoxLayout:
     """Where each element of one box goes, in shared-memory order (innermost fastest), ``n`` elements:
     ``coords`` int64 (n, rank) its global coordinates (innermost first); ``in_bounds`` bool (n,);
     ``global_offset`` int64 (n,) its byte offset from the map's base (meaningful where in bounds);
-    ``shared_address`` int64 (n,) the shared address of its first byte, swizzle applied."""
+    ``shared_address`` int64 (n,) the shared address of its first byte, swizzle applied; ``extent``
+    the bytes from the base that the elements inside the tensor reach (0: none is inside)."""
 
     tmap: TensorMap
     start: tuple[int, ...]
@@ -59,6 +62,7 @@ class BoxLayout:
     in_bounds: np.ndarray
     global_offset: np.ndarray
     shared_address: np.ndarray
+    extent: int
 
 
 def _tensor_map(tmap, fn: str) -> TensorMap:
@@ -122,18 +126,28 @@ def _layout(tmap: TensorMap, start: tuple[int, ...], dst: int, fn: str) -> BoxLa
     shape = counts[::-1]
     inside = np.ones(shape, bool)
     offset = np.zeros(shape, np.int64)
-    coords = []
+    coords, empty, reach = [], False, e
     for i in range(rank):
         g = start[i] + np.arange(counts[i], dtype=np.int64) * steps[i]
         ok = (g >= 0) & (g < tmap.global_dims[i])
         inside = inside & axis(ok, i)
-        # offsets of clipped coordinates: bounded by the tensor, so never past int64
-        offset = offset + axis(np.clip(g, 0, tmap.global_dims[i] - 1) * strides[i], i)
         coords.append(np.broadcast_to(axis(g, i), shape).ravel())
+        if not ok.any():
+            empty = True                 # no element lies inside the tensor: nothing is read
+        elif not empty:
+            # the inside elements are a product of each dimension's: the farthest one's end, in Python ints
+            lo, hi = int(g[ok].min()), int(g[ok].max())
+            reach += hi * strides[i]
+            if reach < MAX_OFFSET:       # each dimension's offsets then fit int64 too
+                offset = offset + axis(np.clip(g, lo, hi) * strides[i], i)
+    extent = 0 if empty else reach
+    if extent >= MAX_OFFSET:
+        raise ValueError(f"{fn}: the box's elements inside the tensor reach byte {extent} from the base; no array "
+                         "holds that much")
     linear = dst + np.arange(int(np.prod(shape)), dtype=np.int64) * e
     swz = tma_swizzle(tmap.swizzle)
     address = linear if swz is None else swz(linear)
-    return BoxLayout(tmap, start, dst, np.stack(coords, axis=1), inside.ravel(), offset.ravel(), address)
+    return BoxLayout(tmap, start, dst, np.stack(coords, axis=1), inside.ravel(), offset.ravel(), address, extent)
 
 
 def _global_bytes(tensor, fn: str, write: bool) -> np.ndarray:
@@ -150,6 +164,8 @@ def _global_bytes(tensor, fn: str, write: bool) -> np.ndarray:
 
 def _reach(box: BoxLayout, nbytes: int, fn: str) -> None:
     """Every element inside the tensor must lie inside the array that holds it."""
+    if box.extent <= nbytes:
+        return
     past = box.in_bounds & (box.global_offset + box.tmap.element_bytes > nbytes)
     if past.any():
         i = int(np.argmax(past))
