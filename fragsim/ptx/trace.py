@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -247,9 +248,6 @@ class Plan:
     def k(self) -> list[int]:
         return [p for p, k in enumerate(self.kinds) if k == "k"][:self.k_digits]
 
-    def d_pass(self, j: int) -> int:
-        return self.d_first + j
-
 
 def make_plan(M: int, N: int, K: int, ca: IdCode, cb: IdCode, d_base: int) -> Plan:
     n_rc = max(ndigits(M, ca.base), ndigits(N, cb.base))
@@ -266,8 +264,8 @@ class Event:
     """One mma instruction executed by some units (warps; warpgroups for wgmma) at once."""
 
     line: int
-    op: object                       # the program's Op
-    form: object
+    op: Any                          # the program's Op
+    form: Any                        # its MmaForm or WgmmaForm
     threads: int                     # 32 (mma.sync) or 128 (wgmma)
     first: np.ndarray                # global thread index of each unit's first thread
     ctas: list                       # each unit's CTA (x, y, z)
@@ -390,7 +388,7 @@ class Tracing:
         ds = [ev.dig[key, p] for p in ps if (key, p) in ev.dig]
         return combine(ds, code.base)
 
-    def slot_coords(self, ev: Event, operand: str) -> tuple[np.ndarray, np.ndarray] | None:
+    def slot_coords(self, ev: Event, operand: str) -> tuple[np.ndarray, np.ndarray]:
         """Per element of ``operand`` (A: (u, M, K), B: (u, K, N)): its (row, col) in the matrix,
         combined over the passes (per-element identities where kept, else the agreed summaries)."""
         out = []
@@ -528,12 +526,12 @@ class BadMma:
     findings: list = field(default_factory=list)
     verified: bool | None = None
     verification: str = ""
-    report: object = field(default=None, repr=False)
-    tile: object = field(default=None, repr=False)      # the tile of a check_wgmma report
-    form: object = field(default=None, repr=False)
+    report: Any = field(default=None, repr=False)
+    tile: Any = field(default=None, repr=False)         # the tile of a check_wgmma report
+    form: Any = field(default=None, repr=False)
     want: np.ndarray | None = field(default=None, repr=False)   # (rows, cols, 2) per fragment position
     got: np.ndarray | None = field(default=None, repr=False)
-    picture: object = field(default=None, repr=False)   # the report drawn: the checker's, else the mma's map
+    picture: Any = field(default=None, repr=False)   # the report drawn: the checker's, else the mma's map
 
     @property
     def diagnosis(self) -> list[str]:
@@ -762,11 +760,10 @@ class Analysis:
                 return {"event": e, "unit": int(uu[j]), "element": divmod(int(F[ff[j]]), t.N), "k": int(kv[j]),
                         "before": int(prev[j]) // self.units}
             who[ff, kv] = e * self.units + uu
-        f = 0
-        got = np.flatnonzero(who[f] >= 0)
-        last = int(who[f].max())
-        return {"event": last // self.units, "unit": last % self.units, "element": divmod(int(F[f]), t.N),
-                "missing": np.setdiff1d(np.arange(t.K), got)}
+        summed = np.flatnonzero(who[0] >= 0)
+        last = int(who[0].max())
+        return {"event": last // self.units, "unit": last % self.units, "element": divmod(int(F[0]), t.N),
+                "missing": np.setdiff1d(np.arange(t.K), summed)}
 
     # -- where D lands --------------------------------------------------------------------------
 
@@ -888,7 +885,7 @@ def operand_suspects(t: Tracing, an: Analysis, e: int, u: int) -> list[Suspect]:
         used = chain_k0s(t, an, e, u)
         first = "B" if kB0 in used and kA0 not in used else "A"
         order = [first, "B" if first == "A" else "A"]
-        k_for = {"A": kB0, "B": kA0}
+        k_for: dict = {"A": kB0, "B": kA0}
     else:
         k0 = kB0 if kB0 is not None else kA0
         if k0 is None:
@@ -897,7 +894,7 @@ def operand_suspects(t: Tracing, an: Analysis, e: int, u: int) -> list[Suspect]:
                                         np.broadcast_to(np.arange(K)[:, None], kB.shape).ravel()]), K)
         k_for = {"A": k0, "B": k0}
     got = {"A": np.stack([ra, kA], -1), "B": np.stack([kB, cB], -1)}
-    want = {}
+    want: dict = {}
     if r0 is not None and k_for["A"] is not None:
         r, k = np.meshgrid(r0 + np.arange(M), k_for["A"] + np.arange(K), indexing="ij")
         out = (r < 0) | (r >= t.M) | (k < 0) | (k >= t.K)
@@ -1033,10 +1030,10 @@ def _pair(x) -> tuple | None:
 class Launch:
     """A kernel launch to run again: each pass, and the diagnosis's re-runs of one CTA."""
 
-    module: object
+    module: Any
     kernel: str
-    grid: object
-    block: object
+    grid: Any
+    block: Any
     dynamic_smem: int
     arch: str
     approx: str | None
@@ -1151,10 +1148,6 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     args = list(args)
     ma, mb, md = (parse_matrix(x, r, args) for x, r in ((a, "A"), (b, "B"), (d, "D")))
     M, N, K = _shapes(ma, mb, md)
-    for m in (ma, mb):
-        if m.dtype.itemsize * 8 not in CODES:
-            raise ValueError(f"{m.role.lower()}: {m.role}'s elements are {m.dtype.itemsize} bytes; traced are 1, 2, 4 "
-                             "and 8-byte elements")
     ca, cb = CODES[ma.dtype.itemsize * 8], CODES[mb.dtype.itemsize * 8]
     d_base = min(EXACT[f] for f in list(_out_formats(md.dtype)) + [f for f in accumulators(entry) if f in EXACT])
     plan = make_plan(M, N, K, ca, cb, d_base)
@@ -1200,8 +1193,8 @@ def fragment_report(bad: BadMma, ev: Event):
         return None
     op = "C" if bad.operand == "D" else bad.operand
     form = ev.form
-    want, got = bad.want, bad.got
-    ok_w, ok_g = (want >= 0).all(-1), (got >= 0).all(-1)
+    want, got = np.asarray(bad.want), np.asarray(bad.got)
+    ok_w, ok_g = np.asarray((want >= 0).all(-1)), np.asarray((got >= 0).all(-1))
     pts = np.concatenate([want[ok_w], got[ok_g]])
     if not pts.size:
         return None

@@ -26,6 +26,7 @@ arithmetic that fragsim cannot rewrite in a PTX kernel: those diagnoses are not 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Load:
     addrs: np.ndarray
     mask: np.ndarray
     dests: list
-    smem: np.ndarray
+    smem: Any
 
 
 def _reg_names(x) -> list:
@@ -71,7 +72,8 @@ class Follow:
         self.fixes, self.descriptors, self.majors = fixes or {}, descriptors or {}, majors or {}
         self.last: dict = {}
         self.fixed: dict = {}              # register name -> the words the fixed loads give (32,) each
-        self.version, self.snap, self.snap_version = 0, None, -1
+        self.version, self.snap_version = 0, -1
+        self.snap: Any = None
         self.count = 0
         self.seen: dict = {}               # load line -> executions so far
         self.seq = 0
@@ -190,7 +192,7 @@ def steps_of(found: dict, op: str, tile, at: tuple, K: int) -> tuple[list, tuple
     return [found["desc"][op]], at, 0
 
 
-def run_load(op: str, addrs: np.ndarray, mask: np.ndarray, smem: np.ndarray) -> np.ndarray:
+def run_load(op: str, addrs: np.ndarray, mask: np.ndarray, smem) -> np.ndarray:
     """What ``op`` at ``addrs`` reads from ``smem``: the warp's registers (32, n) uint32."""
     from fragsim.instructions.shared_ops import parse_shared_op
     from fragsim.sim import smem as S
@@ -219,14 +221,15 @@ def follow(launch: Launch, bad_e: int, u: int, fixes=None, descriptors=None, maj
     return out
 
 
-def decoded(launch: Launch, runs: list, operand: str, what: str) -> np.ndarray:
+def decoded(launch: Launch, runs: list, operand: str, what) -> np.ndarray | None:
     """Per run's value ``what`` (an operand's element words or a shared-memory snapshot), the
     matrix coordinates (..., 2) of operand ``operand`` it holds: (row, col) of A, (k, col) of B."""
     from .trace import combine
 
     t = launch.tracing
     code = t.ca if operand == "A" else t.cb
-    rc, kk = [], []
+    rc: list = []
+    kk: list = []
     for p, f in runs:
         v = f.found[what] if isinstance(what, str) else what(f)
         if v is None:
@@ -520,7 +523,7 @@ def verify_loads(launch: Launch, bad: BadMma, sus: Suspect, report, tile, recs, 
     if got is None:
         bad.verification = "the re-run with the fix did not reach the mma"
         return
-    ok = np.array_equal(np.where((got >= 0).all(-1)[..., None], got, -1), sus.want)
+    ok = np.array_equal(np.where(np.asarray((got >= 0).all(-1))[..., None], got, -1), sus.want)
     bad.verified = bool(ok)
     bad.verification = (f"re-running CTA ({bad.cta[0]},{bad.cta[1]},{bad.cta[2]}) with the loads at "
                         f"{', '.join(dict.fromkeys(f'line {r.line}' for r in recs))} corrected as the diagnosis says "
@@ -582,6 +585,8 @@ def diagnose_wgmma(launch: Launch, an: Analysis, bad: BadMma, suspects: list, e:
             why_not = why_not or "A comes from registers, not through a descriptor"
             continue
         coords = decoded(launch, runs, op, lambda f: f.found["smem"])
+        if coords is None:
+            continue
         eb = form.fmt(op).storage_bits // 8
         # the (MN, K) view check_wgmma takes: A (row, k), B (n, k)
         view = coords if op == "A" else coords[..., ::-1]
@@ -624,7 +629,7 @@ def diagnose_wgmma(launch: Launch, an: Analysis, bad: BadMma, suspects: list, e:
         fixed = int(report.fix[step].encode())
         runs2 = follow(launch, e, u, descriptors={op: fixed}, majors={op: report.major})
         got = decoded(launch, runs2, op, op)
-        ok = got is not None and np.array_equal(np.where((got >= 0).all(-1)[..., None], got, -1), sus.want)
+        ok = got is not None and np.array_equal(np.where(np.asarray((got >= 0).all(-1))[..., None], got, -1), sus.want)
         bad.verified = bool(ok)
         bad.verification = (f"re-running CTA ({bad.cta[0]},{bad.cta[1]},{bad.cta[2]}) with {op}'s descriptor "
                             f"{fixed:#018x}{' (major=' + repr(report.major) + ')' if report.major != major else ''}, "
