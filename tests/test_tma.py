@@ -250,6 +250,8 @@ T = TensorMap("f16", (64, 32), (128,), (64, 8))
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 64), ValueError,
      "dst = 0x40 must be a 128-byte aligned shared address"),
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 8192), ValueError, "past the 8192 bytes of smem"),
+    (lambda s: box_layout(T, (0, 0), 2**62), ValueError, "dst = shared address 4611686018427387904 (0x4000000000000000) "
+     "is beyond sm_90's 232448 bytes"),
     (lambda s: box_layout(TensorMap("u8", (256,) * 5, (256, 2**16, 2**24, 2**32), (256,) * 5), (0,) * 5), ValueError,
      "the box is 1099511627776 bytes (smem_box (256, 256, 256, 256, 256)); more than sm_90's 232448 bytes"),
     (lambda s: tma_load(T, np.zeros(100, np.uint8), (0, 0), s, 0), ValueError,

@@ -23,7 +23,7 @@ import numpy as np
 
 from fragsim.facts.tma import (BOX_START_ALIGN, BULK_ALIGN, COORD_BITS, SMEM_ALIGN, SWIZZLE_CHUNK, SWIZZLE_LINE,
                                SWIZZLES, oob_nan)
-from fragsim.facts.smem import smem_limit, smem_per_cta
+from fragsim.facts.smem import beyond_smem, smem_limit, smem_per_cta
 from fragsim.layout.swizzle import Swizzle
 from fragsim.sim.smem import check_smem
 from fragsim.validate import integer, show
@@ -98,6 +98,9 @@ def box_layout(tmap: TensorMap, coords, dst: int = 0) -> BoxLayout:
 
 def _dst(dst, fn: str, name: str) -> int:
     d = integer(dst, f"{fn}: {name}")
+    far = beyond_smem(d, 1, f"{fn}: {name} = shared address")
+    if far:
+        raise ValueError(far)
     if d < 0 or d % SMEM_ALIGN:
         raise ValueError(f"{fn}: {name} = {d:#x} must be a {SMEM_ALIGN}-byte aligned shared address (the CUDA "
                          "programming guide's alignment rule for bulk tensor copies)")
