@@ -140,7 +140,7 @@ def _thread_variants() -> list[Variant]:
         out += [V(f"setp.{c}.{t}", ndst=2) for c in _SETP_CMP[t[0]]]
     for op in ("and", "or", "xor"):
         out += [V(f"setp.{c}.{op}.{t}", ndst=2, nsrc=3) for c, t in (("lt", "s32"), ("hi", "u64"), ("ne", "b16"))]
-    for dt in ("u32", "s32", "f32"):
+    for dt in ("u32", "s32", "f32", "f16", "bf16"):
         out += [V(f"set.{c}.{dt}.{t}") for c, t in (("lt", "s32"), ("ls", "u64"), ("eq", "b16"), ("ge", "s64"))]
         out += [V(f"set.gt.{op}.{dt}.u32", nsrc=3) for op in ("and", "or", "xor")]
     out += [V(f"selp.{t}", nsrc=3) for t in (*[f"{k}{n}" for k in "bus" for n in (16, 32, 64)], "f32", "f64")]

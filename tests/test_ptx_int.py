@@ -316,6 +316,17 @@ def test_set_writes_all_ones_or_one_point_zero():
     assert run("set.lt.f32.s32", [1, 3], [2, 2]).tolist() == [0x3F800000, 0]
 
 
+def test_set_with_a_half_precision_destination_writes_one_point_zero_in_that_format():
+    """set.CmpOp.f16.stype / set.CmpOp.bf16.stype with integer sources (ptxas accepts them on sm_90)."""
+    assert run("set.eq.f16.u32", [3, 3], [3, 4]).tolist() == [0x3C00, 0]
+    assert run("set.lt.bf16.s32", [M32, 1], [1, 1]).tolist() == [0x3F80, 0]
+
+
+def test_the_integer_dispatcher_hands_f32x2_to_the_float_family_which_refuses_it_as_sm_100():
+    with pytest.raises(UnsupportedInstruction, match="add.rn.f32x2: an sm_100 form"):
+        sem("add.rn.f32x2")
+
+
 def test_slct_f32_selector_compares_with_zero_as_a_float():
     c = [0x80000000, 0x7FC00000, 0xFFC00000, 0x80000001, 0x3F800000, 0xFF800000]
     assert run("slct.u32.f32", [1] * 6, [2] * 6, c).tolist() == [1, 2, 2, 2, 1, 2]

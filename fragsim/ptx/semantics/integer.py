@@ -45,6 +45,7 @@ import numpy as np
 
 from ..types import TYPES, PtxType
 from . import Semantic, Spec, UnsupportedInstruction
+from .floating import SET_TRUE
 
 #: The per-thread pseudo-register that holds the carry flag CC.CF (see the module docstring).
 CARRY = "%cc"
@@ -113,7 +114,8 @@ def _one_of(spec: Spec, flags: set[str], group: Collection[str], required: bool)
 
 def _is_float(name: str) -> bool:
     t = TYPES.get(name)
-    return t is not None and t.kind == "f"
+    # .f32x2 (sm_100) is no register type here: floating refuses it by name
+    return (t is not None and t.kind == "f") or name == "f32x2"
 
 
 def _delegate(spec: Spec, module: str, what: str, entry: Callable[[object], Callable[[Spec], Semantic] | None]
@@ -780,8 +782,8 @@ def _setp_set(spec: Spec) -> Semantic:
         if len(types) != 2:
             raise _refuse(spec, "set takes .dtype.stype")
         dt, t = types
-        if dt not in ("u32", "s32", "f32"):
-            raise _refuse(spec, f"set's destination type is .u32, .s32 or .f32, not .{dt}")
+        if dt not in ("u32", "s32", "f32", "f16", "bf16"):
+            raise _refuse(spec, f"set's destination type is .u32, .s32, .f32, .f16 or .bf16, not .{dt}")
         if t not in _CMP_TYPES:
             raise _refuse(spec, f"set has no .{t} source type")
         _operands(spec, 1, nsrc)
@@ -793,10 +795,11 @@ def _setp_set(spec: Spec) -> Semantic:
             p = _boolop(op, r, *c)
             return (p,) if spec.ndst == 1 else (p, _boolop(op, ~r, *c))
         return Semantic(fn_setp, ("pred",) * spec.ndst, src)
-    true = np.uint32(0x3F800000 if dt == "f32" else 0xFFFFFFFF)
+    word = TYPES[dt].dtype.type
+    true, false = word(SET_TRUE[dt]), word(0)
 
     def fn_set(a, b, *c):
-        return (np.where(_boolop(op, compare(a, b), *c), true, np.uint32(0)),)
+        return (np.where(_boolop(op, compare(a, b), *c), true, false),)
     return Semantic(fn_set, (dt,), src)
 
 
