@@ -55,8 +55,8 @@ import numpy as np
 
 from fragsim.ptx import ast as A
 from fragsim.ptx.parse import parse
-from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS, ST_CONFLICTS,
-                                 ST_WAVEFRONTS)
+from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS,
+                                 MISC_WAVEFRONTS, SHARED_WAVEFRONTS, ST_CONFLICTS, ST_WAVEFRONTS)
 
 from . import ptx_kernels as PK
 from .family import RunnerFamily
@@ -77,8 +77,8 @@ METRICS = tuple(dict.fromkeys([m for pair in COUNTERS.values() for m in pair] + 
                                  "smsp__inst_executed_op_generic_ld.sum", "smsp__inst_executed_op_generic_st.sum",
                                  "smsp__inst_executed.sum"]))
 #: the counters run.totals states and the record is compared on
-COMPARED = (LD_WAVEFRONTS, ST_WAVEFRONTS, LD_CONFLICTS, ST_CONFLICTS, LDGSTS_CONFLICTS, *INST_METRICS.values(),
-            ATOM_INST)
+COMPARED = (SHARED_WAVEFRONTS, LD_WAVEFRONTS, ST_WAVEFRONTS, MISC_WAVEFRONTS, LD_CONFLICTS, ST_CONFLICTS,
+            LDGSTS_CONFLICTS, *INST_METRICS.values(), ATOM_INST)
 #: the ``.file`` the rewritten PTX names: nvdisasm's line annotations of this file are PTX lines
 LINE_FILE = "ptx"
 #: SASS opcodes of each row kind of the report (generic ld/st compile to LD/ST)

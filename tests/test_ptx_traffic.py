@@ -18,7 +18,7 @@ from fragsim.gpu_check import ptx_kernels as P
 from fragsim.gpu_check import traffic_kernels as T
 from fragsim.ptx.memory import Buffer
 from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS,
-                                 ST_CONFLICTS, ST_WAVEFRONTS, by_warp)
+                                 MISC_WAVEFRONTS, SHARED_WAVEFRONTS, ST_CONFLICTS, ST_WAVEFRONTS, by_warp)
 
 #: Where the generated kernels' input buffer sits (cp.async's source-line classes read the address).
 IN_ADDRESS = 0x7F00_0040_0000
@@ -120,6 +120,16 @@ def test_a_kernel_with_cp_async_counts_ptxas_three_never_executed_lds_per_warp_a
     t = run_case("cp_async_ca16_stride").totals
     assert t[INST_METRICS["ld"]] == 3 * T.WARPS
     assert t[INST_METRICS["ldgsts"]] == T.WARPS and t[LDGSTS_CONFLICTS] == 2 * (16 - 4)
+
+
+def test_misc_wavefronts_are_one_per_warp_one_per_warp_at_a_barrier_and_one_per_never_executed_lds():
+    assert run_case("ld_row").totals[MISC_WAVEFRONTS] == T.WARPS
+    t = run_case("st_stride2").totals             # one bar.sync
+    assert t[MISC_WAVEFRONTS] == T.WARPS + T.WARPS
+    assert t[SHARED_WAVEFRONTS] == t[LD_WAVEFRONTS] + t[ST_WAVEFRONTS] + t[MISC_WAVEFRONTS]
+    t = run_case("cp_async_ca16").totals          # cp.async: 3 LDS that never run
+    assert t[MISC_WAVEFRONTS] == T.WARPS * (1 + 3)
+    assert t[SHARED_WAVEFRONTS] == 2 * 4 + t[MISC_WAVEFRONTS]    # the copies' 4 wavefronts per warp
 
 
 def test_wgmma_reads_of_128_byte_swizzled_operands_are_modelled_without_conflict_and_left_out_of_the_totals():

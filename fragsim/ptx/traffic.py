@@ -49,11 +49,21 @@ LDGSTS_CONFLICTS = NCU_METRICS["ldgsts"][1]
 INST_METRICS = {op.kind: op.ncu_inst_metric for op in SHARED_OPS.values()}
 #: atom/red on shared memory (ATOMS): executed warp instructions
 ATOM_INST = "smsp__inst_executed_op_shared_atom.sum"
+#: the shared-memory wavefronts of every op, and those of the "misc" op (no instruction of the PTX):
+#: one per warp of the launch, one per warp per barrier it passes, one per warp per never-executed
+#: LDS (docs/validation.md, "Odd counters": 1 in a one-warp probe, 4 with cp.async; 8 in a 4-warp
+#: kernel with one barrier, 20 with cp.async)
+SHARED_WAVEFRONTS = NCU_METRICS["ldgsts"][0]
+MISC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum"
+MISC_PER_WARP = 1
+MISC_PER_BARRIER = 1
 #: What Nsight Compute counts for wgmma's shared-memory operand reads: metric -> the wgmma rows'
 #: figure it equals ("wavefronts", "ideal" or "executions").  Unknown until the H100 run of
 #: gpu_check/ptx_ncu.py is read: nothing claimed.
 WGMMA_METRICS: dict[str, str] = {}
 
+#: Address sets remembered per row with their figures (a loop's steps repeat a few).
+MEMO = 16
 #: Row kinds: Nsight Compute's op kinds of the table, and two of this report's own.
 ATOM, WGMMA = "atom", "wgmma"
 _COUNTER = {"ld": "ld", "ldsm": "ld", "st": "st", "stsm": "st", "ldgsts": "ldgsts"}
@@ -211,12 +221,13 @@ class SharedReport(Sequence):
         the totals (``top``: only that many lines)."""
         lines = self.lines()
         by = "CUDA source line" if any(r.source for r in self.rows) else "PTX line"
-        out = [f"shared-memory traffic of {self.kernel} ({self.warps} warps), by {by}, worst first:"]
+        out = [f"shared-memory traffic of {_short(self.kernel, NAME_CHARS)} ({self.warps} warp"
+               f"{'s' if self.warps != 1 else ''}), by {by}, worst first:"]
         if not lines:
             out.append("  no instruction touched shared memory")
         else:
             cells = [(f"{s.excess:,}", f"{s.wavefronts:,}", f"{s.ideal:,}", f"{s.executions:,}", s.where,
-                      _line_note(s), s.text) for s in lines[:top]]
+                      _line_note(s), _short(s.text, TEXT_CHARS)) for s in lines[:top]]
             head = ("excess", "wavefronts", "ideal", "executions", "line", "", "source")
             w = [max(len(c[i]) for c in [head, *cells]) for i in range(6)]
             out.append("  " + "  ".join(h.rjust(w[i]) if i < 4 else h.ljust(w[i]) for i, h in enumerate(head[:6]))
@@ -252,7 +263,8 @@ class SharedReport(Sequence):
                 rows.append(f'<tr class="detail"><td colspan="7">{_picture(worst)}</td></tr>')
         by = "CUDA source line" if any(r.source for r in self.rows) else "PTX line"
         body = (f"<h2>Shared-memory traffic of <code>{esc(self.kernel)}</code></h2>"
-                f"<p>{self.warps} warps; by {by}, worst first; excess = wavefronts - ideal (bank conflicts).</p>"
+                f"<p>{self.warps} warp{'s' if self.warps != 1 else ''}; by {by}, worst first; excess = wavefronts "
+                "- ideal (bank conflicts).</p>"
                 "<table class=\"fs-lines\"><tr><th>excess</th><th>wavefronts</th><th>ideal</th><th>executions</th>"
                 "<th>line</th><th></th><th>source</th></tr>" + "".join(rows) + "</table>"
                 "<h3>Nsight Compute</h3><table class=\"fs-totals\">"
@@ -271,7 +283,17 @@ _STYLE = ("<style>table.fs-lines, table.fs-totals {border-collapse: collapse; fo
           " font-size: 13px} table.fs-lines td, table.fs-lines th, table.fs-totals td {padding: 2px 8px;"
           " border-bottom: 1px solid #ddd} table.fs-lines td:nth-child(-n+4) {text-align: right}"
           " tr.detail td {text-align: left !important; background: white} tr.detail pre {font-size: 11px}"
-          " tr.detail img {max-width: 100%}</style>")
+          " tr.detail img {max-width: 900px}</style>")
+
+
+#: the longest kernel name and source text the text report shows whole (CuTe's mangled names run to
+#: thousands of characters)
+NAME_CHARS = 80
+TEXT_CHARS = 100
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 3] + "..."
 
 
 def _line_note(s: SourceLine) -> str:
@@ -306,11 +328,17 @@ def _picture(row: SharedRow) -> str:
 
 class Traffic:
     """The observer ``run_kernel(report=True)`` attaches: rows accumulate as the machine tells of
-    shared-memory accesses (``on_shared``, ``on_cp_async``, ``on_wgmma``)."""
+    shared-memory accesses (``on_shared``, ``on_cp_async``, ``on_wgmma``) and barriers
+    (``on_bar_release``)."""
+
+    #: mma.sync events are not needed: the machine may batch them
+    batch_mma = True
 
     def __init__(self, module: A.Module):
         self.module = module
         self.rows: dict[int, SharedRow] = {}          # id(op) -> its row
+        self.barrier_warps = 0                         # warps released from a barrier, summed
+        self._memo: dict[int, dict[bytes, tuple]] = {}  # id(row) -> address sets -> their figures
         self._atoms: dict[int, tuple[int, np.ndarray]] = {}     # atom rows: (step, warps counted in it)
 
     # ---- rows
@@ -343,11 +371,11 @@ class Traffic:
             return None
         return f"{self.module.files[loc.file]}:{loc.line}"
 
-    @staticmethod
-    def _add(row: SharedRow, addrs: np.ndarray, masks: np.ndarray, src: np.ndarray | None = None,
+    def _add(self, row: SharedRow, addrs: np.ndarray, masks: np.ndarray, src: np.ndarray | None = None,
              count: bool = True) -> None:
         """Warp executions ``addrs`` (w, 32) with lane masks (w,) through the bank model, into ``row``
-        (``count``: as executions too)."""
+        (``count``: as executions too).  A step that repeats one of the row's last ``MEMO`` address
+        sets (a loop re-reading its tiles) takes that one's figures."""
         from fragsim.banks import bank_conflicts_batch
         e = row.entry
         assert e is not None
@@ -355,14 +383,23 @@ class Traffic:
             row.executions += len(addrs)
         if not e.counted:          # cp.async.cg: Nsight Compute shows nothing for it
             return
-        r = bank_conflicts_batch(e, addrs, masks, src)
-        row.wavefronts += int(r.wavefronts.sum())
-        row.ideal += int(r.ideal.sum())
-        row.exact = row.exact and bool(r.exact.all())
-        k = int(np.argmax(r.conflicts))
-        c = int(r.conflicts[k])
-        if row.worst is None or c > row.worst[0]:
-            row.worst = (c, addrs[k].copy(), int(masks[k]), None if src is None else src[k].copy())
+        memo = self._memo.setdefault(id(row), {})
+        key = addrs.tobytes() + masks.tobytes() + (b"" if src is None else src.tobytes())
+        got = memo.get(key)
+        if got is None:
+            r = bank_conflicts_batch(e, addrs, masks, src)
+            k = int(np.argmax(r.conflicts))
+            got = (int(r.wavefronts.sum()), int(r.ideal.sum()), bool(r.exact.all()),
+                   (int(r.conflicts[k]), addrs[k].copy(), int(masks[k]), None if src is None else src[k].copy()))
+            if len(memo) >= MEMO:
+                del memo[next(iter(memo))]
+            memo[key] = got
+        wf, ideal, exact, worst = got
+        row.wavefronts += wf
+        row.ideal += ideal
+        row.exact = row.exact and exact
+        if row.worst is None or worst[0] > row.worst[0]:
+            row.worst = worst
 
     # ---- events
 
@@ -400,6 +437,9 @@ class Traffic:
         self._atoms[id(s.op)] = (s.steps, seen)
         row.executions += len(warps)
 
+    def on_bar_release(self, s, idx: np.ndarray) -> None:
+        self.barrier_warps += len(np.unique(idx // WARP_LANES))
+
     def on_wgmma(self, s, idx: np.ndarray, form, a: np.ndarray, b: np.ndarray, trans_a: bool, trans_b: bool,
                  **_) -> None:
         """``a``: A's descriptors (groups,) or its registers; ``b``: B's descriptors (groups,)."""
@@ -432,7 +472,8 @@ class Traffic:
                 path = r.source.rpartition(":")[0]
                 if path not in sources:
                     sources[path] = read_source(path, ptx_path)
-        return SharedReport(run.kernel, rows, totals(rows, warps, phantom), warps, ptx_lines, sources)
+        return SharedReport(run.kernel, rows, totals(rows, warps, phantom, self.barrier_warps), warps, ptx_lines,
+                            sources)
 
 
 def by_warp(idx: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -479,16 +520,20 @@ def wgmma_rows(desc: int, rows: int, k: int, elem_bits: int, major: str) -> np.n
     return cores.reshape(-1, WARP_LANES)
 
 
-def totals(rows: list[SharedRow], warps: int, phantom_lds: int) -> dict[str, int]:
+def totals(rows: list[SharedRow], warps: int, phantom_lds: int, barrier_warps: int) -> dict[str, int]:
     """Nsight Compute's whole-kernel counters from the rows: wavefronts and bank conflicts of loads
     (ld.shared, ldmatrix), stores (st.shared, stmatrix) and cp.async, executed instructions per kind
     (``phantom_lds`` never-executed LDS per warp of the ``warps`` launched added to the loads), atoms'
-    executions, and what ``WGMMA_METRICS`` says wgmma's reads count as."""
+    executions, the misc wavefronts (``barrier_warps``: warps released from barriers) and the shared
+    total, and what ``WGMMA_METRICS`` says wgmma's reads count as."""
     def total(what: str, pick) -> int:
         return sum(getattr(r, what) for r in rows if pick(r))
 
-    out = {LD_WAVEFRONTS: total("wavefronts", lambda r: _COUNTER.get(r.kind) == "ld"),
-           ST_WAVEFRONTS: total("wavefronts", lambda r: _COUNTER.get(r.kind) == "st"),
+    ld_wf = total("wavefronts", lambda r: _COUNTER.get(r.kind) == "ld")
+    st_wf = total("wavefronts", lambda r: _COUNTER.get(r.kind) == "st")
+    misc = warps * (MISC_PER_WARP + phantom_lds) + barrier_warps * MISC_PER_BARRIER
+    out = {SHARED_WAVEFRONTS: ld_wf + st_wf + misc + total("wavefronts", lambda r: r.kind == "ldgsts"),
+           LD_WAVEFRONTS: ld_wf, ST_WAVEFRONTS: st_wf, MISC_WAVEFRONTS: misc,
            LD_CONFLICTS: total("conflicts", lambda r: _COUNTER.get(r.kind) == "ld"),
            ST_CONFLICTS: total("conflicts", lambda r: _COUNTER.get(r.kind) == "st"),
            LDGSTS_CONFLICTS: total("conflicts", lambda r: r.kind == "ldgsts")}
