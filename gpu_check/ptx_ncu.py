@@ -10,7 +10,8 @@ every kernel of ``traffic_kernels.CASES`` (one access pattern each).  For each:
 
 1. the PTX gets a ``.loc 1 L 0`` before the instruction of line ``L`` (its own ``.loc``/``.file``
    removed, ``.file 1 "ptx"`` added) and its entry a name of its own, ``fs<i>__<name>`` (never
-   demangled, so Nsight Compute prints and filters it as written); ``ptxas -lineinfo`` builds it
+   demangled, so Nsight Compute prints and filters it as written); ``ptxas -lineinfo`` (``-g`` for
+   the ``-G`` builds) builds it
    (at the PTX's own ``.version``, or the newest older one ptxas takes) and ``nvdisasm -g`` gives
    every SASS instruction with the PTX line it comes from;
 2. one process (``launch DIR``) loads every cubin and launches each kernel once, its buffers as
@@ -178,6 +179,13 @@ def _ptxas_arch(text: str, cc: int) -> str:
     return f"sm_{cc}" + ("a" if target.rstrip(",").endswith("a") else "")
 
 
+def _debug_flags(text: str) -> list[str]:
+    """ptxas's line-table flag: ``-g`` for a ``.target ..., debug`` module (nvcc -G assembles it so),
+    else ``-lineinfo``."""
+    target = next((ln for ln in text.splitlines() if ln.strip().startswith(".target")), "")
+    return ["-g"] if "debug" in target else ["-lineinfo"]
+
+
 def build(items: list[Item], work: str, cc: int, say) -> dict[int, str]:
     """Each item's cubin ``work/build/<i>.cubin`` and its ``nvdisasm -g`` text ``<i>.sass``; per item
     that failed, why (index -> message)."""
@@ -198,7 +206,7 @@ def build(items: list[Item], work: str, cc: int, say) -> dict[int, str]:
         for v in versions:
             src = text if v is None or old is None else text[:old.start(1)] + v + text[old.end(1):]
             Path(base + ".ptx").write_text(src)
-            r = subprocess.run([ptxas, f"-arch={arch}", "-lineinfo", "-o", base + ".cubin", base + ".ptx"],
+            r = subprocess.run([ptxas, f"-arch={arch}", *_debug_flags(text), "-o", base + ".cubin", base + ".ptx"],
                                capture_output=True, text=True)
             if r.returncode == 0:
                 break
@@ -214,7 +222,7 @@ def build(items: list[Item], work: str, cc: int, say) -> dict[int, str]:
 
     with concurrent.futures.ThreadPoolExecutor(max(1, min(16, (os.cpu_count() or 2)))) as pool:
         list(pool.map(one, items))
-    say(f"built {len(items) - len(failed)} of {len(items)} kernels with {ptxas} -lineinfo"
+    say(f"built {len(items) - len(failed)} of {len(items)} kernels with {ptxas}"
         + "".join(f"\n  {i}: {m}" for i, m in failed.items()))
     return failed
 

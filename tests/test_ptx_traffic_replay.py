@@ -111,3 +111,20 @@ def test_the_source_page_is_read_by_metric_name_too_and_never_executed_padding_i
 def test_without_a_record_the_replay_says_how_to_make_one(tmp_path):
     with pytest.raises(ValueError, match="not a fragsim GPU record"):
         N.load(os.fspath(tmp_path / "missing.npz"))
+
+
+def test_every_planned_launch_rewrites_to_a_module_whose_renamed_entry_takes_its_arguments():
+    items = N.plan()
+    assert len({it.name for it in items}) == len(items) and {it.kind for it in items} == {"corpus", "generated"}
+    for it in items:
+        entry = it.entry()
+        module = parse(N.with_ptx_lines(it.text(), entry.name, it.name))
+        assert len(module.entries[it.name].params) == len(it.launch().args) == len(entry.params), it.id
+
+
+def test_the_family_takes_the_commands_options_and_its_source_is_a_ptx_module_for_sm_90():
+    from fragsim.gpu_check.family import Family
+    fam = N.FAMILIES["ptx_ncu"]
+    assert isinstance(fam, Family) and fam.default_cases > 0 and {"cases", "replay", "json"} <= fam.options
+    src = fam.source(90)
+    assert src.startswith(".version ") and "\n.target sm_90\n" in src and src.count(".visible .entry") == len(T.CASES)
