@@ -18,18 +18,19 @@ Events (``idx``: the threads concerned, ascending global thread indices):
 ``cp_land(s, idx, flat, width)``
     cp.async bytes landing at the wait that covers them: ``width`` bytes from ``flat`` (n,) on, as
     indices into ``State.smem`` flattened (CTA-major).
-``mma(s, idx, form, a, b, c, d)``
-    one ``mma.sync`` for whole warps (``idx``: their threads, warp after warp): ``form`` its
-    ``fragsim.MmaForm``; ``a``, ``b``, ``c`` the operand registers as read, ``d`` the result, uint32
-    ``(warps, 32, registers)`` (an ``.f64`` element is two words, low first).  ``d`` is written to
-    the destination registers after the event: an observer may change it in place (fragment
-    tracing writes element identities there).
-``wgmma(s, idx, form, a, b, c, d, smem, trans_a, trans_b)``
-    one ``wgmma.mma_async`` for whole warpgroups: ``form`` its ``WgmmaForm``; ``a`` A's registers
-    uint32 ``(groups, 128, registers)`` or its descriptors uint64 ``(groups,)``, ``b`` B's
-    descriptors; ``c``/``d`` as for ``mma`` (``d`` changeable in place); ``smem`` uint8 ``(groups,
-    bytes)`` each warpgroup's CTA's shared memory as the instruction read it; ``trans_a``/``trans_b``
-    the imm-trans operands (MN-major).
+``mma(s, idx, form, a, b, c, result)``
+    one ``mma.sync`` for whole warps (``idx``: their threads, warp after warp), before it computes:
+    ``form`` its ``fragsim.MmaForm``; ``a``, ``b``, ``c`` the operand registers as read, uint32
+    ``(warps, 32, registers)`` (an ``.f64`` element is two words, low first).  ``result`` is a dict:
+    an observer that puts ``result["d"]`` (uint32, that shape for D) gives the instruction's D,
+    which is then written instead of fragsim's arithmetic (fragment tracing writes element
+    identities there).
+``wgmma(s, idx, form, a, b, c, smem, trans_a, trans_b, result)``
+    one ``wgmma.mma_async`` for whole warpgroups, before it computes: ``form`` its ``WgmmaForm``;
+    ``a`` A's registers uint32 ``(groups, 128, registers)`` or its descriptors uint64 ``(groups,)``,
+    ``b`` B's descriptors, ``c`` the accumulator registers; ``smem`` uint8 ``(groups, bytes)`` each
+    warpgroup's CTA's shared memory as the instruction reads it; ``trans_a``/``trans_b`` the
+    imm-trans operands (MN-major); ``result`` as for ``mma``.
 ``cp_async(s, idx, dst, src, size)``
     one ``cp.async`` copy step as it issues, after its ``shared`` event: ``dst`` (n,) the shared
     destinations (CTA window), ``src`` (n,) the absolute global source addresses (the bank model of

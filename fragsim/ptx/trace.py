@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -94,15 +95,25 @@ class IdCode:
             w |= np.uint64(1) << np.uint64(self.flag)
         return w.astype(self.dtype)
 
+    def values(self, words: np.ndarray) -> np.ndarray:
+        """The identity field of element words (0: none), flags and stray bits ignored."""
+        w = words.astype(np.uint64 if self.bits == 64 else np.int64)
+        return ((w >> w.dtype.type(self.shift)) & w.dtype.type(self.base)).astype(np.int64)
+
     def decode(self, words: np.ndarray, b: bool) -> np.ndarray:
         """Element words -> int64: the value (>= 1), 0 for no element, GARBAGE or OTHER."""
-        w = words.astype(np.uint64)
-        mask = np.uint64(self.base)
-        v = ((w >> np.uint64(self.shift)) & mask).astype(np.int64)
-        flag = ((w >> np.uint64(self.flag)) & np.uint64(1)).astype(bool)
-        rest = w & ~((mask << np.uint64(self.shift)) | (np.uint64(1) << np.uint64(self.flag)))
-        out = np.where(rest != 0, GARBAGE, np.where(flag != b, OTHER, v))
-        return np.where(w == 0, 0, np.where((v == 0) & (rest == 0), GARBAGE, out))
+        big = self.bits == 64
+        w = words.astype(np.uint64 if big else np.int64)
+        one = w.dtype.type(1)
+        mask = w.dtype.type(self.base)
+        v = ((w >> w.dtype.type(self.shift)) & mask).astype(np.int64)
+        flag = (w >> w.dtype.type(self.flag)) & one
+        rest = w & ~((mask << w.dtype.type(self.shift)) | (one << w.dtype.type(self.flag)))
+        bad = (rest != 0) | (v == 0)
+        out = np.where(flag.astype(bool) != b, OTHER, v)
+        if bad.any():
+            out = np.where(bad, GARBAGE, out)
+        return np.where(w == 0, 0, out)
 
 
 CODES = {8: IdCode(8, 0, 7, 7), 16: IdCode(16, 0, 15, 15), 32: IdCode(32, 13, 17, 31), 64: IdCode(64, 0, 31, 63)}
@@ -272,6 +283,9 @@ class Event:
     warps: np.ndarray                # each unit's (first) warp in its CTA
     dig: dict = field(default_factory=dict)        # (key, pass) -> digit summary per unit
     slots: dict = field(default_factory=dict)      # pass -> (A ids (u, M, K), B ids (u, K, N))
+    place: Any = None                              # (u, M, N): each D element's index in the output
+    raw: Any = None                                # this pass's (A, B) element words, until it ends
+    quick: dict = field(default_factory=dict)      # pass -> (rows, cols) digits for D's place
 
 
 class Tracing:
@@ -327,9 +341,10 @@ class Tracing:
                              f"ones: the kernel converts {operand} on the way, and the identities follow bits, "
                              "not values")
 
-    def step(self, s, idx, form, a_bits, b_bits, d, p: int, n: int, threads: int) -> None:
+    def step(self, s, idx, form, a_bits, b_bits, p: int, n: int, threads: int) -> np.ndarray:
         """Event ``n`` of pass ``p``: A (units, M, K) and B (units, K, N) element words as the mma
-        received them; ``d`` (units, threads, registers) is replaced by D's identities."""
+        received them (kept until the pass ends, ``end_pass``); returns D's identities, the
+        registers (units, threads, registers)."""
         first = idx[::threads]
         if p == 0:
             ev = Event(s.op.line, s.op, form, threads, first.copy(), [s.geometry.ctas[int(c)] for c in s.cta[first]],
@@ -344,40 +359,56 @@ class Tracing:
                                  "here: the kernel's control flow depends on A's or B's values, which tracing "
                                  "replaces by element identities")
             ev = self.events[n]
-        va, vb = self.ca.decode(a_bits, False), self.cb.decode(b_bits, True)
+        ev.raw = (a_bits.copy(), b_bits.copy())
         if self.plan.kinds[p] == "rc":
-            ev.dig["rows", p], ev.dig["cols", p] = agree(va, 2), agree(vb, 1)
-            bad = (ev.dig["rows", p] < NONE).any(1) | (ev.dig["cols", p] < NONE).any(1)
-        else:
-            ka, kb = agree(va, 1), agree(vb, 2)
-            ev.dig["ka", p], ev.dig["kb", p] = ka, kb
-            bad = (ka < NONE).any(1) | (kb < NONE).any(1) | ((ka > 0) & (kb > 0) & (ka != kb)).any(1)
-        if bad.any() and self.bad_kept[p] < KEEP:
-            self.bad_kept[p] += 1
-            ev.slots[p] = (va, vb)
-        if p >= self.plan.d_first:
-            self.write_d(ev, form, d, p)
-        else:
-            d[...] = 0
+            # D's place needs the rows and columns now (their full check waits for the pass's end)
+            ev.quick[p] = (one_value(self.ca.values(a_bits), 2), one_value(self.cb.values(b_bits), 1))
+        return self.identities(ev, form, p, len(first), threads)
 
-    def write_d(self, ev: Event, form, d: np.ndarray, p: int) -> None:
-        from fragsim.sim.registers import pack
+    def end_pass(self, p: int) -> None:
+        """Decode the pass's identities, all mma's of one form at once: per unit the digit each
+        fragment row, column and k slot agrees on (``Event.dig``); the per-element identities of the
+        first few mma's with a disagreement (``Event.slots``)."""
+        groups: dict = {}
+        for ev in self.events:
+            groups.setdefault((ev.form.name, ev.threads), []).append(ev)
+        for evs in groups.values():
+            cut = np.cumsum([0] + [len(ev.first) for ev in evs])
+            va = self.ca.decode(np.concatenate([ev.raw[0] for ev in evs]), False)
+            vb = self.cb.decode(np.concatenate([ev.raw[1] for ev in evs]), True)
+            if self.plan.kinds[p] == "rc":
+                x, y, keys = agree(va, 2), agree(vb, 1), ("rows", "cols")
+                bad = np.asarray((x < NONE).any(1) | (y < NONE).any(1))
+            else:
+                x, y, keys = agree(va, 1), agree(vb, 2), ("ka", "kb")
+                bad = np.asarray((x < NONE).any(1) | (y < NONE).any(1) | ((x > 0) & (y > 0) & (x != y)).any(1))
+            for i, ev in enumerate(evs):
+                sl = slice(cut[i], cut[i + 1])
+                ev.dig[keys[0], p], ev.dig[keys[1], p] = x[sl], y[sl]
+                if bad[sl].any() and self.bad_kept[p] < KEEP:
+                    self.bad_kept[p] += 1
+                    ev.slots[p] = (va[sl], vb[sl])
+                ev.raw = None
 
-        rows, cols = self.coords(ev, "rows"), self.coords(ev, "cols")
+    def identities(self, ev: Event, form, p: int, units: int, threads: int) -> np.ndarray:
+        """D's registers in pass ``p``: digit ``p - d_first`` of each element's place in the output
+        (``row * N + col`` by the rows and columns A and B hold), 0 where there is none."""
         j = p - self.plan.d_first
-        ok = (rows >= 0)[:, :, None] & (cols >= 0)[:, None, :]
-        t = np.maximum(rows, 0)[:, :, None] * self.N + np.maximum(cols, 0)[:, None, :]
-        v = np.where(ok, digit(t, self.plan.d_base, j) + 1, 0) if j < self.plan.d_digits else np.zeros_like(t)
+        if j < 0 or j >= self.plan.d_digits:
+            return np.zeros((units, threads, form.nregs("D")), np.uint32)
+        if ev.place is None:            # the rows and columns are complete from pass d_first on
+            rc = self.plan.rc()
+            rows = combine([ev.quick[q][0] for q in rc], self.ca.base)
+            cols = combine([ev.quick[q][1] for q in rc], self.cb.base)
+            ok = (rows >= 0)[:, :, None] & (cols >= 0)[:, None, :]
+            ev.place = np.where(ok, np.maximum(rows, 0)[:, :, None] * self.N + np.maximum(cols, 0)[:, None, :], -1)
+            ev.quick = {}
+        v = np.where(ev.place >= 0, digit(ev.place, self.plan.d_base, j) + 1, 0)
         fmt = form.fmt("D").name
-        if fmt == "f32":
-            bits = v.astype(np.float32).view(np.uint32)
-        elif fmt == "f16":
-            bits = v.astype(np.float16).view(np.uint16)
-        elif fmt == "f64":
-            bits = v.astype(np.float64).view(np.uint64)
-        else:
-            bits = v.astype(np.int32).view(np.uint32)
-        d[...] = pack(form, "D", bits).reshape(d.shape)
+        bits = {"f32": lambda x: x.astype(np.float32).view(np.uint32), "f16": lambda x: x.astype(np.float16).view(
+            np.uint16), "f64": lambda x: x.astype(np.float64).view(np.uint64)}.get(
+            fmt, lambda x: x.astype(np.int32).view(np.uint32))(v).reshape(units, -1)
+        return pack_words(form, bits)
 
     # -- what the passes found ----------------------------------------------------------------
 
@@ -413,15 +444,79 @@ class Tracing:
         return out[1], out[0]                # k, cols
 
 
+@lru_cache(maxsize=None)
+def element_map(form, op: str) -> np.ndarray | None:
+    """int64 (rows, cols): where each element of an operand sits among the warp's register
+    elements, lane-major ((lane * registers + register) * per + part); None for 64-bit and
+    sub-byte elements (``fragsim.unpack`` reads those)."""
+    bits = form.fmt(op).storage_bits
+    if bits not in (8, 16, 32):
+        return None
+    rows, cols = form.coords(op)                              # (lanes, registers, per)
+    lanes, nregs, per = rows.shape
+    out = np.empty(form.matrix_shape(op), np.int64)
+    out[rows, cols] = np.arange(lanes * nregs * per).reshape(lanes, nregs, per)
+    return out
+
+
+def operand_elements(form, op: str, regs: np.ndarray) -> np.ndarray:
+    """An mma operand's registers (units, lanes, registers) uint32 -> its elements' bits (units,
+    rows, cols): ``fragsim.unpack`` by a table taken once per form."""
+    m = element_map(form, op)
+    if m is None:
+        from fragsim.sim.registers import unpack
+        return unpack(form, op, regs)
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[form.fmt(op).storage_bits]
+    return np.ascontiguousarray(regs, np.uint32).view(dt).reshape(len(regs), -1)[:, m]
+
+
+@lru_cache(maxsize=None)
+def d_slots(form) -> np.ndarray:
+    """int64 (threads, words, parts): the index ``row * N + col`` of the D element each part of each
+    32-bit word of D holds -- its two halves for a 16-bit D, the whole word else (``fragsim.pack``'s
+    map, once per form)."""
+    from fragsim.sim.registers import pack
+
+    M, N = form.matrix_shape("D")
+    idx = np.arange(M * N).reshape(M, N)
+    if form.fmt("D").storage_bits == 16:
+        w = pack(form, "D", idx.astype(np.uint16)).astype(np.int64)
+        return np.stack([w & 0xFFFF, w >> 16], -1)
+    return pack(form, "D", idx.astype(np.uint32)).astype(np.int64)[..., None]
+
+
+def pack_words(form, values: np.ndarray) -> np.ndarray:
+    """D's element bits (units, M * N) -> its registers (units, threads, words)."""
+    from fragsim.sim.registers import pack
+
+    bits = form.fmt("D").storage_bits
+    if bits == 64:
+        M, N = form.matrix_shape("D")
+        return pack(form, "D", values.reshape(-1, M, N))
+    m = d_slots(form)
+    v = values.astype(np.uint32)[:, m]                               # (units, threads, words, per)
+    if bits == 16:
+        return v[..., 0] | (v[..., 1] << np.uint32(16))
+    return v[..., 0]
+
+
+def one_value(v: np.ndarray, axis: int) -> np.ndarray:
+    """The identity all elements along ``axis`` hold (none left out), 0 where they hold several."""
+    hi = v.max(axis)
+    lo = np.where(v > 0, v, np.iinfo(np.int64).max).min(axis)
+    return np.where(lo == hi, hi, 0)
+
+
 def agree(v: np.ndarray, axis: int) -> np.ndarray:
     """The value all elements along ``axis`` hold (elements without one left out), NONE where none
     holds one, GARBAGE where they differ, OTHER where one holds the other matrix's element."""
-    pos = v > 0
-    hi = np.where(pos, v, 0).max(axis)
-    lo = np.where(pos, v, np.iinfo(np.int64).max).min(axis)
-    out = np.where(pos.any(axis), np.where(lo == hi, hi, GARBAGE), NONE)
-    out = np.where((v == GARBAGE).any(axis), GARBAGE, out)
-    return np.where((v == OTHER).any(axis), OTHER, out)
+    hi = v.max(axis)                                 # codes are negative, no element 0
+    lo = np.where(v > 0, v, np.iinfo(np.int64).max).min(axis)
+    out = np.where(hi > 0, np.where(lo == hi, hi, GARBAGE), NONE)
+    low = v.min(axis)
+    if (low < 0).any():
+        out = np.where(low < 0, np.where((v == OTHER).any(axis), OTHER, GARBAGE), out)
+    return out
 
 
 def combine(ds: list, base: int) -> np.ndarray:
@@ -444,15 +539,17 @@ class Observer:
     def __init__(self, tracing: Tracing, p: int):
         self.t, self.p, self.n = tracing, p, 0
 
-    def on_mma(self, s, idx, form, a, b, c, d) -> None:
-        from fragsim.sim.registers import unpack
-
-        self.t.step(s, idx, form, unpack(form, "A", a), unpack(form, "B", b), d, self.p, self.n, WARP_LANES)
+    def on_mma(self, s, idx, form, a, b, c, result) -> None:
+        result["d"] = self.t.step(s, idx, form, operand_elements(form, "A", a), operand_elements(form, "B", b),
+                                  self.p, self.n, WARP_LANES)
         self.n += 1
 
-    def on_wgmma(self, s, idx, form, a, b, c, d, smem, trans_a, trans_b) -> None:
-        A_, B_ = wgmma_operands(form, a, b, smem, trans_a, trans_b)
-        self.t.step(s, idx, form, A_, B_, d, self.p, self.n, THREADS)
+    def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
+        try:
+            A_, B_ = wgmma_operands(form, a, b, smem, trans_a, trans_b)
+        except ValueError as e:
+            raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {e}") from None
+        result["d"] = self.t.step(s, idx, form, A_, B_, self.p, self.n, THREADS)
         self.n += 1
 
 
@@ -678,13 +775,11 @@ class Analysis:
 
     def __init__(self, t: Tracing, outputs: list, lines: list, module):
         self.t, self.lines, self.module = t, lines, module
-        self.sums = [(t.coords(ev, "rows"), t.coords(ev, "cols"), t.coords(ev, "ka"), t.coords(ev, "kb"))
-                     for ev in t.events]
         self.untraced: list[str] = []
         self.counts = {"mma executions fed wrong elements": 0, "D elements not summed over every k once": 0,
                        "D elements not stored where they belong": 0}
         keys = list(self.counts)
-        self.first_local = self.local()
+        self.first_local = self.summarize()
         self.counts[keys[0]] = self.n_local
         self.coverage()
         self.counts[keys[1]] = int(self.bad_cov.sum())
@@ -693,13 +788,29 @@ class Analysis:
 
     # -- per mma --------------------------------------------------------------------------------
 
-    def local(self) -> tuple[int, int] | None:
+    def summarize(self) -> tuple[int, int] | None:
+        """``sums``: per event the rows, columns and k (A's, B's) its units' fragments hold, combined
+        over the passes, all mma's of one form at once; the first unit fed wrongly (event, unit)."""
+        t = self.t
+        self.sums: list = [None] * len(t.events)
+        groups: dict = {}
+        for e, ev in enumerate(t.events):
+            groups.setdefault((ev.form.name, ev.threads), []).append(e)
         first, n = None, 0
-        for e, (rows, cols, ka, kb) in enumerate(self.sums):
-            bad = local_bad(rows, cols, ka, kb)
+        for es in groups.values():
+            cut = np.cumsum([0] + [len(t.events[e].first) for e in es])
+            stacked = []
+            for key in ("rows", "cols", "ka", "kb"):
+                ps = t.plan.rc() if key in ("rows", "cols") else t.plan.k()
+                code = t.ca if key in ("rows", "ka") else t.cb
+                stacked.append(combine([np.concatenate([t.events[e].dig[key, p] for e in es]) for p in ps], code.base))
+            bad = local_bad(*stacked)
             n += int(bad.sum())
-            if first is None and bad.any():
-                first = (e, int(np.flatnonzero(bad)[0]))
+            for i, e in enumerate(es):
+                sl = slice(cut[i], cut[i + 1])
+                self.sums[e] = tuple(x[sl] for x in stacked)
+                if bad[sl].any() and (first is None or e < first[0]):
+                    first = (e, int(np.flatnonzero(bad[sl])[0]))
         self.n_local = n
         return first
 
@@ -721,18 +832,25 @@ class Analysis:
         t = self.t
         H = self.hashes()
         n = t.M * t.N
-        count = np.zeros(n, np.int64)
-        hsum = np.zeros(n, np.uint64)
-        self.last = np.full(n, -1, np.int64)          # event * units + unit of the last mma computing it
         self.units = max((len(ev.first) for ev in t.events), default=1)
+        flats, nks, hs, whos = [], [], [], []
         for e, ev in enumerate(t.events):
             flat, ok, k = self.contributions(e)
             nk = (k >= 0).sum(1)
             h = np.where(k >= 0, H[np.maximum(k, 0)], np.uint64(0)).sum(1, dtype=np.uint64)
-            u = np.broadcast_to(np.arange(len(ev.first))[:, None, None], flat.shape)
-            np.add.at(count, flat[ok], np.broadcast_to(nk[:, None, None], flat.shape)[ok])
-            np.add.at(hsum, flat[ok], np.broadcast_to(h[:, None, None], flat.shape)[ok])
-            self.last[flat[ok]] = e * self.units + u[ok]
+            u = np.broadcast_to(np.arange(len(ev.first))[:, None, None], flat.shape)[ok]
+            flats.append(flat[ok])
+            nks.append(nk[u])
+            hs.append(h[u])
+            whos.append(e * self.units + u)
+        flat_all = np.concatenate(flats) if flats else np.zeros(0, np.int64)
+        count = np.bincount(flat_all, np.concatenate(nks) if nks else None, minlength=n).astype(np.int64)
+        hsum = np.zeros(n, np.uint64)
+        if flats:
+            np.add.at(hsum, flat_all, np.concatenate(hs))
+        self.last = np.full(n, -1, np.int64)          # event * units + unit of the last mma computing it
+        if flats:
+            np.maximum.at(self.last, flat_all, np.concatenate(whos))
         self.covered = count > 0
         self.bad_cov = self.covered & ((count != t.K) | (hsum != H.sum(dtype=np.uint64)))
 
@@ -1157,6 +1275,7 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     outputs = []
     for p in range(plan.passes):
         pargs = launch.run(p, ctas, [Observer(tracing, p)])
+        tracing.end_pass(p)
         if 0 <= p - plan.d_first < plan.d_digits:
             outputs.append(launch.output(pargs))
     if not tracing.events:

@@ -53,6 +53,7 @@ class Load:
     mask: np.ndarray
     dests: list
     smem: Any
+    source: str | None = None        # the CUDA line (.loc)
 
 
 def _reg_names(x) -> list:
@@ -111,7 +112,12 @@ class Follow:
         occ = self.seen.get(ins.line, 0)
         self.seen[ins.line] = occ + 1
         dests = _reg_names(ins.operands[0])
-        rec = Load(self.seq, ins.line, occ, op, full, mask, dests, self.snap)
+        loc = ins.loc
+        src = None
+        if loc is not None:
+            path = s.program.module.files.get(loc.file) if s.program is not None else None
+            src = f"{path}:{loc.line}" if path else None
+        rec = Load(self.seq, ins.line, occ, op, full, mask, dests, self.snap, src)
         self.seq += 1
         for n in dests:
             self.last[n] = rec
@@ -134,9 +140,10 @@ class Follow:
         self.count += 1
         return int(hit[0]) if self.count == self.occurrence + 1 else None
 
-    def on_mma(self, s, idx, form, a, b, c, d) -> None:
+    def on_mma(self, s, idx, form, a, b, c, result) -> None:
         from fragsim.sim.registers import unpack
 
+        result["d"] = np.zeros(c.shape[:2] + (form.nregs("D"),), np.uint32)     # D does not matter here
         g = self._target(s, idx, WARP_LANES)
         if g is None:
             return
@@ -151,8 +158,10 @@ class Follow:
                       "loads": {op: [self.last.get(n) for n in _reg_names(s.op.instr.operands[k])]
                                 for op, k in (("A", 1), ("B", 2))}}
 
-    def on_wgmma(self, s, idx, form, a, b, c, d, smem, trans_a, trans_b) -> None:
+    def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
         from .trace import wgmma_operands
+
+        result["d"] = np.zeros_like(c)           # D does not matter here
 
         first = np.asarray(idx)[::4 * WARP_LANES]
         hit = np.flatnonzero(s.tid_linear[first] // WARP_LANES == self.warp)
@@ -499,13 +508,15 @@ def adopt(bad: BadMma, sus: Suspect, ev, report, tile, org, recs) -> None:
         bad.want, bad.got = sus.want, sus.got
     bad.findings = list(report.findings)
     bad.findings.append(Finding("context", context(sus.operand, recs, tile, org)))
+    report.title = f"mma at line {bad.line}, CTA ({bad.cta[0]},{bad.cta[1]},{bad.cta[2]}) warp {bad.warp}: {report.title}"
     bad.report = report
 
 
 def context(op: str, recs: list, tile, org: tuple) -> str:
     """What the checker's words refer to: its loads as PTX lines, its tile as the matrix."""
     names = {"A": ("row", "k"), "B": ("k", "n")}[op]
-    loads = "; ".join(f"load {i} is line {x.line} ({x.op})" for i, x in enumerate(recs))
+    loads = "; ".join(f"load {i} is line {x.line}{' (' + x.source + ')' if x.source else ''} ({x.op})"
+                      for i, x in enumerate(recs))
     return (f"the checker's {loads}; its tile is {op} in shared memory, {tile.describe()}: tile(r, c) is "
             f"{op}({names[0]} {org[0]} + r, {names[1]} {org[1]} + c)")
 
@@ -622,6 +633,8 @@ def diagnose_wgmma(launch: Launch, an: Analysis, bad: BadMma, suspects: list, e:
             f"the checker's k-steps are this warpgroup's wgmma's into the same accumulators (this one is k-step "
             f"{step}); its tile is {op} in shared memory, {tile.describe()}: tile(r, c) is {op}({rows} {R0} + r, "
             f"k {C0} + c)"))]
+        report.title = (f"wgmma at line {bad.line}, CTA ({bad.cta[0]},{bad.cta[1]},{bad.cta[2]}) warps {bad.warp}-"
+                        f"{bad.warp + 3}: {report.title}")
         bad.report, bad.tile = report, tile
         if report.fix is None:
             bad.verification = "the checker finds no descriptor that reads this tile"

@@ -310,11 +310,15 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
             return
         w = whole_warps(s, idx, ins)
         a, b, cc = (gather(s, idx, op, w).reshape(w, -1) for op in "ABC")
-        # a few warps per step: numba's thread pool costs more than it saves below a few hundred warps
-        d = arithmetic(pl, a, b, cc, parallel=w >= PARALLEL_WARPS).reshape(w * WARP_LANES, -1)
-        if s.observers:        # they may rewrite d in place before it is written (fragment tracing)
+        result: dict = {}
+        if s.observers:        # one may give D itself (fragment tracing: identities), sparing the arithmetic
             s.emit("mma", idx, form=form, a=a.reshape(w, WARP_LANES, -1), b=b.reshape(w, WARP_LANES, -1),
-                   c=cc.reshape(w, WARP_LANES, -1), d=d.reshape(w, WARP_LANES, -1))
+                   c=cc.reshape(w, WARP_LANES, -1), result=result)
+        if "d" in result:
+            d = np.asarray(result["d"], np.uint32).reshape(w * WARP_LANES, -1)
+        else:
+            # a few warps per step: numba's thread pool costs more than it saves below a few hundred warps
+            d = arithmetic(pl, a, b, cc, parallel=w >= PARALLEL_WARPS).reshape(w * WARP_LANES, -1)
         if wide["D"]:
             d = d[:, 0::2].astype(np.uint64) | (d[:, 1::2].astype(np.uint64) << np.uint64(32))
         for k, wr in enumerate(writers):
@@ -542,13 +546,16 @@ def _wgmma(ins: A.Instr, c: Compiler) -> Op:
         bv = read_b(s, first)
         sd = scale_d(s, first)
         smem = s.smem[s.cta[first]]
+        result: dict = {}
+        if s.observers:        # one may give D itself (fragment tracing: identities), sparing the arithmetic
+            s.emit("wgmma", idx, form=form, a=av, b=bv, c=cc, smem=smem, trans_a=trans_a, trans_b=trans_b,
+                   result=result)
         try:
-            out = wgmma(form, av, bv, cc, smem=smem, scale_d=sd, scale_a=scale_a, scale_b=scale_b,
-                        trans_a=trans_a, trans_b=trans_b, arch=arch)
+            out = np.asarray(result["d"], np.uint32) if "d" in result else wgmma(
+                form, av, bv, cc, smem=smem, scale_d=sd, scale_a=scale_a, scale_b=scale_b, trans_a=trans_a,
+                trans_b=trans_b, arch=arch)
         except ValueError as e:
             raise PtxRuntimeError(f"line {line}: {s.where(int(first[0])).split(' (warp')[0]}: {ins.text}: {e}") from None
-        if s.observers:        # they may rewrite out in place before it is written (fragment tracing)
-            s.emit("wgmma", idx, form=form, a=av, b=bv, c=cc, d=out, smem=smem, trans_a=trans_a, trans_b=trans_b)
         out = out.reshape(g * THREADS, -1)
         for k, w in enumerate(writers):
             w(s, idx, out[:, k])
