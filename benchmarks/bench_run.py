@@ -1,7 +1,7 @@
 """fragsim run's speed: a real tensor-core GEMM kernel's PTX on the CPU, next to fragsim's own arithmetic.
 
     python benchmarks/bench_run.py [--k 4096] [--size 1024] [--repeat 3] [--batch 8192]
-                                   [--only cta grid mma] [--slow] [--report] [--cpu N] [--json]
+                                   [--only cta grid mma] [--slow] [--check] [--report] [--cpu N] [--json]
 
 On one core: the process pins itself to one CPU (``--cpu``, default the first it may use; or run it
 under ``taskset -c 0``) and numba to one thread.  Each figure is the best of ``--repeat`` runs after
@@ -16,6 +16,8 @@ a warm-up; two things compared run alternately (A, B, A, B ...), so that a busy 
   normal operands, and of the run's own mma.sync batches during the grid run (registers gathered,
   the arithmetic, D written back; a batch is 32 mma.sync x 256 warps there).  Target: 0.3 us.
 - ``--slow``: the cta run also with the machine's fast paths off (``fragsim.ptx.machine.FAST``).
+- ``--check``: the cta and grid runs also with ``check="continue"`` (``fragsim.ptx.checks``).  Target:
+  at most 2x the plain run.
 - ``--report``: the cta and grid runs also with ``report=True`` (the shared-memory traffic,
   ``fragsim.ptx.traffic``).  Target: at most 2x the plain run.
 
@@ -69,11 +71,13 @@ def best(fns: dict, repeat: int) -> dict:
     return out
 
 
-def gemm_run(mod, a, bt, m: int, n: int, k: int, report=False):
-    """A function that runs the kernel on (a, bt) and returns (D, the run); ``report``: run_kernel's."""
+def gemm_run(mod, a, bt, m: int, n: int, k: int, check=False, report=False):
+    """A function that runs the kernel on (a, bt) and returns (D, the run); ``check``, ``report``:
+    run_kernel's."""
     def go():
         d = np.zeros((m, n), np.float32)
-        r = fragsim.run_kernel(mod, grid=(n // 128, m // 128), block=128, args=[a, bt, d, m, n, k], report=report)
+        r = fragsim.run_kernel(mod, grid=(n // 128, m // 128), block=128, args=[a, bt, d, m, n, k], check=check,
+                               report=report)
         return d, r
     return go
 
@@ -122,6 +126,8 @@ def bench_cta(args) -> dict:
     fns = {"run": lambda: go()}
     if args.slow:
         fns["run, fast paths off"] = lambda: _slow(go)
+    if args.check:
+        fns["run, checks"] = gemm_run(mod, a, bt, 128, 128, args.k, check="continue")
     if args.report:
         fns["run, report"] = gemm_run(mod, a, bt, 128, 128, args.k, report=True)
     t = best(fns, args.repeat)
@@ -129,6 +135,8 @@ def bench_cta(args) -> dict:
            "us_per_step": t["run"] / r.steps * 1e6, "bit_exact": exact}
     if args.slow:
         row["s_fast_off"] = t["run, fast paths off"]
+    if args.check:
+        row["s_check"] = t["run, checks"]
     if args.report:
         row["s_report"] = t["run, report"]
     return row
@@ -148,6 +156,8 @@ def bench_grid(args) -> dict:
     d, r = go()
     exact = bool(np.array_equal(d.view(np.uint32), fragsim.gemm(FORM, a, b)))
     fns = {"run": go, "gemm": lambda: fragsim.gemm(FORM, a, b)}
+    if args.check:
+        fns["run, checks"] = gemm_run(mod, a, bt, n, n, n, check="continue")
     if args.report:
         fns["run, report"] = gemm_run(mod, a, bt, n, n, n, report=True)
     t = best(fns, args.repeat)
@@ -161,6 +171,8 @@ def bench_grid(args) -> dict:
     row = {"size": n, "ctas": (n // 128) ** 2, "steps": r.steps, "run_s": t["run"], "gemm_s": t["gemm"],
            "ratio": t["run"] / t["gemm"], "bit_exact": exact,
            "run_mma_us": stats["s"] / max(stats["mma"], 1) * 1e6, "run_mma_per_call": stats["mma"] // max(stats["calls"], 1)}
+    if args.check:
+        row["check_s"] = t["run, checks"]
     if args.report:
         row["report_s"] = t["run, report"]
     return row
@@ -186,6 +198,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--only", nargs="+", choices=("cta", "grid", "mma"), default=["cta", "grid", "mma"])
     p.add_argument("--slow", action="store_true", help="also the cta run with the fast paths off")
+    p.add_argument("--check", action="store_true", help="also the cta and grid runs with check='continue' (the "
+                   "kernel-bug checks), alternating with the plain runs")
     p.add_argument("--report", action="store_true", help="also the cta and grid runs with report=True (the "
                    "shared-memory traffic), alternating with the plain runs")
     p.add_argument("--cpu", type=int, help="the CPU to pin to (default: the first this process may use)")
@@ -215,6 +229,9 @@ def report(name: str, r: dict) -> None:
         slow = f"; fast paths off {r['s_fast_off']:.2f} s" if "s_fast_off" in r else ""
         print(f"one CTA, K={r['k']}: {r['s']:.3f} s ({r['steps']:,} steps, {r['us_per_step']:.1f} us/step, "
               f"{r['mma']:,} mma; bit-exact vs fragsim.gemm: {r['bit_exact']}){slow}   target <= 1 s", flush=True)
+        if "s_check" in r:
+            print(f"  with checks: {r['s_check']:.3f} s, {r['s_check'] / r['s']:.2f}x the plain run   target <= 2x",
+                  flush=True)
         if "s_report" in r:
             print(f"  with the report: {r['s_report']:.3f} s, {r['s_report'] / r['s']:.2f}x the plain run   "
                   "target <= 2x", flush=True)
@@ -223,6 +240,9 @@ def report(name: str, r: dict) -> None:
               f"ratio {r['ratio']:.2f}x (bit-exact: {r['bit_exact']})   target <= 4x", flush=True)
         print(f"  the run's mma.sync batches ({r['run_mma_per_call']:,} mma a call): {r['run_mma_us']:.3f} us per mma",
               flush=True)
+        if "check_s" in r:
+            print(f"  with checks: {r['check_s']:.3f} s, {r['check_s'] / r['run_s']:.2f}x the plain run   target <= 2x",
+                  flush=True)
         if "report_s" in r:
             print(f"  with the report: {r['report_s']:.3f} s, {r['report_s'] / r['run_s']:.2f}x the plain run   "
                   "target <= 2x", flush=True)

@@ -47,6 +47,11 @@ def add_arguments(p):
                    "conflicts), worst first, and the totals under Nsight Compute's metric names")
     p.add_argument("--html", metavar="FILE", help="write that report as an HTML page, costly lines highlighted, "
                    "with the bank phases of each worst line's worst execution")
+    p.add_argument("--check", nargs="?", const="stop", metavar="stop|continue[,uninitialized]",
+                   help="look for kernel bugs while running (out-of-bounds and misaligned accesses, shared-memory "
+                   "races, cp.async/wgmma data used in flight, partial-warp .sync.aligned instructions, deadlocks; "
+                   "',uninitialized': shared memory read before written): 'stop' (the default) at the first, "
+                   "'continue' to list them all; exit status 1 when any is found")
     from .run_trace import add_argument as add_trace
     add_trace(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -90,9 +95,15 @@ def run(args) -> int:
         from .run_trace import run_trace
         return run_trace(args, values, ctas, _dims)
     t0 = time.time()
-    r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
-                   args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
-                   report=bool(args.report or args.html))
+    from fragsim.ptx.checks import KernelIssue
+    try:
+        r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
+                       args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
+                       report=bool(args.report or args.html), check=args.check or False)
+    except KernelIssue as e:           # --check stop: the first finding ends the run
+        print(json.dumps({"issues": [e.issue.to_dict()], "stopped": True}) if args.json else
+              f"{e.issue}\nstopped at the first issue (--check continue lists them all)")
+        return 1
     seconds = time.time() - t0
     saved = []
     for text, v in zip(args.arg, values):
@@ -109,8 +120,10 @@ def run(args) -> int:
                 "seconds": round(seconds, 3), "saved": saved, "approximate_lines": r.approximate}
         if args.report and r.shared is not None:
             body["shared"] = r.shared.to_dict()
+        if r.issues is not None:
+            body["issues"] = [i.to_dict() for i in r.issues]
         print(json.dumps(body))
-        return 0
+        return 1 if r.issues else 0
     print(f"{r.kernel}: grid {r.grid}, block {r.block}, {len(r.ctas)} CTA(s) run, {r.steps:,} steps in {seconds:.2f} s")
     if r.approximate:
         print(f"not bit-exact: lines {', '.join(map(str, r.approximate))} ran .approx instructions as IEEE stand-ins")
@@ -120,4 +133,9 @@ def run(args) -> int:
         print(r.shared.text())
     if args.html:
         print(f"wrote {args.html}")
+    if r.issues is not None:           # --check continue
+        for issue in r.issues:
+            print(issue)
+        print(f"{len(r.issues)} issue(s)" if r.issues else "checks: no issues")
+        return 1 if r.issues else 0
     return 0

@@ -35,6 +35,19 @@ Events (``idx``: the threads concerned, ascending global thread indices):
     one ``cp.async`` copy step as it issues, after its ``shared`` event: ``dst`` (n,) the shared
     destinations (CTA window), ``src`` (n,) the absolute global source addresses (the bank model of
     LDGSTS reads them), ``size`` the cp-size in bytes.
+``shared_store(s, idx, addrs, data)``
+    the bytes an ``st``/``atom``/``red`` writes to shared memory, ``data`` uint8 ``(n, width)``, told
+    just before that access's ``shared`` event (the checks tell a write of the same value apart).
+``bar_arrive(s, idx, barrier, count, wait)``
+    threads arrive at ``bar.sync``/``barrier.sync`` (``wait=True``) or ``bar.arrive``: ``barrier``
+    and ``count`` (n,) their operands (count 0: every thread of the CTA).
+``bar_release(s, idx)``
+    a barrier lets its waiting threads go (``s.barrier[idx]`` still names the barrier each waited at).
+``warp_sync(s, idx)``
+    threads pass ``bar.warp.sync`` (``__syncwarp``).
+
+An observer whose ``batch_mma`` attribute is true needs no ``mma`` events: with only such observers
+the machine keeps running consecutive ``mma.sync`` as one call of the arithmetic.
 """
 
 from __future__ import annotations

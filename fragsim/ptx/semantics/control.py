@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.ranges import format_ranges
 
 from .. import ast as A
 from ..program import TRAPPING_EXTERNS, Compiler, Op, PtxLoadError
-from ..state import EXITED, WAITING, PtxRuntimeError, State
+from ..state import BARRIERS, EXITED, WAITING, PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
 
@@ -58,9 +59,10 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         b = bar(s, idx).astype(np.int64)
         n = count(s, idx).astype(np.int64) if count is not None else np.zeros(len(idx), np.int64)
-        if (b > 15).any():
-            k = int(np.flatnonzero(b > 15)[0])
-            raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: barrier {int(b[k])} (there are 16, 0..15)")
+        if (b >= BARRIERS).any():
+            k = int(np.flatnonzero(b >= BARRIERS)[0])
+            raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: barrier {int(b[k])} (there are {BARRIERS}, "
+                                  f"0..{BARRIERS - 1})")
         if (b == b[0]).all() and (n == n[0]).all():        # one barrier and count: each CTA once
             uses = [(cta, int(b[0]), int(n[0])) for cta in np.flatnonzero(np.bincount(s.cta[s.cols(idx)])).tolist()]
         else:
@@ -71,9 +73,16 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
                 raise PtxRuntimeError(f"line {line}: barrier {bb} of CTA {s.geometry.ctas[cta]} is used with thread "
                                       f"counts {s.barrier_count[key]} and {nn} at once")
             s.barrier_count[key] = nn
+        if s.observers:
+            s.emit("bar_arrive", idx, barrier=b, count=n, wait=not arrive)
         cols = s.cols(idx)
         s.pc[cols] += 1
-        if not arrive:
+        if arrive:                  # counted toward the barrier's completion (machine.release)
+            keys, counts = np.unique(s.cta[cols] * BARRIERS + b, return_counts=True)
+            for k, c in zip(keys.tolist(), counts.tolist()):
+                ab = (k // BARRIERS, k % BARRIERS)
+                s.barrier_arrivals[ab] = s.barrier_arrivals.get(ab, 0) + c
+        else:
             s.status[cols] = WAITING
             s.barrier[cols] = b
     return Op(ins, "", run, sets_pc=True, kind="barrier")
@@ -95,14 +104,21 @@ def _warp_barrier(ins: A.Instr, c: Compiler) -> Op:
         lanes = np.arange(WARP_LANES, dtype=np.uint64)
         for w in np.unique(s.warp[idx]):
             t = w * WARP_LANES + np.arange(WARP_LANES)
-            bits = m[s.warp[idx] == w]
+            mine = s.warp[idx] == w
+            bits = m[mine]
             if (bits != bits[0]).any():
-                raise PtxRuntimeError(f"line {line}: {s.where(int(t[0]))}: bar.warp.sync with different member "
-                                      "masks in one warp")
+                s.fault("divergent", idx, mine & (m != bits[0]), line,
+                        lambda k, first=int(bits[0]): f"bar.warp.sync with different member masks in one warp "
+                                  f"({first:#x} and {int(m[k]):#x})")
             member = ((bits[0] >> lanes) & np.uint64(1)).astype(bool) & s.present[t] & (s.status[t] != EXITED)
-            if (member & ~here[t]).any():
-                raise PtxRuntimeError(f"line {line}: {s.where(int(t[0]))}: bar.warp.sync while member lanes of the "
-                                      "warp are elsewhere (a diverged __syncwarp is not modelled)")
+            away = member & ~here[t]
+            if away.any():          # the checks go on as if the warp had met
+                s.fault("divergent", t, away, line,
+                        lambda k, away=away: f"bar.warp.sync while member lanes "
+                                  f"{format_ranges(np.flatnonzero(away).tolist())} of the warp are elsewhere (a "
+                                  "diverged __syncwarp is not modelled)")
+        if s.observers:
+            s.emit("warp_sync", idx)
     return Op(ins, "", run)
 
 

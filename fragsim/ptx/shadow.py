@@ -1,0 +1,252 @@
+"""Shadow memory of the checks (``fragsim.ptx.checks``): for every cell of every CTA's shared memory,
+who last wrote it and who read it since, and when, in the ordering the kernel's barriers give.
+
+**Ordering.**  Each warp has a *stamp*, a counter that grows at every synchronisation the warp takes
+part in (a CTA barrier it arrives at, ``bar.warp.sync``); every access is recorded with the stamp of
+its warp.  ``VC[cta, v, w]`` (a vector clock over the warps of the CTA) is the latest stamp of warp
+``w`` whose accesses are ordered before what warp ``v`` does now; an access recorded as (warp w,
+stamp s) is ordered before warp ``v``'s access iff ``VC[cta, v, w] >= s`` or it is the same thread.
+A barrier generation joins the clocks of the warps that arrive (``bar.sync``/``barrier.sync`` and
+``bar.arrive``) and hands the join to the warps it releases, so ``bar.sync 1, 64`` orders only its
+64 threads and a ``bar.arrive`` producer's earlier writes are ordered before the consumers that
+wait, not the other way.  ``VC[cta, v, v]`` is ``v``'s stamp minus one: lanes of one warp are ordered
+only by a synchronisation between them (``bar.warp.sync``, a barrier), as on GPUs with independent
+thread scheduling.
+
+**Cells.**  The shadow is kept per ``G``-byte cell, ``G`` the narrowest shared access of the kernel
+(1 to 16 bytes): every access is whole cells, since accesses are aligned to their width (checked).
+Per cell: the last writer (CTA-local thread, stamp, PTX line, whether atomic), per warp the stamp
+and the lanes of its latest reads since that write, the ``cp.async`` copy in flight into it, and
+how many ``wgmma`` in flight read it.  All of it is arrays updated by indexing, one access set at
+a time, never a loop over threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fragsim.facts.hardware import MATRIX_ROW_BYTES, WARP_LANES
+
+from .state import BARRIERS
+
+#: Widest cell: ldmatrix rows, cp.async copies and wgmma's core-matrix rows are 16 bytes.
+MAX_CELL = MATRIX_ROW_BYTES
+#: Bytes the shadow may take before the run is refused (run fewer CTAs with ``ctas=``).
+MAX_SHADOW_BYTES = 2 << 30
+#: The stamp of a cell never written: below every warp's clock.
+NEVER = np.iinfo(np.int32).min
+
+#: A CTA-local thread index shifted right by this is its warp.
+LANE_SHIFT = WARP_LANES.bit_length() - 1
+_LANE_BITS = np.left_shift(np.uint32(1), np.arange(WARP_LANES, dtype=np.uint32))
+ALL_LANES = np.uint32(0xFFFFFFFF)
+
+
+class Hazards:
+    """What one access set found: boolean masks over its entries (cells touched by a thread)."""
+
+    def __init__(self, m: int):
+        self.m = m
+        none = np.zeros(m, bool)
+        self.pending = self.inflight = self.raw = self.waw = self.war = self.dup = self.uninit = none
+        self.hit = False                           # any hazard at all
+        self.info: dict[str, np.ndarray] = {}      # the shadow as the access found it, for the messages
+
+    def any(self) -> bool:
+        return self.hit
+
+
+class Shadow:
+    """The shadow of every simulated CTA's shared memory (see the module docstring).
+
+    Warps are numbered over the launch by ``cw = CTA * W + warp within the CTA``; ``VC`` is
+    ``(ctas * W, W)``.  A cell never written holds the lowest stamp, so every warp is ordered after
+    its (absent) writer without a separate test."""
+
+    def __init__(self, state, cell: int):
+        g = state.geometry
+        self.s = state
+        self.ctas = len(g.ctas)
+        self.W = g.warps_per_cta
+        self.nbytes = state.smem.shape[1]
+        self.G = cell
+        self.ncell = max(1, -(-self.nbytes // cell))
+        n = self.ctas * self.ncell
+        need = n * (4 * 6 + 2 + 1 + 8 * self.W)
+        if need > MAX_SHADOW_BYTES:
+            raise ValueError(f"check: the shadow of {self.ctas} CTA(s) x {self.nbytes} bytes of shared memory in "
+                             f"{cell}-byte cells takes {need / 2**30:.1f} GiB; check fewer CTAs at once with ctas=")
+        self.w_tid = np.full(n, -1, np.int32)            # CTA-local thread that wrote last (-1: none yet)
+        self.w_stamp = np.full(n, NEVER, np.int32)
+        self.w_line = np.zeros(n, np.int32)
+        self.w_atomic = np.zeros(n, bool)
+        self.r_stamp = np.full((n, self.W), -1, np.int32)   # per warp: stamp of its reads since the write
+        self.r_lanes = np.zeros((n, self.W), np.uint32)     # ... and the lanes that read
+        self.r_line = np.zeros(n, np.int32)
+        self.pend = np.full(n, -1, np.int32)             # cp.async in flight: the issuing thread
+        self.pend_line = np.zeros(n, np.int32)
+        self.pending = 0                                 # cells with a copy in flight
+        self.wg_reads = np.zeros(n, np.int16)            # wgmma in flight reading the cell
+        self.reading = 0                                 # wgmma in flight
+        self._slot = np.zeros(n, np.int64)               # scratch: same-step duplicates
+        self.S = np.zeros(self.ctas * self.W, np.int32)                   # each warp's stamp
+        self.VC = np.full((self.ctas * self.W, self.W), -1, np.int32)     # VC[cw, w] (module docstring)
+        self.join = np.full((self.ctas, BARRIERS, self.W), -1, np.int32)  # a barrier generation's join
+        t = np.arange(g.slots)
+        self.t_cw = (state.cta * self.W + state.tid_linear // WARP_LANES).astype(np.int64)   # per thread
+        self.t_w = (state.tid_linear // WARP_LANES).astype(np.int64)
+        self.t_tid = state.tid_linear.astype(np.int32)
+        self.t_bit = _LANE_BITS[t % WARP_LANES]
+
+    # ---- who --------------------------------------------------------------------------------------
+
+    def warps(self, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(CTA, warp within the CTA) of global threads."""
+        s = self.s
+        return s.cta[threads], s.tid_linear[threads] // WARP_LANES
+
+    def cells(self, cta: np.ndarray, addrs: np.ndarray, width: int) -> np.ndarray:
+        """Cells of ``width``-byte accesses at shared ``addrs`` of CTAs ``cta``: (n, width // G) flat
+        indices into the shadow."""
+        k = max(1, width // self.G)
+        first = cta.astype(np.int64) * self.ncell + addrs.astype(np.int64) // self.G
+        return first[:, None] + np.arange(k) if k > 1 else first[:, None]
+
+    # ---- synchronisation -------------------------------------------------------------------------
+
+    def _own(self, cw: np.ndarray) -> None:
+        self.VC[cw, cw % self.W] = self.S[cw] - 1
+
+    def _warps_of(self, threads: np.ndarray, barrier: np.ndarray | None = None):
+        cw, first = np.unique(self.t_cw[threads], return_index=True)
+        return cw, (None if barrier is None else barrier[first].astype(np.int64))
+
+    def arrive(self, threads: np.ndarray, barrier: np.ndarray) -> None:
+        """Threads arrive at barriers (``bar.sync``/``bar.arrive``): their warps' clocks join the
+        barrier's generation, and their later accesses get a new stamp."""
+        cw, b = self._warps_of(threads, barrier)
+        rows = self.VC[cw].copy()
+        rows[np.arange(len(cw)), cw % self.W] = self.S[cw]
+        np.maximum.at(self.join, (cw // self.W, b), rows)
+        self.S[cw] += 1
+        self._own(cw)
+
+    def release(self, threads: np.ndarray, barrier: np.ndarray) -> None:
+        """A barrier lets threads go: their warps learn the generation's join, which then ends."""
+        cw, b = self._warps_of(threads, barrier)
+        c = cw // self.W
+        self.VC[cw] = np.maximum(self.VC[cw], self.join[c, b])
+        self._own(cw)
+        self.join[c, b] = -1
+
+    def warp_sync(self, threads: np.ndarray) -> None:
+        """``bar.warp.sync``: the lanes of each warp are ordered (any member mask: documented in checks.py)."""
+        cw, _ = self._warps_of(threads)
+        self.S[cw] += 1
+        self._own(cw)
+
+    # ---- accesses ---------------------------------------------------------------------------------
+
+    def read(self, X: np.ndarray, cw: np.ndarray, tid, lanes, line: int, atomic: bool,
+             uninit: bool) -> Hazards:
+        """Entries ``X`` (cells) read by CTA-local threads ``tid`` of warps ``cw`` (``tid`` -1: the whole
+        warp reads, as ldmatrix and wgmma do; ``lanes`` the lane bits, or one value for all): the
+        hazards, then the reads recorded (an atomic's read is not: atomics do not race with atomics)."""
+        h = Hazards(len(X))
+        W = self.W
+        who = self.w_tid[X]
+        # the write is ordered before: its thread's, or its warp's stamp is known to this warp
+        h.raw = (self.VC.reshape(-1)[cw * W + (who >> LANE_SHIFT)] < self.w_stamp[X]) & (who != tid)
+        if atomic:
+            h.raw &= ~self.w_atomic[X]
+        hit = h.raw.any()
+        if self.pending:
+            h.pending = self.pend[X] >= 0
+            hit = hit or h.pending.any()
+        if uninit:
+            h.uninit = (who < 0) & ~h.pending
+            hit = hit or h.uninit.any()
+        h.hit = bool(hit)
+        if hit:
+            h.info = {"w_tid": who, "w_line": self.w_line[X], "pend_tid": self.pend[X], "pend_line": self.pend_line[X]}
+        if not atomic:
+            v = cw % W
+            st = self.S[cw]
+            if isinstance(lanes, np.ndarray):
+                old = self.r_stamp[X, v] != st
+                self.r_lanes[X[old], v[old]] = 0
+                self.r_stamp[X, v] = st
+                np.bitwise_or.at(self.r_lanes, (X, v), lanes)
+            else:
+                self.r_stamp[X, v] = st
+                self.r_lanes[X, v] = lanes
+            self.r_line[X] = line
+        return h
+
+    def write(self, X: np.ndarray, cw: np.ndarray, tid: np.ndarray, lanes: np.ndarray, line: int,
+              atomic: bool, same=None, issue: bool = False) -> Hazards:
+        """Entries ``X`` written by threads ``tid`` of warps ``cw`` (``lanes`` their lane bits): the
+        hazards, then the write recorded; ``issue``: a cp.async issues it (the bytes land later:
+        ``land``).  ``same(j, k)``: whether entries ``j`` write the bytes that entries ``k`` (None: the
+        cells) hold -- a write that changes no value is no hazard, as racecheck does not report one --
+        or None when the bytes are unknown."""
+        h = Hazards(len(X))
+        W = self.W
+        if self.pending:
+            h.pending = self.pend[X] >= 0
+        if self.reading:
+            h.inflight = self.wg_reads[X] > 0
+        who = self.w_tid[X]
+        vc = self.VC[cw]                                         # (m, W): what this warp is ordered after
+        mine = np.arange(len(X))
+        h.waw = (vc[mine, who >> LANE_SHIFT] < self.w_stamp[X]) & (who != tid)
+        if atomic:
+            h.waw &= ~self.w_atomic[X]
+        if same is not None and h.waw.any():
+            j = np.flatnonzero(h.waw)
+            h.waw[j[same(j, None)]] = False
+        war = self.r_stamp[X] > vc
+        v = cw % W
+        war[mine, v] &= (self.r_lanes[X, v] & ~lanes) != 0      # its own warp: other lanes read it
+        h.war = war.any(axis=1)
+        # entries of this one access set that hit one cell: the thread order decides which lands
+        slot = self._slot
+        slot[X] = mine
+        last = slot[X]
+        h.dup = last != mine
+        if h.dup.any():
+            h.dup &= tid[last] != tid
+            if same is not None and h.dup.any():
+                j = np.flatnonzero(h.dup)
+                h.dup[j[same(j, last[j])]] = False
+        h.hit = bool(h.waw.any() or h.war.any() or h.dup.any() or (self.pending and h.pending.any()) or
+                     (self.reading and h.inflight.any()))
+        if h.hit:
+            u = war.argmax(axis=1)
+            h.info = {"w_tid": who, "w_line": self.w_line[X], "pend_tid": self.pend[X],
+                      "pend_line": self.pend_line[X], "war_warp": u, "r_lanes": self.r_lanes[X, u],
+                      "r_line": self.r_line[X], "dup_tid": tid[last]}
+        if issue:
+            self.pending += int(np.count_nonzero(self.pend[X] < 0))
+            self.pend[X] = tid
+            self.pend_line[X] = line
+        else:
+            self._record(X, cw, tid, line, atomic)
+        return h
+
+    def _record(self, X, cw, tid, line, atomic) -> None:
+        self.w_tid[X] = tid
+        self.w_stamp[X] = self.S[cw]
+        self.w_line[X] = line
+        self.w_atomic[X] = atomic
+        self.r_stamp[X] = -1
+
+    def land(self, X: np.ndarray, cw: np.ndarray, tid: np.ndarray) -> None:
+        """cp.async bytes land at the wait of the thread that issued them: its write, as of now."""
+        self._record(X, cw, tid, self.pend_line[X], False)
+        self.pending -= int(np.count_nonzero(self.pend[X] >= 0))
+        self.pend[X] = -1
+
+    def address(self, X: int) -> int:
+        """The shared byte address of cell ``X``."""
+        return int(X % self.ncell) * self.G
