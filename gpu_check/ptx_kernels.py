@@ -142,7 +142,37 @@ def cdiv(a: int, b: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # the kernels
 
-Arg = str | bytes | np.generic          # a buffer's name, a struct's bytes, a typed number
+@dataclass(frozen=True)
+class MapArg:
+    """A ``CUtensorMap`` parameter (``__grid_constant__``): a tiled tensor map over buffer ``buffer``, as
+    ``cuTensorMapEncodeTiled`` takes it (innermost dimension first; element strides 1, no interleave,
+    zero fill), in a parameter of ``size`` bytes (CuTe's TMA atom: 256, the map first).  The GPU side
+    encodes it with the driver at the buffer's device address; fragsim's side passes a
+    ``fragsim.TensorMap`` whose base is the address the buffer is pinned at (``PIN``)."""
+
+    buffer: str
+    dtype: str
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    swizzle: str = "none"
+    size: int = 128
+
+    def tensor_map(self, base: int):
+        from fragsim.tma import TensorMap
+        return TensorMap(self.dtype, self.dims, self.strides, self.box, swizzle=self.swizzle, base=base)
+
+    def case(self) -> dict[str, Any]:
+        """The argument set as gpu_check/tma_device.py's ``Driver.encode`` takes it."""
+        return {"dtype": self.dtype, "dims": list(self.dims), "strides": list(self.strides), "box": list(self.box),
+                "es": [1] * len(self.dims), "interleave": "none", "swizzle": self.swizzle, "oob_fill": "zero"}
+
+
+#: Where fragsim places the buffers tensor maps name (one 4 GiB slot each, above the default placement).
+PIN = 0x7F80_0000_0000
+PIN_SLOT = 1 << 32
+
+Arg = str | bytes | np.generic | MapArg   # a buffer's name, a struct's bytes, a typed number, a tensor map
 Region = Callable[[tuple[int, int, int]], dict[str, np.ndarray]]
 
 
@@ -294,6 +324,37 @@ def _triton(s: dict[str, int], seed: int) -> Launch:
                   tile_region("c", (M, N), 64, 64, row_axis="x"))
 
 
+def _tma_wgmma(s: dict[str, int], seed: int) -> Launch:
+    """tma_wgmma: D (M x N, f32) = A (M x K) * Bt^T (Bt: N x K), bf16, 64x64 tiles; 2-D tensor maps with
+    64x64 boxes and 128-byte swizzle over A and Bt."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    M, N, K = s["M"], s["N"], s["K"]
+    bufs = {"A": floats(rng, (M, K), "bf16", v), "Bt": floats(rng, (N, K), "bf16", v), "D": sentinel((M, N))}
+    maps: list[Arg] = [MapArg("A", "bf16", (K, M), (K * 2,), (64, 64), "128B"),
+                       MapArg("Bt", "bf16", (K, N), (K * 2,), (64, 64), "128B")]
+    return Launch(dims(cdiv(N, 64), cdiv(M, 64)), dims(128), 0, bufs,
+                  maps + ["D", np.int32(M), np.int32(N), np.int32(K)], ("D",), tile_region("D", (M, N), 64, 64))
+
+
+def _tma_bulk(s: dict[str, int], seed: int) -> Launch:
+    """tma_bulk: out = in * 3 + 1 through cp.async.bulk both ways, sums[0..3] += out[chunk start ..] of
+    every CTA (cp.reduce.async.bulk), leaders[cta] the elect.sync lane; 1024 words per CTA."""
+    rng = np.random.default_rng(seed)
+    n = s["n"]
+    grid = cdiv(n, 1024)
+    bufs = {"x": rng.integers(0, 1 << 32, n, dtype=np.uint32), "out": sentinel((n,)),
+            "sums": rng.integers(0, 1 << 32, 4, dtype=np.uint32), "leaders": sentinel((grid,))}
+
+    def region(cta: tuple[int, int, int]) -> dict[str, np.ndarray]:
+        # one CTA alone adds only its own words to sums: compared for the whole grid only
+        out, lead = np.zeros(n, bool), np.zeros(grid, bool)
+        out[cta[0] * 1024:(cta[0] + 1) * 1024] = True
+        lead[cta[0]] = True
+        return {"out": out, "leaders": lead}
+    return Launch(dims(grid), dims(128), 0, bufs, ["x", "out", "sums", "leaders", np.int32(n)],
+                  ("out", "sums", "leaders"), region)
+
+
 EMPTY = b"\0"                               # a CuTe layout/copy/tiler of static shape: an empty struct
 
 
@@ -335,6 +396,34 @@ def _cutlass_wgmma(major: str) -> Callable[[dict[str, int], int], Launch]:
                            "B", i32(ld_b), EMPTY, EMPTY, "C", i32(M), struct.pack("<II", 1, 0),
                            half(alpha), half(beta)]
         return Launch(dims(M // 128, N // 128), dims(128), 98304, bufs, args, ("C",),
+                      tile_region("C", (N, M), 128, 128))
+    return build
+
+
+def _cutlass_wgmma_tma(major: str) -> Callable[[dict[str, int], int], Launch]:
+    """CuTe's wgmma_tma_sm90 (TMA into GMMA-swizzled smem, mbarrier pipeline of 3 stages, 64x64x16 wgmma):
+    ``major`` "K" the TN kernel (A (M,K), B (N,K)), "MN" the NT one (A (K,M), B (K,N)); C M-major (N,M in
+    memory).  The tensor maps are the ones its PTX uses: boxes of 64x128 (K-major) or 64x8 (MN-major)
+    f16 elements, 128-byte swizzle, in 256-byte TMA-atom parameters."""
+    def build(s: dict[str, int], seed: int) -> Launch:
+        rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+        M, N, K = s["M"], s["N"], s["K"]
+        alpha, beta = _cute_scalars(seed)
+        if major == "K":
+            a_shape, b_shape = (M, K), (N, K)
+            ma = MapArg("A", "f16", (K, M), (K * 2,), (64, 128), "128B", 256)
+            mb = MapArg("B", "f16", (K, N), (K * 2,), (64, 128), "128B", 256)
+        else:
+            a_shape, b_shape = (K, M), (K, N)
+            ma = MapArg("A", "f16", (M, K), (M * 2,), (64, 8), "128B", 256)
+            mb = MapArg("B", "f16", (N, K), (N * 2,), (64, 8), "128B", 256)
+        bufs = {"A": floats(rng, a_shape, "f16", v), "B": floats(rng, b_shape, "f16", v),
+                "C": floats(rng, (N, M), "f16", "normal")}
+        i32 = struct.Struct("<i").pack
+        args: list[Arg] = [struct.pack("<iii", M, N, K), EMPTY, "A", ma, "B", mb, "C", i32(M),
+                           struct.pack("<II", 1, 0), half(alpha), half(beta)]
+        # SharedStorage: 3 stages of A and B (49152 bytes each), 6 mbarriers, rounded up to its alignment 128
+        return Launch(dims(M // 128, N // 128), dims(128), 98432, bufs, args, ("C",),
                       tile_region("C", (N, M), 128, 128))
     return build
 
@@ -387,8 +476,22 @@ KERNELS = (
     Kernel("cutlass_wgmma_sm90_nt", ("cutlass_wgmma_sm90.sm90a.ptx",), "MajorE1",
            _gemm_shapes((128, 128, 128), (256, 256, 192)), (0, 1, 2), _cutlass_wgmma("MN"),
            "CuTe wgmma GEMM NT (MN-major GMMA operands)"),
+    Kernel("tma_wgmma", ("tma_wgmma.sm90a.ptx", "tma_wgmma.sm90a.lineinfo.ptx"), None,
+           _gemm_shapes((64, 64, 64), (100, 72, 200), (128, 128, 320)), (0, 1, 2), _tma_wgmma,
+           "TMA (128B swizzle) + mbarrier pipeline + wgmma bf16, 64x64 tiles, partial tiles filled by the TMA"),
+    Kernel("tma_bulk", ("tma_bulk.sm90a.ptx", "tma_bulk.sm90a.lineinfo.ptx"), None,
+           ({"n": 1024}, {"n": 2500}, {"n": 4100}), (0, 1, 2), _tma_bulk,
+           "cp.async.bulk both ways, cp.reduce.async.bulk, test_wait/try_wait (parity, state), elect.sync, inval"),
+    Kernel("cutlass_wgmma_tma_sm90_tn", ("cutlass_wgmma_tma_sm90.sm90a.ptx",), "MajorE0",
+           _gemm_shapes((128, 128, 128), (256, 256, 192)), (0, 1, 2), _cutlass_wgmma_tma("K"),
+           "CuTe TMA + wgmma GEMM TN (K-major)"),
+    Kernel("cutlass_wgmma_tma_sm90_nt", ("cutlass_wgmma_tma_sm90.sm90a.ptx",), "MajorE1",
+           _gemm_shapes((128, 128, 128), (256, 256, 192)), (0, 1, 2), _cutlass_wgmma_tma("MN"),
+           "CuTe TMA + wgmma GEMM NT (MN-major)"),
 )
 BY_NAME = {k.name: k for k in KERNELS}
+#: The TMA kernels, recorded on their own (``--forms tma --record tests/data/ptx/kernels_tma``).
+TMA_KERNELS = frozenset(k.name for k in KERNELS if "tma" in k.name)
 
 
 @dataclass(frozen=True)
@@ -480,9 +583,20 @@ def module_text(file: str) -> str:
 
 def fragsim_outputs(c: Case, g: Launch) -> dict[str, np.ndarray]:
     """What ``fragsim.run_kernel`` leaves in the output buffers."""
+    from fragsim.ptx.memory import Buffer
     from fragsim.ptx.run import run_kernel
     bufs = {k: v.copy() for k, v in g.buffers.items()}
-    args = [bufs[a] if isinstance(a, str) else a for a in g.args]
+    pins = {a.buffer: PIN + i * PIN_SLOT for i, a in enumerate(x for x in g.args if isinstance(x, MapArg))}
+    pointers = {a for a in g.args if isinstance(a, str)}
+
+    def arg(a: Arg) -> Any:
+        if isinstance(a, MapArg):         # the map; its tensor placed at its base unless a pointer places it
+            tm = a.tensor_map(pins[a.buffer])
+            return tm if a.buffer in pointers else (tm, bufs[a.buffer])
+        if isinstance(a, str):
+            return Buffer(bufs[a], address=pins[a]) if a in pins else bufs[a]
+        return a
+    args = [arg(a) for a in g.args]
     run_kernel(str(corpus() / c.file), BY_NAME[c.kernel].entry, grid=g.grid, block=g.block, args=args,
                dynamic_smem=g.smem, ctas=None if c.ctas is None else list(c.ctas))
     return {name: bufs[name] for name in g.outputs}
@@ -564,11 +678,15 @@ def compare_all(entries: list[dict[str, Any]], full: dict[str, dict[str, np.ndar
 # ---------------------------------------------------------------------------------------------
 # the GPU side
 
-def param_bytes(ptype: str, count: int | None, value: Arg, pointers: dict[str, int], what: str) -> bytes:
-    """The bytes of one argument as cuLaunchKernel takes them."""
+def param_bytes(ptype: str, count: int | None, value: Arg, pointers: dict[str, int], what: str,
+                encode: Callable[[MapArg, int], bytes] | None = None) -> bytes:
+    """The bytes of one argument as cuLaunchKernel takes them (``encode(map, address)``: a tensor map's)."""
     t = TYPES.get(ptype)
     size = (t.bytes if t else 1) * (count or 1)
-    if isinstance(value, str):
+    if isinstance(value, MapArg):
+        assert encode is not None
+        data = encode(value, pointers[value.buffer]).ljust(value.size, b"\0")
+    elif isinstance(value, str):
         data = pointers[value].to_bytes(8, "little")
     elif isinstance(value, bytes):
         data = value
@@ -586,7 +704,18 @@ class Device:
         self.cp = cp
         self.cc = info["cc_int"]
         self.modules: dict[str, tuple[int, str]] = {}
+        self.driver: Any = None          # cuTensorMapEncodeTiled (gpu_check/tma_device.py), at the first map
         cp.zeros(1)                      # a current context before the driver calls
+
+    def encode(self, m: MapArg, address: int) -> bytes:
+        """The 128 bytes of the real driver's tensor map ``m`` over the buffer at ``address``."""
+        if self.driver is None:
+            from .tma_device import Driver
+            self.driver = Driver()
+        code, data = self.driver.encode(m.case(), address)
+        if code:
+            raise ValueError(f"cuTensorMapEncodeTiled refused {m} at {address:#x}: CUresult {code}")
+        return data
 
     def module(self, file: str) -> tuple[int, str]:
         """(module handle, how it was built) of a corpus file."""
@@ -643,7 +772,7 @@ class Device:
             drv.funcSetAttribute(fn, getattr(drv, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8), g.smem)
         dev = {k: cp.asarray(v) for k, v in g.buffers.items()}
         pointers = {k: int(v.data.ptr) for k, v in dev.items()}
-        raw = [param_bytes(p.type, p.count, a, pointers, f"{c.id} parameter {i}")
+        raw = [param_bytes(p.type, p.count, a, pointers, f"{c.id} parameter {i}", self.encode)
                for i, (p, a) in enumerate(zip(entry.params, g.args))]
         if len(raw) != len(entry.params):
             raise ValueError(f"{c.id}: {len(g.args)} args for {len(entry.params)} parameters")

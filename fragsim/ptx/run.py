@@ -7,7 +7,8 @@
 (placed at a device address, passed as that address, written back in place after the run), a
 ``Buffer`` pins the address, a number becomes the parameter's type (``.u32``, ``.f32`` ...), and a
 ``.b8 [N]`` parameter (a struct passed by value) takes ``N`` bytes or a NumPy scalar/array of ``N``
-bytes.
+bytes; a ``fragsim.TensorMap`` goes to a ``CUtensorMap`` parameter (``__grid_constant__``, ``.b8 [128]``),
+and ``(TensorMap, array)`` places the array, a global buffer, at the map's base address as well.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from fragsim.facts.arch import DEFAULT_ARCH, get_arch
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.facts.mbarrier import TENSORMAP_BYTES
 
 from . import ast as A
 from .machine import MAX_STEPS, execute
@@ -49,8 +51,6 @@ class Run:
     program: Program = field(repr=False)
     #: PTX lines of .approx instructions run as IEEE stand-ins (approx="ieee"): not the hardware's bits
     approximate: list[int] = field(default_factory=list)
-    #: kernel bugs found (``check=``; None without checks): a list of ``fragsim.ptx.checks.Issue``
-    issues: list | None = field(default=None, repr=False)
     #: shared-memory traffic per instruction (``report=True``; None otherwise): fragsim.ptx.traffic
     shared: SharedReport | None = field(default=None, repr=False)
 
@@ -121,11 +121,48 @@ def _entry(module: A.Module, kernel) -> A.Function:
     raise ValueError(f"kernel {kernel!r}: no such .entry; the module has {', '.join(entries) or 'none'}")
 
 
+def _is_tensor_map(value) -> bool:
+    from fragsim.tma import TensorMap
+    return isinstance(value, TensorMap)
+
+
+def _place_tensor(p: A.Param, tmap, tensor, buffers: list[Buffer]):
+    """``(TensorMap, array or Buffer)``: the tensor is a global buffer at the map's base address (written
+    back after the run, as any buffer); the parameter gets the map."""
+    if tmap.base == 0:
+        raise ValueError(f"parameter {p.name}: give the TensorMap the device address to place its tensor at "
+                         "(base=...: a 16-byte aligned address such as 0x7f8000000000)")
+    if isinstance(tensor, Buffer):
+        if tensor.address is None:
+            tensor.address = tmap.base
+        if tensor.address != tmap.base:
+            raise ValueError(f"parameter {p.name}: the Buffer is pinned at {tensor.address:#x}, the TensorMap's base is "
+                             f"{tmap.base:#x}")
+        buf = tensor
+    elif isinstance(tensor, np.ndarray):
+        buf = Buffer(tensor, address=tmap.base, name=p.name)
+    else:
+        raise TypeError(f"parameter {p.name}: (TensorMap, tensor) takes the tensor as a NumPy array or a Buffer, got "
+                        f"{type(tensor).__name__}")
+    if not any(b.array is buf.array and b.address == buf.address for b in buffers):
+        buffers.append(buf)
+    return tmap
+
+
 def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
     """The bytes of one kernel argument."""
     t = TYPES.get(p.type)
     if p.count is not None or (t is not None and t.bits == 8 and p.type == "b8"):
         n = (t.bytes if t else 1) * (p.count or 1)
+        if isinstance(value, tuple) and len(value) == 2 and _is_tensor_map(value[0]):
+            value = _place_tensor(p, *value, buffers)
+        if _is_tensor_map(value):
+            # a CUtensorMap (__grid_constant__): fragsim's encoding of the map, opaque to the kernel
+            from .semantics.bulk import tensormap_bytes
+            if n < TENSORMAP_BYTES:
+                raise TypeError(f"parameter {p.name} (.{p.type} [{p.count}]) takes {n} bytes; a TensorMap is a "
+                                f"CUtensorMap parameter of {TENSORMAP_BYTES} bytes or more")
+            return tensormap_bytes(value).ljust(n, b"\0")
         if isinstance(value, (bytes, bytearray)):
             data = bytes(value)
         elif isinstance(value, (np.ndarray, np.generic)):
@@ -138,6 +175,9 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
         return data
     if t is None:
         raise ValueError(f"parameter {p.name}: type .{p.type} is not modelled")
+    if _is_tensor_map(value):
+        raise TypeError(f"parameter {p.name} is .{p.type}; a TensorMap goes to a CUtensorMap parameter (.param .align 64 "
+                        f".b8 name[{TENSORMAP_BYTES}])")
     if isinstance(value, (np.ndarray, Buffer)):
         if t.bits != 64:
             raise TypeError(f"parameter {p.name} is .{p.type}; an array is passed as a 64-bit address")
@@ -168,17 +208,14 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
-    about the run's events (``fragsim.ptx.observe``).  ``check``: look for kernel bugs while running
-    (``fragsim.ptx.checks``): True/"stop" stops at the first with a ``KernelIssue``, "continue" lists
-    them all in ``Run.issues``; add "uninitialized" (``"continue,uninitialized"``) for reads of shared
-    memory nothing wrote.  ``report``: collect the shared-memory traffic
+    about the run's events (``fragsim.ptx.observe``).  ``report``: collect the shared-memory traffic
     per instruction into ``Run.shared`` and ``Run.totals`` (``fragsim.ptx.traffic``)."""
     if approx not in (None, "ieee"):
         raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
     if not isinstance(report, bool):
         raise TypeError(f"report must be True or False, got {report!r}")
-    from .checks import options
-    checking = options(check)
+    if check:
+        raise ValueError("check=True (kernel bug finding) is not available yet; run without it")
     module = _module(ptx)
     entry = _entry(module, kernel)
     g, b = _dims(grid, "grid"), _dims(block, "block")
@@ -219,12 +256,11 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                          f"({', '.join('.' + p.type + ' ' + p.name for p in entry.params)}), got {len(args)} args")
     buffers: list[Buffer] = []
     pieces: list[tuple[A.Param, bytes, Buffer | None]] = []
-    labels: dict[int, str] = {}               # a buffer -> how findings name it
-    for k, (p, v) in enumerate(zip(entry.params, args)):
+    for p, v in zip(entry.params, args):
         before = len(buffers)
-        pieces.append((p, _param_bytes(p, v, buffers), buffers[before] if len(buffers) > before else None))
-        if len(buffers) > before:
-            labels[id(buffers[before])] = f"args[{k}]"
+        # a pointer parameter's buffer gets its address written (a tensor map's tensor does not)
+        pieces.append((p, _param_bytes(p, v, buffers), buffers[before] if len(buffers) > before and p.count is None
+                       else None))
     globals_ = {}
     for name, v in L.globals.items():
         arr = np.frombuffer(init_bytes(v), np.uint8).copy()
@@ -245,19 +281,10 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                   pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
                   global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
     state.declare_all(program.registers)
-    checker = None
-    if checking is not None:
-        from .checks import Checker
-        checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
-        checker.install()
     traffic = Traffic(module) if report else None
     state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
-    if checker is not None:
-        state.checker = checker
-        state.observers = (checker, *state.observers)
     steps = execute(program, state, max_steps=max_steps)
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
-    run.issues = None if checker is None else checker.issues
     if traffic is not None:
         run.shared = traffic.report(run, *ptx_text_lines(ptx))
     return run

@@ -10,8 +10,8 @@ Address spaces (the PTX ISA's state spaces): ``.global`` through ``GlobalMemory`
 buffers), ``.shared`` one byte array per CTA (static variables, then the dynamic ``extern`` array),
 ``.local`` one byte array per thread, ``.param`` the kernel's argument bytes (and, per thread, the
 argument/return bytes of ``.func`` calls), ``.const`` the module's constant bytes.  Generic addresses
-(``cvta``) put the shared and local windows at ``SHARED_WINDOW`` and ``LOCAL_WINDOW``; every other
-generic address is global.
+(``cvta``) put the shared, local and kernel-parameter windows at ``SHARED_WINDOW``, ``LOCAL_WINDOW``
+and ``PARAM_WINDOW``; every other generic address is global.
 """
 
 from __future__ import annotations
@@ -31,18 +31,33 @@ from .types import PtxType
 SHARED_WINDOW = 0x7D00_0000_0000
 #: Generic address of local byte 0 (``cvta.local``), each thread seeing its own local memory there.
 LOCAL_WINDOW = 0x7E00_0000_0000
+#: Generic address of the kernel's parameter byte 0 (``cvta.param``: the address of a ``__grid_constant__``
+#: parameter, a CUtensorMap's for one).
+PARAM_WINDOW = 0x7C00_0000_0000
 WINDOW_BYTES = 1 << 32
 #: Generic address of byte 0 of each state space a generic address can name (global addresses are
 #: generic already).
-WINDOWS = {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW}
+WINDOWS = {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW, "param": PARAM_WINDOW}
 
-#: Scheduler states of a thread.
-RUNNING, WAITING, EXITED, ABSENT = 0, 1, 2, 3
+#: Scheduler states of a thread.  SUSPENDED: in an mbarrier wait or barrier.cluster.wait, until the
+#: phase completes (fragsim.ptx.semantics.mbarrier wakes it; the machine asks it when nothing runs).
+RUNNING, WAITING, EXITED, ABSENT, SUSPENDED = 0, 1, 2, 3, 4
 
 
 class PtxRuntimeError(ValueError):
     """A kernel did something the hardware would fault on or PTX leaves undefined; the message names
     the PTX line, the CTA, the thread and the address or value involved."""
+
+
+#: The cluster special registers (a cluster of one CTA: ``State._cluster_special``).
+CLUSTER_REGISTERS = frozenset(("clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank",
+                               "cluster_nctarank", "is_explicit_cluster"))
+
+
+def cluster_shape(entry) -> tuple[int, int, int]:
+    """The CTAs per cluster a kernel's ``.reqnctapercluster`` asks for ((1, 1, 1) without it)."""
+    v = tuple(entry.directives.get("reqnctapercluster", ()) if entry is not None else ())
+    return tuple(int(x) for x in v) + (1,) * (3 - len(v))  # type: ignore[return-value]
 
 
 @dataclass
@@ -65,10 +80,6 @@ class Geometry:
     def slots(self) -> int:
         """Thread slots: whole warps of every simulated CTA."""
         return len(self.ctas) * self.warps_per_cta * WARP_LANES
-
-
-#: Barriers of a CTA (PTX ``bar.sync a``: a in 0..15).
-BARRIERS = 16
 
 
 @dataclass
@@ -109,7 +120,6 @@ class State:
         self.barrier = np.full(n, -1, np.int16)                 # barrier a waiting thread waits on
         self.cc = np.zeros(n, bool)                             # the carry flag of add.cc and friends
         self.barrier_count: dict[tuple[int, int], int] = {}     # (CTA, barrier) -> its thread count b
-        self.barrier_arrivals: dict[tuple[int, int], int] = {}  # (CTA, barrier) -> threads that bar.arrive'd
         self.steps = 0                                           # steps run so far (%clock reads it)
         self.cp_pending: list = []                               # cp.async copies not yet landed
         self.cp_committed = np.zeros(n, np.int64)                # cp.async groups each thread committed
@@ -119,7 +129,7 @@ class State:
         self.pc_converged = 0                                    # the PC of machine.converged's threads
         self.op: Any = None                                      # the instruction running (observers read it)
         self.observers: tuple = ()                               # see observe.py
-        self.checker: Any = None                                 # run_kernel(check=...): fragsim.ptx.checks
+        self.async_units: Any = None                             # mbarriers, bulk copies: semantics/mbarrier.py
         self.set_span(None)
 
     def emit(self, kind: str, idx: np.ndarray, **data) -> None:
@@ -239,7 +249,30 @@ class State:
             return {"lanemask_eq": eq, "lanemask_lt": eq - one, "lanemask_le": (eq << one) - one,
                     "lanemask_ge": ~(eq - one) & np.uint64(0xFFFFFFFF),
                     "lanemask_gt": ~((eq << one) - one) & np.uint64(0xFFFFFFFF)}[name]
+        if name in CLUSTER_REGISTERS:
+            return self._cluster_special(name, axis, idx)
         raise PtxRuntimeError(f"special register %{name}{'.' + component if component else ''} is not modelled")
+
+    def _cluster_special(self, name: str, axis: int | None, idx: np.ndarray) -> np.ndarray:
+        """Every CTA is a cluster of one (fragsim runs no larger clusters): cluster id = CTA id, rank 0 of 1."""
+        entry = getattr(self.program, "entry", None)
+        shape = cluster_shape(entry)
+        if shape[0] * shape[1] * shape[2] > 1:
+            raise PtxRuntimeError(f"%{name}: the kernel asks for clusters of {shape} CTAs (.reqnctapercluster); "
+                                  "fragsim runs clusters of one CTA")
+        n = len(idx)
+        if name == "is_explicit_cluster":
+            return np.full(n, int(entry is not None and bool({"explicitcluster", "reqnctapercluster"}
+                                                               & set(entry.directives))), np.uint64)
+        if name in ("cluster_ctarank", "cluster_nctarank"):
+            return np.full(n, int(name == "cluster_nctarank"), np.uint64)
+        if axis is None:
+            raise PtxRuntimeError(f"special register %{name} takes a component .x, .y or .z")
+        if name == "clusterid":
+            return self.ctaid[axis][idx].astype(np.uint64)
+        if name == "nclusterid":
+            return np.full(n, self.geometry.grid[axis], np.uint64)
+        return np.full(n, int(name == "cluster_nctaid"), np.uint64)      # cluster_ctaid 0, cluster_nctaid 1
 
     # ---- addresses -------------------------------------------------------------------------------
 
@@ -254,17 +287,9 @@ class State:
 
     # ---- memory ----------------------------------------------------------------------------------
 
-    def fault(self, kind: str, idx: np.ndarray, bad: np.ndarray, line: int, message, addrs=None, width: int = 0,
-              space: str | None = None) -> np.ndarray:
-        """Threads ``idx[bad]`` did what the hardware faults on or PTX leaves undefined: ``kind`` (a
-        ``fragsim.ptx.checks.KINDS`` name), ``message(k)`` what the k-th of ``idx`` did.  Without checks a
-        ``PtxRuntimeError`` names the first; with them (``run_kernel(check=...)``) it is a finding, and
-        unless the checks stop at the first, ``bad`` comes back: the caller goes on without those
-        threads (a load reads zeros, a store is dropped)."""
-        if self.checker is None:
-            k = int(np.flatnonzero(bad)[0])
-            raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
-        return self.checker.fault(self, kind, idx, bad, line, message, addrs, width, space)
+    def _fail(self, idx: np.ndarray, bad: np.ndarray, line: int, message) -> None:
+        k = int(np.flatnonzero(bad)[0])
+        raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
 
     def by_window(self, addrs: np.ndarray) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
         """Generic addresses split by state space, global first: (space, selection, addresses in that
@@ -277,27 +302,22 @@ class State:
                 yield space, sel, a[sel] - np.uint64(WINDOWS[space])
 
     def _locate_global(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, verb: str):
-        """(the buffer located, its offset) of each access, and the faults continued past (None if none)."""
         located = self.gmem.locate(addrs, width)
-        skip = None
         if (located[0] < 0).any():
-            skip = self.fault("out_of_bounds", idx, located[0] < 0, line, lambda i: f"global {verb} of {width} bytes "
-                              f"at {int(addrs[i]):#x} is outside every buffer of the launch", addrs, width, "global")
-        return located, skip
+            self._fail(idx, located[0] < 0, line, lambda i: f"global {verb} of {width} bytes at {int(addrs[i]):#x} is "
+                       "outside every buffer of the launch")
+        return located
 
     def _offsets(self, space: str, addrs: np.ndarray, width: int, idx: np.ndarray, line: int,
-                 verb: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(byte array of ``space``, each access's flat offset in it, the faults continued past or None),
-        the accesses checked to lie inside."""
+                 verb: str) -> tuple[np.ndarray, np.ndarray]:
+        """(byte array of ``space``, each access's flat offset in it), the accesses checked to lie inside."""
         mem, rows = self._space(space, idx)
         off = addrs.astype(np.int64)
         bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
-        skip = None
         if bad.any():
-            skip = self.fault("out_of_bounds", idx, bad, line, lambda i: f"{space} {verb} of {width} bytes at "
-                              f"{int(addrs[i]):#x} is outside the {mem.shape[-1]} bytes of {space} memory",
-                              addrs, width, space)
-        return mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, skip
+            self._fail(idx, bad, line, lambda i: f"{space} {verb} of {width} bytes at {int(addrs[i]):#x} is outside "
+                       f"the {mem.shape[-1]} bytes of {space} memory")
+        return mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off
 
     def load(self, space: str | None, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> np.ndarray:
         """``width`` bytes at each thread's address in ``space`` (None: generic) -> uint8 (n, width)."""
@@ -306,12 +326,10 @@ class State:
             for sp, sel, a in self.by_window(addrs):
                 out[sel] = self.load(sp, a, width, idx[sel], line)
             return out
-        skip = self._check_alignment(addrs, width, idx, line, space)
-        if skip is None and space == "global":
-            located, skip = self._locate_global(addrs, width, idx, line, "load")
-            if skip is None:
-                return self.gmem.load(addrs, width, located)
-        if skip is None and space == "param" and self.pmem.shape[1]:
+        self._check_alignment(addrs, width, idx, line, space)
+        if space == "global":
+            return self.gmem.load(addrs, width, self._locate_global(addrs, width, idx, line, "load"))
+        if space == "param" and self.pmem.shape[1]:
             split = addrs.astype(np.uint64) >= np.uint64(self.params.size)
             if split.any():          # a .func parameter or call argument: this thread's own bytes
                 out = np.empty((len(idx), width), np.uint8)
@@ -320,18 +338,10 @@ class State:
                 off = addrs[split].astype(np.int64) - self.params.size
                 out[split] = self.pmem[idx[split][:, None], off[:, None] + np.arange(width)]
                 return out
-        if skip is None:
-            mem, off, skip = self._offsets(space, addrs, width, idx, line, "load")
-            if skip is None:
-                if self.observers and space == "shared":
-                    self.emit("shared", idx, addrs=addrs, width=width, write=False)
-                return take_bytes(mem, off, width)
-        # checks going on past a fault: the faulting threads read zeros
-        out = np.zeros((len(idx), width), np.uint8)
-        keep = ~skip
-        if keep.any():
-            out[keep] = self.load(space, addrs[keep], width, idx[keep], line)
-        return out
+        mem, off = self._offsets(space, addrs, width, idx, line, "load")
+        if self.observers and space == "shared":
+            self.emit("shared", idx, addrs=addrs, width=width, write=False)
+        return take_bytes(mem, off, width)
 
     def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
         """Write ``data`` (uint8 (n, width)) at each thread's address; threads in order, the last wins."""
@@ -340,34 +350,24 @@ class State:
             for sp, sel, a in self.by_window(addrs):
                 self.store(sp, a, data[sel], idx[sel], line)
             return
+        self._check_alignment(addrs, width, idx, line, space)
+        if space == "global":
+            self.gmem.store(addrs, data, self._locate_global(addrs, width, idx, line, "store"))
+            return
         if space == "const":
             raise PtxRuntimeError(f"line {line}: .const memory is read-only")
-        skip = self._check_alignment(addrs, width, idx, line, space)
-        if skip is None and space == "global":
-            located, skip = self._locate_global(addrs, width, idx, line, "store")
-            if skip is None:
-                self.gmem.store(addrs, data, located)
-                return
-        if skip is None and space == "param":
+        if space == "param":
             off = addrs.astype(np.int64) - self.params.size
             bad = (off < 0) | (off + width > self.pmem.shape[1])
             if bad.any():
-                k = int(np.flatnonzero(bad)[0])
-                raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: param store at {int(addrs[k]):#x}: a "
-                                      "kernel's own parameters are read-only; only call arguments are written")
+                self._fail(idx, bad, line, lambda i: f"param store at {int(addrs[i]):#x}: a kernel's own "
+                           "parameters are read-only; only call arguments are written")
             self.pmem[idx[:, None], off[:, None] + np.arange(width)] = data
             return
-        if skip is None:
-            mem, off, skip = self._offsets(space, addrs, width, idx, line, "store")
-            if skip is None:
-                if self.observers and space == "shared":
-                    self.emit("shared_store", idx, addrs=addrs, data=data)
-                    self.emit("shared", idx, addrs=addrs, width=width, write=True)
-                put_bytes(mem, off, data)
-                return
-        keep = ~skip                 # checks going on past a fault: the faulting threads' stores are dropped
-        if keep.any():
-            self.store(space, addrs[keep], data[keep], idx[keep], line)
+        mem, off = self._offsets(space, addrs, width, idx, line, "store")
+        if self.observers and space == "shared":
+            self.emit("shared", idx, addrs=addrs, width=width, write=True)
+        put_bytes(mem, off, data)
 
     def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The byte array of a non-global space, and the row of each thread in it (None: one array)."""
@@ -381,41 +381,23 @@ class State:
             return self.params, None
         raise PtxRuntimeError(f"state space .{space} is not modelled")
 
-    def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int,
-                         space: str) -> np.ndarray | None:
-        """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults).  Returns
-        the faults the checks go on past (None if none)."""
+    def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, space: str) -> None:
+        """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults)."""
         if width > 1 and len(addrs):
             if width & (width - 1) == 0 and not int(np.bitwise_or.reduce(addrs, axis=None)) & (width - 1):
-                return None              # every address aligned: one reduction says so
+                return                   # every address aligned: one reduction says so
             a = addrs.astype(np.uint64, copy=False)
             bad = (a % np.uint64(width)) != 0
             if bad.any():
-                return self.fault("misaligned", idx, bad, line, lambda i: f"{space} access of {width} bytes at "
-                                  f"{int(addrs[i]):#x} is not {width}-byte aligned", addrs, width, space)
-        return None
+                self._fail(idx, bad, line, lambda i: f"{space} access of {width} bytes at {int(addrs[i]):#x} is "
+                           f"not {width}-byte aligned")
 
     def check_shared(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> None:
         """Shared addresses (any shape, with ``idx`` alike) of ``width``-byte accesses: aligned and inside
-        the CTA's shared memory.  Checks going on past a fault raise ``SkipThreads`` with the faulting
-        threads: the instructions that call this do so before they change anything, and the checks
-        run them again without those threads (``fragsim.ptx.checks``)."""
+        the CTA's shared memory."""
         a, t = addrs.reshape(-1), idx.reshape(-1)
-        skip = None
         if len(a) and (a.min() < 0 or a.max() + width > self.smem.shape[1]):
             bad = (a < 0) | (a + width > self.smem.shape[1])
-            skip = self.fault("out_of_bounds", t, bad, line, lambda i: f"shared access of {width} bytes at "
-                              f"{int(a[i]):#x} is outside the {self.smem.shape[1]} bytes of the CTA's shared memory",
-                              a, width, "shared")
-        if skip is None:
-            skip = self._check_alignment(a, width, t, line, "shared")
-        if skip is not None:
-            raise SkipThreads(t[skip])
-
-
-class SkipThreads(Exception):
-    """Checks going on past a fault: ``threads`` must not run the instruction (see ``State.check_shared``)."""
-
-    def __init__(self, threads: np.ndarray):
-        super().__init__(f"{len(threads)} thread(s) skip the instruction")
-        self.threads = threads
+            self._fail(t, bad, line, lambda i: f"shared access of {width} bytes at {int(a[i]):#x} is outside the "
+                       f"{self.smem.shape[1]} bytes of the CTA's shared memory")
+        self._check_alignment(a, width, t, line, "shared")

@@ -7,7 +7,7 @@ for cu in *.cu; do
     k=${cu%.cu}
     nvcc -arch=sm_90a -ptx "$cu" -o "$out/$k.sm90a.ptx"
     nvcc -arch=sm_90a -lineinfo -ptx "$cu" -o "$out/$k.sm90a.lineinfo.ptx"
-    [ "$k" = wgmma_desc ] || nvcc -arch=sm_80 -ptx "$cu" -o "$out/$k.sm80.ptx"
+    case $k in wgmma_desc|tma_*) ;; *) nvcc -arch=sm_80 -ptx "$cu" -o "$out/$k.sm80.ptx" ;; esac
 done
 for k in reduce_shfl devfunc_local; do
     nvcc -arch=sm_90a -G -ptx "$k.cu" -o "$out/$k.sm90a.G.ptx"
@@ -19,6 +19,8 @@ if [ -n "$CUTLASS" ]; then
         -o "$out/cutlass_sgemm_sm80.sm80.ptx"
     nvcc $inc -arch=sm_90a -ptx "$CUTLASS/examples/cute/tutorial/hopper/wgmma_sm90.cu" \
         -o "$out/cutlass_wgmma_sm90.sm90a.ptx"
+    nvcc $inc -arch=sm_90a -ptx "$CUTLASS/examples/cute/tutorial/hopper/wgmma_tma_sm90.cu" \
+        -o "$out/cutlass_wgmma_tma_sm90.sm90a.ptx"
 fi
 # source paths relative to the repository, whichever folder it was built in
 sed -i 's#"[^"]*/tests/data/ptx/src/#"tests/data/ptx/src/#' "$out"/*.ptx
