@@ -14,7 +14,8 @@ expects has arrived (all non-exited threads of the CTA, or ``b`` threads), they 
 in an mbarrier wait or ``barrier.cluster.wait`` are suspended until the phase completes
 (``fragsim.ptx.semantics.mbarrier``), which the machine asks when no thread can run.  When no
 thread can run and some wait, the kernel has deadlocked: a ``PtxRuntimeError`` says who waits where,
-never a hang; so does a kernel that runs more than ``max_steps`` steps.
+never a hang (with checks on, a ``deadlock`` finding: ``fragsim.ptx.checks``); so does a kernel that
+runs more than ``max_steps`` steps.
 
 Fast paths (``FAST``), none of which changes a bit or the step count: while every running thread is
 at one PC (a converged warp, or a whole grid in lockstep), the machine runs on without searching or
@@ -30,7 +31,7 @@ import numpy as np
 
 from .program import Program
 from .semantics.tensor import mma_batches
-from .state import EXITED, RUNNING, WAITING, PtxRuntimeError, State
+from .state import BARRIERS, EXITED, RUNNING, WAITING, PtxRuntimeError, State
 
 #: Steps (instruction executions by a group of threads) after which a run stops with an error.
 MAX_STEPS = 50_000_000
@@ -43,8 +44,9 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
     ops = program.ops
     pc, status = s.pc, s.status
     big = np.iinfo(np.int64).max
-    # observers see every instruction on its own: batched mma would run several under one
-    batches = mma_batches(ops) if FAST and not s.observers else {}
+    # observers see every instruction on its own (batched mma would run several under one), unless
+    # each says it needs no mma events (batch_mma)
+    batches = mma_batches(ops) if FAST and all(getattr(o, "batch_mma", False) for o in s.observers) else {}
     steps = 0
     while True:
         running = status == RUNNING
@@ -54,7 +56,9 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
             if s.async_units is not None and s.async_units.stalled(s):
                 continue
             if (status == WAITING).any() and not release(program, s, force=True):
-                raise PtxRuntimeError(deadlock(program, s))
+                if s.checker is None:
+                    raise PtxRuntimeError(deadlock(program, s))
+                s.checker.deadlock(program, s)          # a finding; going on, the waiting threads run
             if not (status == RUNNING).any():
                 return steps
             continue
@@ -150,26 +154,33 @@ def expected(s: State, cta: int, count: int) -> int:
 
 
 def release(program: Program, s: State, force: bool = False) -> bool:
-    """Let every complete barrier go; returns whether any did."""
+    """Let every complete barrier go; returns whether any did.  A barrier completes when the threads
+    waiting at it and those that passed it by ``bar.arrive`` (``State.barrier_arrivals``) number what
+    it expects."""
     waiting = np.flatnonzero(s.status == WAITING)
-    if not len(waiting):
+    if not len(waiting) and not s.barrier_arrivals:
         return False
-    bars = int(s.barrier[waiting].max()) + 1
+    bars = BARRIERS
     key = s.cta[waiting] * bars + s.barrier[waiting]            # (CTA, barrier) of each waiting thread
     arrived = np.bincount(key, minlength=len(s.geometry.ctas) * bars)
+    for (cta, bar), n in s.barrier_arrivals.items():
+        arrived[cta * bars + bar] += n
     live = np.bincount(s.cta[s.present & (s.status != EXITED)], minlength=len(s.geometry.ctas))
     need = np.repeat(live, bars)                                # expected(): every thread not exited ...
     for (cta, bar), count in s.barrier_count.items():
-        if count and bar < bars:                                # ... or the b of bar.sync a, b
+        if count:                                               # ... or the b of bar.sync a, b
             need[cta * bars + bar] = count
     free = (arrived > 0) & (arrived >= need)
     if not free.any():
         return False
     go = waiting[free[key]]
+    if s.observers and len(go):
+        s.emit("bar_release", go)               # s.barrier[go] still names their barriers
     s.status[go] = RUNNING
     s.barrier[go] = -1
     for k in np.flatnonzero(free).tolist():
         s.barrier_count.pop((k // bars, k % bars), None)
+        s.barrier_arrivals.pop((k // bars, k % bars), None)
     return True
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.ranges import format_ranges
 
 from . import ast as A
 from .semantics import Spec, UnsupportedInstruction, resolve
@@ -445,11 +446,12 @@ class Compiler:
             live = s.present[slots] & (s.status[slots] != EXITED)
             left_out = here & ~member
             absent = member & live & ~here
-            for bad, why in ((left_out, "executes it but is not in its member mask"),
-                             (absent, "is in its member mask but does not execute it (the hardware would wait)")):
-                if bad.any():
-                    w, lane = np.argwhere(bad)[0]
-                    raise PtxRuntimeError(f"line {line}: {s.where(int(slots[w, lane]))}: {ins.text}: this lane {why}")
+            for bad, why in ((left_out, "execute it but are not in its member mask"),
+                             (absent, "are in its member mask but do not execute it (the hardware would wait)")):
+                if bad.any():          # checks going on: the lanes that execute it and are in the mask do
+                    s.fault("divergent", slots.reshape(-1), bad.reshape(-1), line,
+                            lambda k, bad=bad, why=why: f"{ins.text}: lanes "
+                            f"{format_ranges(np.flatnonzero(bad[k // WARP_LANES]))} {why}")
             out = fn(here & member, *args)
             for wr, v in zip(writers, out):
                 wr(s, idx, v[inv, lanes])

@@ -51,6 +51,8 @@ class Run:
     program: Program = field(repr=False)
     #: PTX lines of .approx instructions run as IEEE stand-ins (approx="ieee"): not the hardware's bits
     approximate: list[int] = field(default_factory=list)
+    #: kernel bugs found (``check=``; None without checks): a list of ``fragsim.ptx.checks.Issue``
+    issues: list | None = field(default=None, repr=False)
     #: shared-memory traffic per instruction (``report=True``; None otherwise): fragsim.ptx.traffic
     shared: SharedReport | None = field(default=None, repr=False)
 
@@ -208,14 +210,17 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
-    about the run's events (``fragsim.ptx.observe``).  ``report``: collect the shared-memory traffic
+    about the run's events (``fragsim.ptx.observe``).  ``check``: look for kernel bugs while running
+    (``fragsim.ptx.checks``): True/"stop" stops at the first with a ``KernelIssue``, "continue" lists
+    them all in ``Run.issues``; add "uninitialized" (``"continue,uninitialized"``) for reads of shared
+    memory nothing wrote.  ``report``: collect the shared-memory traffic
     per instruction into ``Run.shared`` and ``Run.totals`` (``fragsim.ptx.traffic``)."""
     if approx not in (None, "ieee"):
         raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
     if not isinstance(report, bool):
         raise TypeError(f"report must be True or False, got {report!r}")
-    if check:
-        raise ValueError("check=True (kernel bug finding) is not available yet; run without it")
+    from .checks import options
+    checking = options(check)
     module = _module(ptx)
     entry = _entry(module, kernel)
     g, b = _dims(grid, "grid"), _dims(block, "block")
@@ -256,11 +261,14 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                          f"({', '.join('.' + p.type + ' ' + p.name for p in entry.params)}), got {len(args)} args")
     buffers: list[Buffer] = []
     pieces: list[tuple[A.Param, bytes, Buffer | None]] = []
-    for p, v in zip(entry.params, args):
+    labels: dict[int, str] = {}               # a buffer -> how findings name it
+    for k, (p, v) in enumerate(zip(entry.params, args)):
         before = len(buffers)
         # a pointer parameter's buffer gets its address written (a tensor map's tensor does not)
         pieces.append((p, _param_bytes(p, v, buffers), buffers[before] if len(buffers) > before and p.count is None
                        else None))
+        if len(buffers) > before:
+            labels[id(buffers[before])] = f"args[{k}]"
     globals_ = {}
     for name, v in L.globals.items():
         arr = np.frombuffer(init_bytes(v), np.uint8).copy()
@@ -281,10 +289,19 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                   pmem=np.zeros((n, L.thread_param_bytes), np.uint8),
                   global_vars={k: int(b_.address or 0) for k, b_ in globals_.items()}, program=program)
     state.declare_all(program.registers)
+    checker = None
+    if checking is not None:
+        from .checks import Checker
+        checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
+        checker.install()
     traffic = Traffic(module) if report else None
     state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
+    if checker is not None:
+        state.checker = checker
+        state.observers = (checker, *state.observers)
     steps = execute(program, state, max_steps=max_steps)
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
+    run.issues = None if checker is None else checker.issues
     if traffic is not None:
         run.shared = traffic.report(run, *ptx_text_lines(ptx))
     return run

@@ -82,6 +82,10 @@ class Geometry:
         return len(self.ctas) * self.warps_per_cta * WARP_LANES
 
 
+#: Barriers of a CTA (PTX ``bar.sync a``: a in 0..15).
+BARRIERS = 16
+
+
 @dataclass
 class State:
     """Everything a running kernel reads and writes."""
@@ -120,6 +124,7 @@ class State:
         self.barrier = np.full(n, -1, np.int16)                 # barrier a waiting thread waits on
         self.cc = np.zeros(n, bool)                             # the carry flag of add.cc and friends
         self.barrier_count: dict[tuple[int, int], int] = {}     # (CTA, barrier) -> its thread count b
+        self.barrier_arrivals: dict[tuple[int, int], int] = {}  # (CTA, barrier) -> threads that bar.arrive'd
         self.steps = 0                                           # steps run so far (%clock reads it)
         self.cp_pending: list = []                               # cp.async copies not yet landed
         self.cp_committed = np.zeros(n, np.int64)                # cp.async groups each thread committed
@@ -130,6 +135,7 @@ class State:
         self.op: Any = None                                      # the instruction running (observers read it)
         self.observers: tuple = ()                               # see observe.py
         self.async_units: Any = None                             # mbarriers, bulk copies: semantics/mbarrier.py
+        self.checker: Any = None                                 # run_kernel(check=...): fragsim.ptx.checks
         self.set_span(None)
 
     def emit(self, kind: str, idx: np.ndarray, **data) -> None:
@@ -287,9 +293,17 @@ class State:
 
     # ---- memory ----------------------------------------------------------------------------------
 
-    def _fail(self, idx: np.ndarray, bad: np.ndarray, line: int, message) -> None:
-        k = int(np.flatnonzero(bad)[0])
-        raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
+    def fault(self, kind: str, idx: np.ndarray, bad: np.ndarray, line: int, message, addrs=None, width: int = 0,
+              space: str | None = None) -> np.ndarray:
+        """Threads ``idx[bad]`` did what the hardware faults on or PTX leaves undefined: ``kind`` (a
+        ``fragsim.ptx.checks.KINDS`` name), ``message(k)`` what the k-th of ``idx`` did.  Without checks a
+        ``PtxRuntimeError`` names the first; with them (``run_kernel(check=...)``) it is a finding, and
+        unless the checks stop at the first, ``bad`` comes back: the caller goes on without those
+        threads (a load reads zeros, a store is dropped)."""
+        if self.checker is None:
+            k = int(np.flatnonzero(bad)[0])
+            raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: {message(k)}")
+        return self.checker.fault(self, kind, idx, bad, line, message, addrs, width, space)
 
     def by_window(self, addrs: np.ndarray) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
         """Generic addresses split by state space, global first: (space, selection, addresses in that
@@ -302,22 +316,27 @@ class State:
                 yield space, sel, a[sel] - np.uint64(WINDOWS[space])
 
     def _locate_global(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, verb: str):
+        """(the buffer located, its offset) of each access, and the faults continued past (None if none)."""
         located = self.gmem.locate(addrs, width)
+        skip = None
         if (located[0] < 0).any():
-            self._fail(idx, located[0] < 0, line, lambda i: f"global {verb} of {width} bytes at {int(addrs[i]):#x} is "
-                       "outside every buffer of the launch")
-        return located
+            skip = self.fault("out_of_bounds", idx, located[0] < 0, line, lambda i: f"global {verb} of {width} bytes "
+                              f"at {int(addrs[i]):#x} is outside every buffer of the launch", addrs, width, "global")
+        return located, skip
 
     def _offsets(self, space: str, addrs: np.ndarray, width: int, idx: np.ndarray, line: int,
-                 verb: str) -> tuple[np.ndarray, np.ndarray]:
-        """(byte array of ``space``, each access's flat offset in it), the accesses checked to lie inside."""
+                 verb: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(byte array of ``space``, each access's flat offset in it, the faults continued past or None),
+        the accesses checked to lie inside."""
         mem, rows = self._space(space, idx)
         off = addrs.astype(np.int64)
         bad = (addrs.astype(np.uint64) > np.uint64(mem.shape[-1])) | (off + width > mem.shape[-1])
+        skip = None
         if bad.any():
-            self._fail(idx, bad, line, lambda i: f"{space} {verb} of {width} bytes at {int(addrs[i]):#x} is outside "
-                       f"the {mem.shape[-1]} bytes of {space} memory")
-        return mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off
+            skip = self.fault("out_of_bounds", idx, bad, line, lambda i: f"{space} {verb} of {width} bytes at "
+                              f"{int(addrs[i]):#x} is outside the {mem.shape[-1]} bytes of {space} memory",
+                              addrs, width, space)
+        return mem.reshape(-1), off if rows is None else rows * mem.shape[-1] + off, skip
 
     def load(self, space: str | None, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> np.ndarray:
         """``width`` bytes at each thread's address in ``space`` (None: generic) -> uint8 (n, width)."""
@@ -326,10 +345,12 @@ class State:
             for sp, sel, a in self.by_window(addrs):
                 out[sel] = self.load(sp, a, width, idx[sel], line)
             return out
-        self._check_alignment(addrs, width, idx, line, space)
-        if space == "global":
-            return self.gmem.load(addrs, width, self._locate_global(addrs, width, idx, line, "load"))
-        if space == "param" and self.pmem.shape[1]:
+        skip = self._check_alignment(addrs, width, idx, line, space)
+        if skip is None and space == "global":
+            located, skip = self._locate_global(addrs, width, idx, line, "load")
+            if skip is None:
+                return self.gmem.load(addrs, width, located)
+        if skip is None and space == "param" and self.pmem.shape[1]:
             split = addrs.astype(np.uint64) >= np.uint64(self.params.size)
             if split.any():          # a .func parameter or call argument: this thread's own bytes
                 out = np.empty((len(idx), width), np.uint8)
@@ -338,10 +359,18 @@ class State:
                 off = addrs[split].astype(np.int64) - self.params.size
                 out[split] = self.pmem[idx[split][:, None], off[:, None] + np.arange(width)]
                 return out
-        mem, off = self._offsets(space, addrs, width, idx, line, "load")
-        if self.observers and space == "shared":
-            self.emit("shared", idx, addrs=addrs, width=width, write=False)
-        return take_bytes(mem, off, width)
+        if skip is None:
+            mem, off, skip = self._offsets(space, addrs, width, idx, line, "load")
+            if skip is None:
+                if self.observers and space == "shared":
+                    self.emit("shared", idx, addrs=addrs, width=width, write=False)
+                return take_bytes(mem, off, width)
+        # checks going on past a fault: the faulting threads read zeros
+        out = np.zeros((len(idx), width), np.uint8)
+        keep = ~skip
+        if keep.any():
+            out[keep] = self.load(space, addrs[keep], width, idx[keep], line)
+        return out
 
     def store(self, space: str | None, addrs: np.ndarray, data: np.ndarray, idx: np.ndarray, line: int) -> None:
         """Write ``data`` (uint8 (n, width)) at each thread's address; threads in order, the last wins."""
@@ -350,24 +379,34 @@ class State:
             for sp, sel, a in self.by_window(addrs):
                 self.store(sp, a, data[sel], idx[sel], line)
             return
-        self._check_alignment(addrs, width, idx, line, space)
-        if space == "global":
-            self.gmem.store(addrs, data, self._locate_global(addrs, width, idx, line, "store"))
-            return
         if space == "const":
             raise PtxRuntimeError(f"line {line}: .const memory is read-only")
-        if space == "param":
+        skip = self._check_alignment(addrs, width, idx, line, space)
+        if skip is None and space == "global":
+            located, skip = self._locate_global(addrs, width, idx, line, "store")
+            if skip is None:
+                self.gmem.store(addrs, data, located)
+                return
+        if skip is None and space == "param":
             off = addrs.astype(np.int64) - self.params.size
             bad = (off < 0) | (off + width > self.pmem.shape[1])
             if bad.any():
-                self._fail(idx, bad, line, lambda i: f"param store at {int(addrs[i]):#x}: a kernel's own "
-                           "parameters are read-only; only call arguments are written")
+                k = int(np.flatnonzero(bad)[0])
+                raise PtxRuntimeError(f"line {line}: {self.where(int(idx[k]))}: param store at {int(addrs[k]):#x}: a "
+                                      "kernel's own parameters are read-only; only call arguments are written")
             self.pmem[idx[:, None], off[:, None] + np.arange(width)] = data
             return
-        mem, off = self._offsets(space, addrs, width, idx, line, "store")
-        if self.observers and space == "shared":
-            self.emit("shared", idx, addrs=addrs, width=width, write=True)
-        put_bytes(mem, off, data)
+        if skip is None:
+            mem, off, skip = self._offsets(space, addrs, width, idx, line, "store")
+            if skip is None:
+                if self.observers and space == "shared":
+                    self.emit("shared_store", idx, addrs=addrs, data=data)
+                    self.emit("shared", idx, addrs=addrs, width=width, write=True)
+                put_bytes(mem, off, data)
+                return
+        keep = ~skip                 # checks going on past a fault: the faulting threads' stores are dropped
+        if keep.any():
+            self.store(space, addrs[keep], data[keep], idx[keep], line)
 
     def _space(self, space: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The byte array of a non-global space, and the row of each thread in it (None: one array)."""
@@ -381,23 +420,41 @@ class State:
             return self.params, None
         raise PtxRuntimeError(f"state space .{space} is not modelled")
 
-    def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int, space: str) -> None:
-        """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults)."""
+    def _check_alignment(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int,
+                         space: str) -> np.ndarray | None:
+        """PTX: an access of ``width`` bytes must be ``width``-aligned (a misaligned one faults).  Returns
+        the faults the checks go on past (None if none)."""
         if width > 1 and len(addrs):
             if width & (width - 1) == 0 and not int(np.bitwise_or.reduce(addrs, axis=None)) & (width - 1):
-                return                   # every address aligned: one reduction says so
+                return None              # every address aligned: one reduction says so
             a = addrs.astype(np.uint64, copy=False)
             bad = (a % np.uint64(width)) != 0
             if bad.any():
-                self._fail(idx, bad, line, lambda i: f"{space} access of {width} bytes at {int(addrs[i]):#x} is "
-                           f"not {width}-byte aligned")
+                return self.fault("misaligned", idx, bad, line, lambda i: f"{space} access of {width} bytes at "
+                                  f"{int(addrs[i]):#x} is not {width}-byte aligned", addrs, width, space)
+        return None
 
     def check_shared(self, addrs: np.ndarray, width: int, idx: np.ndarray, line: int) -> None:
         """Shared addresses (any shape, with ``idx`` alike) of ``width``-byte accesses: aligned and inside
-        the CTA's shared memory."""
+        the CTA's shared memory.  Checks going on past a fault raise ``SkipThreads`` with the faulting
+        threads: the instructions that call this do so before they change anything, and the checks
+        run them again without those threads (``fragsim.ptx.checks``)."""
         a, t = addrs.reshape(-1), idx.reshape(-1)
+        skip = None
         if len(a) and (a.min() < 0 or a.max() + width > self.smem.shape[1]):
             bad = (a < 0) | (a + width > self.smem.shape[1])
-            self._fail(t, bad, line, lambda i: f"shared access of {width} bytes at {int(a[i]):#x} is outside the "
-                       f"{self.smem.shape[1]} bytes of the CTA's shared memory")
-        self._check_alignment(a, width, t, line, "shared")
+            skip = self.fault("out_of_bounds", t, bad, line, lambda i: f"shared access of {width} bytes at "
+                              f"{int(a[i]):#x} is outside the {self.smem.shape[1]} bytes of the CTA's shared memory",
+                              a, width, "shared")
+        if skip is None:
+            skip = self._check_alignment(a, width, t, line, "shared")
+        if skip is not None:
+            raise SkipThreads(t[skip])
+
+
+class SkipThreads(Exception):
+    """Checks going on past a fault: ``threads`` must not run the instruction (see ``State.check_shared``)."""
+
+    def __init__(self, threads: np.ndarray):
+        super().__init__(f"{len(threads)} thread(s) skip the instruction")
+        self.threads = threads
