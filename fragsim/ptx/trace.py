@@ -341,10 +341,10 @@ class Tracing:
                              f"ones: the kernel converts {operand} on the way, and the identities follow bits, "
                              "not values")
 
-    def step(self, s, idx, form, a_bits, b_bits, p: int, n: int, threads: int) -> np.ndarray:
+    def step(self, s, idx, form, a_bits, b_bits, c, p: int, n: int, threads: int) -> np.ndarray:
         """Event ``n`` of pass ``p``: A (units, M, K) and B (units, K, N) element words as the mma
-        received them (kept until the pass ends, ``end_pass``); returns D's identities, the
-        registers (units, threads, registers)."""
+        received them (kept until the pass ends, ``end_pass``), C's registers (units, threads,
+        registers); returns D's identities, its registers."""
         first = idx[::threads]
         if p == 0:
             ev = Event(s.op.line, s.op, form, threads, first.copy(), [s.geometry.ctas[int(c)] for c in s.cta[first]],
@@ -363,7 +363,7 @@ class Tracing:
         if self.plan.kinds[p] == "rc":
             # D's place needs the rows and columns now (their full check waits for the pass's end)
             ev.quick[p] = (one_value(self.ca.values(a_bits), 2), one_value(self.cb.values(b_bits), 1))
-        return self.identities(ev, form, p, len(first), threads)
+        return self.identities(ev, form, p, c)
 
     def end_pass(self, p: int) -> None:
         """Decode the pass's identities, all mma's of one form at once: per unit the digit each
@@ -390,12 +390,14 @@ class Tracing:
                     ev.slots[p] = (va[sl], vb[sl])
                 ev.raw = None
 
-    def identities(self, ev: Event, form, p: int, units: int, threads: int) -> np.ndarray:
+    def identities(self, ev: Event, form, p: int, c: np.ndarray) -> np.ndarray:
         """D's registers in pass ``p``: digit ``p - d_first`` of each element's place in the output
-        (``row * N + col`` by the rows and columns A and B hold), 0 where there is none."""
+        (``row * N + col`` by the rows and columns A and B hold); where A or B holds no element
+        there (padding: it adds nothing), C as it came."""
+        units = len(c)
         j = p - self.plan.d_first
         if j < 0 or j >= self.plan.d_digits:
-            return np.zeros((units, threads, form.nregs("D")), np.uint32)
+            return np.zeros(c.shape, np.uint32)
         if ev.place is None:            # the rows and columns are complete from pass d_first on
             rc = self.plan.rc()
             rows = combine([ev.quick[q][0] for q in rc], self.ca.base)
@@ -403,12 +405,14 @@ class Tracing:
             ok = (rows >= 0)[:, :, None] & (cols >= 0)[:, None, :]
             ev.place = np.where(ok, np.maximum(rows, 0)[:, :, None] * self.N + np.maximum(cols, 0)[:, None, :], -1)
             ev.quick = {}
-        v = np.where(ev.place >= 0, digit(ev.place, self.plan.d_base, j) + 1, 0)
+        v = digit(ev.place, self.plan.d_base, j) + 1
         fmt = form.fmt("D").name
         bits = {"f32": lambda x: x.astype(np.float32).view(np.uint32), "f16": lambda x: x.astype(np.float16).view(
             np.uint16), "f64": lambda x: x.astype(np.float64).view(np.uint64)}.get(
-            fmt, lambda x: x.astype(np.int32).view(np.uint32))(v).reshape(units, -1)
-        return pack_words(form, bits)
+            fmt, lambda x: x.astype(np.int32).view(np.uint32))(v)
+        if (ev.place < 0).any():
+            bits = np.where(ev.place < 0, operand_elements(form, "C", c).astype(bits.dtype), bits)
+        return pack_words(form, bits.reshape(units, -1))
 
     # -- what the passes found ----------------------------------------------------------------
 
@@ -540,7 +544,7 @@ class Observer:
         self.t, self.p, self.n = tracing, p, 0
 
     def on_mma(self, s, idx, form, a, b, c, result) -> None:
-        result["d"] = self.t.step(s, idx, form, operand_elements(form, "A", a), operand_elements(form, "B", b),
+        result["d"] = self.t.step(s, idx, form, operand_elements(form, "A", a), operand_elements(form, "B", b), c,
                                   self.p, self.n, WARP_LANES)
         self.n += 1
 
@@ -549,7 +553,7 @@ class Observer:
             A_, B_ = wgmma_operands(form, a, b, smem, trans_a, trans_b)
         except ValueError as e:
             raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {e}") from None
-        result["d"] = self.t.step(s, idx, form, A_, B_, self.p, self.n, THREADS)
+        result["d"] = self.t.step(s, idx, form, A_, B_, c, self.p, self.n, THREADS)
         self.n += 1
 
 
@@ -903,15 +907,18 @@ class Analysis:
         tag = combine(best[1], t.plan.d_base)
         tag = np.where(tag >= n, GARBAGE, tag)
         garbage = tag == GARBAGE
+        self.landed = np.full(n, -1, np.int64)        # where each D element was stored (one place)
         if garbage.any():
-            self.untraced.append(f"{int(garbage.sum()):,} of D's elements hold values that are no identity: the "
-                                 "epilogue changes the accumulators' values (alpha, beta, bias, activation) or keeps "
-                                 "fewer bits than the identities need; where those are stored is not checked")
+            # values changed on the way (a scale, a bias): the ones still integers would be read as wrong places
+            self.untraced.append(f"D: {int(garbage.sum()):,} of the output's elements hold values that are no "
+                                 "identity -- the epilogue changes the accumulators' values (alpha, beta, bias, "
+                                 "activation) or keeps fewer bits than they need -- so where D is stored is not "
+                                 "checked")
+            return 0
         self.tag = tag
         pos = np.arange(n)
         self.misplaced = (tag >= 0) & (tag != pos)
-        self.lost = self.covered & (tag == NONE) & ~garbage.all()
-        self.landed = np.full(n, -1, np.int64)        # where each D element was stored (one place)
+        self.lost = self.covered & (tag == NONE)
         self.landed[tag[tag >= 0]] = pos[tag >= 0]
         return int((tag >= 0).sum())
 
