@@ -128,3 +128,10 @@ def test_the_family_takes_the_commands_options_and_its_source_is_a_ptx_module_fo
     assert isinstance(fam, Family) and fam.default_cases > 0 and {"cases", "replay", "json"} <= fam.options
     src = fam.source(90)
     assert src.startswith(".version ") and "\n.target sm_90\n" in src and src.count(".visible .entry") == len(T.CASES)
+
+
+def test_a_source_page_of_several_kernels_gives_each_its_own_rows():
+    page = ('"Kernel Name","fs3__k"\n"# Address","Source","Instructions Executed"\n"0x0000","LDS R1, [R2]","2"\n'
+            '"Kernel Name","fs4__k"\n"0x0000","STS [R2], R1","5"\n"0x0010","EXIT","5"\n')
+    assert [(r.text, r.inst) for r in N.source_rows(page, "fs3__k")] == [("LDS R1, [R2]", 2)]
+    assert [(r.text, r.inst) for r in N.source_rows(page, "fs4__k")] == [("STS [R2], R1", 5), ("EXIT", 5)]
