@@ -316,6 +316,9 @@ def measure(out: str, forms: list[str] | None = None, say=print) -> str:
         tail = (r.stderr + r.stdout).strip().splitlines()[-6:]
         raise NcuUnavailable(f"ncu failed (exit {r.returncode}): {' | '.join(tail)}")
     say(f"profiled in {time.time() - t0:.0f} s")
+    if not os.path.exists(os.path.join(work, "launched.json")):      # the launch process died under ncu
+        tail = (r.stderr + r.stdout).strip().splitlines()[-6:]
+        raise NcuUnavailable(f"the launch process wrote nothing: {' | '.join(tail)}")
     with open(os.path.join(work, "launched.json")) as f:
         launched = {x["index"]: x for x in json.load(f)}
     details = _ncu([ncu, "-i", rep + ".ncu-rep", "--csv", "--print-units", "base", "--page", "details"])
