@@ -15,7 +15,9 @@ divergent paths and loops with differing trip counts count each time, as the har
 
 ``totals`` names the figures as Nsight Compute's metrics, including what the hardware counts that
 the PTX does not show: the never-executed ``LDS`` ptxas puts into every kernel that uses cp.async
-(``SharedOp.phantom_lds`` per warp of the launch in ``smsp__inst_executed_op_shared_ld``).
+(``SharedOp.phantom_lds`` per warp of the launch in ``smsp__inst_executed_op_shared_ld``) and the
+"misc" wavefronts (``MISC_WAVEFRONTS``: per warp of the launch, per warp at a barrier, per
+never-executed LDS), which the shared-memory total adds to the loads', stores' and copies'.
 ``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the counters do.  What is not in the
 model stays out of the totals: atom/red on shared memory (their executions are counted, their
 wavefronts are not modelled) and wgmma's shared-memory operand reads (rows of their own, modelled as
