@@ -17,7 +17,8 @@ Integer-only ``cvt`` is the integer family's: ``resolve_cvt`` hands it to
 ``fragsim.ptx.semantics.integer.resolve_integer_cvt``.  Forms of sm_100 and later (``.rs``, the 4- and
 6-bit floats, ``ue8m0x2``, ``.satfinite`` with ``.rn``/``.rz`` on tf32) are refused: the H100 has none.
 
-**Rounding** is exact (``convert_round``): one rounding of the exact source value, IEEE 754 overflow
+**Rounding** is exact (``convert_round`` over ``ieee.round_pack``, the rounding of every float result
+of the PTX runner): one rounding of the exact source value, IEEE 754 overflow
 for the mode (rn: infinity, rz: the largest finite value, rm/rp: infinity on their side); subnormal
 results are kept unless ``.ftz``.  Float -> integer rounds in the ``.irnd`` mode and saturates to the
 destination's range with or without ``.sat``; ``.sat`` on a float result clamps to [0.0, 1.0].
@@ -53,11 +54,12 @@ from fragsim.facts.formats import FORMATS, FloatFormat
 from ..types import TYPES
 from . import Semantic, Spec, UnsupportedInstruction
 from .convert_round import FINITE, NAN, ZERO, float_parts, int_parts, round_float, round_int, round_integral
+from .ieee import MODES
 
 FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
-IRND = {"rni": "rn", "rzi": "rz", "rmi": "rm", "rpi": "rp"}
-FRND = ("rn", "rz", "rm", "rp")
+#: .irnd (round to an integral value) -> the mode of ``ieee.MODES`` (.frnd) it rounds in
+IRND = {m + "i": m for m in MODES}
 FLAGS = ("ftz", "sat", "relu", "satfinite")
 #: Types and modifiers of cvt that only sm_100 and later have.
 LATER = ("e2m1x2", "e2m3x2", "e3m2x2", "ue8m0x2", "e2m1x4", "e2m3x4", "e3m2x4", "e4m3x4", "e5m2x4", "rs")
@@ -398,7 +400,7 @@ def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Sem
         _only(spec, flags, ("ftz", "sat"), form)
         return Semantic(_float_to_int(d, a, flags, rnd or ""), (d,), (a,))
     if a in INTS:
-        _rounding(spec, rnd, FRND, True, f"integer -> float {form}")
+        _rounding(spec, rnd, MODES, True, f"integer -> float {form}")
         _only(spec, flags, ("ftz", "sat"), form)
         return Semantic(_int_to_float(d, a, flags, rnd or ""), (d,), (a,))
     if "relu" in flags or "satfinite" in flags:
@@ -411,10 +413,10 @@ def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Sem
         _rounding(spec, rnd, tuple(IRND), False, form)
     elif _exact(d, a):
         # ptxas takes (and ignores) .frnd on the exact bf16 widenings, and none on the others
-        _rounding(spec, rnd, FRND if a == "bf16" else (), False, form)
+        _rounding(spec, rnd, MODES if a == "bf16" else (), False, form)
     else:
         # f16 <-> bf16 round to nearest without a modifier; every other narrowing needs one
-        _rounding(spec, rnd, FRND, "bf16" not in (d, a) or "f16" not in (d, a), form)
+        _rounding(spec, rnd, MODES, "bf16" not in (d, a) or "f16" not in (d, a), form)
     return Semantic(_float_to_float(d, a, flags, rnd), (d,), (a,))
 
 
@@ -436,7 +438,7 @@ def resolve_cvt(spec: Spec) -> Semantic:
     for m in spec.mods:
         if m in TYPES:
             continue
-        if m in IRND or m in FRND or m == "rna":
+        if m in IRND or m in MODES or m == "rna":
             rnds.append(m)
         elif m in FLAGS and m not in flags:
             flags.add(m)

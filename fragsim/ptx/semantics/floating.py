@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from . import Semantic, Spec, UnsupportedInstruction
-from .ieee import (MODES, exact_div, exact_fma, exact_sqrt, flush_subnormal, fmt, from_double,
-                   is_inf, is_nan, is_subnormal, is_zero, round_pack, tiny, two_sum, widen)
+from .ieee import (MODES, exact_div, exact_fma, exact_sqrt, flush_subnormal, fmt, from_double, infinity,
+                   is_inf, is_nan, is_subnormal, is_zero, round_pack, two_sum, widen)
 
 SCALARS = ("f16", "bf16", "f32", "f64")
 #: packed types and their element type: the low half-word is element 0
@@ -43,8 +43,8 @@ NAN_RESULT = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF}
 F64_DEFAULT_NAN = 0xFFF8000000000000
 F64_QUIET = 1 << 51
 
-# .ftz flushes a result to the zero of its sign when it is tiny (ieee.tiny): below the smallest
-# normal number after rounding to the format's precision with an unbounded exponent, in the
+# .ftz flushes a result to the zero of its sign when it is tiny (round_pack's ftz, ieee.tiny): below
+# the smallest normal number after rounding to the format's precision with an unbounded exponent, in the
 # instruction's rounding mode -- measured on the H100 for every .ftz instruction.  Neither "the result
 # rounded to the format is subnormal" (2**-126 * (1 - 2**-24) has 24 bits and is flushed, though
 # rounding it to f32 gives 2**-126) nor "before rounding" (2**-126 * (1 - 2**-26), which 24 bits
@@ -134,11 +134,6 @@ def _signed_zero(sign: np.ndarray, f: str) -> np.ndarray:
     return (np.asarray(sign).astype(ff.dtype) << ff.dtype(ff.storage_bits - 1)).astype(ff.dtype)
 
 
-def _inf(sign: np.ndarray, f: str) -> np.ndarray:
-    ff = fmt(f)
-    return _signed_zero(sign, f) | ff.dtype(((1 << ff.exp_bits) - 1) << ff.man_bits)
-
-
 def _sign(x: np.ndarray, f: str) -> np.ndarray:
     ff = fmt(f)
     return (x >> ff.dtype(ff.storage_bits - 1)) != 0
@@ -150,15 +145,6 @@ def _one(f: str) -> int:
 
 
 # ------------------------------------------------------------------------- add, sub, mul, fma, mad
-
-def _round(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: str, mode: str, ftz: bool) -> np.ndarray:
-    """round_pack, and with ``ftz`` the tiny results flushed to the zero of their sign."""
-    ff = fmt(f)
-    out = round_pack(sign, M, E, ff, mode)
-    if ftz:
-        return np.where(tiny(sign, M, E, ff, mode), _signed_zero(sign, f), out)
-    return out
-
 
 def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, zero_sign: np.ndarray | None,
               nan_ops: list[np.ndarray], ftz: bool = False) -> np.ndarray:
@@ -182,7 +168,7 @@ def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, ze
         zero = hi == 0
     else:
         sign, M, E, zero = exact_fma(fa, fb, fc)
-    out = _round(sign, M, E, f, mode, ftz)
+    out = round_pack(sign, M, E, ff, mode, ftz=ftz)
     p_zero = za | zb
     both_zero = p_zero & is_zero(c, ff)
     if zero_sign is None:
@@ -190,7 +176,7 @@ def _fma_bits(a: np.ndarray, b: np.ndarray, c: np.ndarray, f: str, mode: str, ze
     else:
         zsign = zero_sign
     out = np.where(zero & finite, _signed_zero(zsign, f), out)
-    out = np.where(p_inf & ~invalid, _inf(sp, f), np.where(ic & ~invalid & ~p_inf, _inf(sc, f), out))
+    out = np.where(p_inf & ~invalid, infinity(ff, sp), np.where(ic & ~invalid & ~p_inf, infinity(ff, sc), out))
     return np.where(nan_in | invalid, _nan_of(f, nan_ops), out).astype(ff.dtype)
 
 
@@ -342,7 +328,7 @@ def _divlike(spec: Spec) -> Semantic:
             nan = is_nan(a, ff) | neg
             ok = ~nan & ~is_inf(a, ff) & ~is_zero(a, ff)
             sign, M, E = exact_sqrt(np.where(ok, wa, 1.0))
-            r = _round(sign, M, E, t, mode, ftz)
+            r = round_pack(sign, M, E, ff, mode, ftz=ftz)
             r = np.where(is_inf(a, ff) | is_zero(a, ff), a, r)      # sqrt(+inf) = +inf, sqrt(-0) = -0
             r = np.where(nan, _nan_of(t, [a]), r)
         else:
@@ -352,9 +338,9 @@ def _divlike(spec: Spec) -> Semantic:
             nan = is_nan(a, ff) | is_nan(b, ff) | (ia & ib) | (za & zb)
             ok = ~nan & ~ia & ~ib & ~zb
             sign, M, E = exact_div(np.where(ok, widen(a, ff), 1.0), np.where(ok, widen(b, ff), 1.0))
-            r = _round(sign, M, E, t, mode, ftz)
+            r = round_pack(sign, M, E, ff, mode, ftz=ftz)
             s = sa ^ sb
-            r = np.where(ia | zb, _inf(s, t), np.where(ib | za, _signed_zero(s, t), r))
+            r = np.where(ia | zb, infinity(ff, s), np.where(ib | za, _signed_zero(s, t), r))
             r = np.where(nan, _nan_of(t, src if op == "div" else [src[1]]), r)
         return (r.astype(ff.dtype),)
 

@@ -1,15 +1,18 @@
-"""Exact IEEE 754 arithmetic on raw bits, rounded once to a PTX float format in any rounding mode.
+"""Exact IEEE 754 arithmetic on raw bits, and the one rounding of an exact value to a float format.
 
-The floating-point family computes every result exactly and rounds it once, so no result depends
-on the host's floating point beyond operations that are exact by construction.  An exact result
-is a triple ``(sign, M, E)``: the value ``(-1)**sign * M * 2**E`` with ``M`` a ``uint64``.  Where
-the true value is not ``M * 2**E`` exactly, ``M`` has at least two bits below the last bit any
-format keeps and its lowest bit is set ("jammed"): a value strictly between ``M - 1`` and ``M + 1``
-rounds as ``M`` does, in every mode, so that bit stands for everything below it.
+Every floating-point result of the PTX runner -- arithmetic (``floating.py``) and conversion
+(``convert.py``, through ``convert_round.py``) -- is an exact value rounded once, here.  An exact
+value is a triple ``(sign, M, E)``: ``(-1)**sign * M * 2**E`` with ``M`` a ``uint64``.  Where the
+true value is not ``M * 2**E`` exactly, ``M`` has at least two bits below the last bit any format
+keeps and its lowest bit is set ("jammed"): a value strictly between ``M - 1`` and ``M + 1`` rounds
+as ``M`` does, in every mode, so that bit stands for everything below it.
 
-``round_pack`` rounds such a triple to f16, bf16, f32 or f64 with ``rn``, ``rz``, ``rm`` or ``rp``
-(subnormal results, overflow to infinity or to the largest finite number as the mode says).  The
-exact operations take finite float64 operands (every f16, bf16 and f32 value is one, exactly):
+``round_pack`` rounds such a triple to any ``FloatFormat`` (f16, bf16, tf32, f32, f64, e4m3, e5m2)
+in a mode of ``MODES``: subnormal results kept, overflow to infinity or to the largest finite number
+as the mode says (``satfinite``: always the largest finite number), and with ``ftz`` the tiny
+results (``tiny``) flushed to the zero of their sign.  ``round_shift`` is the integer rounding under
+it (``cvt``'s integer results and ``.rni``-style roundings use it too).  The exact operations take
+finite float64 operands (every f16, bf16 and f32 value is one, exactly):
 
 - ``exact_fma(a, b, c)``: ``a*b + c`` in integer arithmetic (the product of two 53-bit
   significands is 106 bits; it and the addend are aligned in a 128-bit window, and an addend or
@@ -23,6 +26,9 @@ exact operations take finite float64 operands (every f16, bf16 and f32 value is 
   its exact error (Knuth's TwoSum; exact whenever the sum does not overflow), and that pair as a
   triple -- how f16/bf16/f32 products and sums (exact in float64, or a TwoSum away from exact)
   reach ``round_pack`` without a second rounding.
+
+Shifts of ``uint64`` arrays by 64 or more give 0: NumPy defines them so (numpy/numpy#13739, NumPy
+1.18), and a negative count cast to ``uint64`` is such a shift.
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ import numpy as np
 from fragsim.facts.formats import FORMATS, FloatFormat
 
 __all__ = ["MODES", "fmt", "widen", "is_nan", "is_inf", "is_zero", "is_subnormal", "flush_subnormal",
-           "decode64", "round_pack", "tiny", "two_sum", "from_double", "exact_fma", "exact_div", "exact_sqrt",
-           "bit_length"]
+           "decode64", "bit_length", "round_shift", "round_pack", "tiny", "max_finite", "infinity",
+           "two_sum", "from_double", "exact_fma", "exact_div", "exact_sqrt"]
 
-#: PTX rounding modifiers: to nearest even, toward zero, toward -inf, toward +inf.
+#: PTX rounding modifiers: to nearest even, toward zero, toward -inf, toward +inf.  (``cvt.rna.tf32``,
+#: to nearest with ties away, is ptxas' integer sequence on the bits: ``convert._tf32``.)
 MODES = ("rn", "rz", "rm", "rp")
 
 _U64 = np.uint64
+_ONE = _U64(1)
 _M32 = _U64(0xFFFFFFFF)
 #: f64 fields
 _F64_MAN = 52
@@ -103,21 +111,26 @@ def widen(x: np.ndarray, f: FloatFormat) -> np.ndarray:
 
 
 def bit_length(x: np.ndarray) -> np.ndarray:
-    """Bit length (int64) of each uint64 (0 -> 0); exact: each 32-bit half converts to float64 exactly."""
+    """Bit length (int64) of each uint64 (0 -> 0).  The float64 nearest ``x`` has the right binade
+    or, rounded up to a power of two, the next one; one shift tells which."""
     x = np.asarray(x, _U64)
-    hi, lo = x >> _U64(32), x & _M32
-    def bl(v: np.ndarray) -> np.ndarray:
-        return np.frexp(v.astype(np.float64))[1].astype(np.int64)
-    return np.where(hi != 0, 32 + bl(hi), bl(lo))
+    e = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    return np.maximum(e - ((x >> (e - 1).astype(_U64)) == 0), 0)
 
 
 def _shl(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """x << s for 0 <= s, zero when s >= 64 (NumPy leaves shifts by the width undefined)."""
-    return np.where(s >= 64, _U64(0), x << np.minimum(s, 63).astype(_U64))
+    """x << s for s >= 0 (0 from s >= 64 on)."""
+    return x << np.asarray(s).astype(_U64)
 
 
 def _shr(x: np.ndarray, s: np.ndarray) -> np.ndarray:
-    return np.where(s >= 64, _U64(0), x >> np.minimum(s, 63).astype(_U64))
+    """x >> s for s >= 0 (0 from s >= 64 on)."""
+    return x >> np.asarray(s).astype(_U64)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"rounding mode must be one of {', '.join(MODES)}, got {mode!r}")
 
 
 def decode64(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -137,42 +150,44 @@ def _normalize53(m: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return _shl(m, sh), e - sh
 
 
-def round_pack(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, mode: str) -> np.ndarray:
-    """The exact values ``(-1)**sign * M * 2**E`` (jammed as the module says) rounded to ``f`` in
-    ``mode`` and encoded; ``M == 0`` gives the zero of ``sign``."""
-    sign = np.asarray(sign, bool)
-    M = np.asarray(M, _U64)
-    E = np.asarray(E, np.int64)
-    p = f.man_bits + 1
-    L = bit_length(M)
-    top = E + L - 1                                       # exponent of the leading bit
-    e_res = np.minimum(np.maximum(top, f.emin), f.emax)   # beyond emax: overflow (below), whatever kept is
-    s = (e_res - (p - 1)) - E                             # bits of M below the result's last bit
-    sr = np.clip(s, 0, 64)
-    kept = np.where(s < 0, _shl(M, np.clip(-s, 0, 64)), _shr(M, sr))
-    one = np.ones(M.shape, _U64)
-    rem = np.where(sr >= 64, M, M & (_shl(one, sr) - _U64(1)))
-    half = np.where((sr > 0) & (s <= 64), _shl(one, np.maximum(sr - 1, 0)), _U64(0))
-    nonzero = rem != 0
+# ---------------------------------------------------------------------------------- the rounding
+
+def round_shift(x: np.ndarray, s: np.ndarray, sign: np.ndarray, mode: str) -> np.ndarray:
+    """``x * 2**-s`` rounded to an integer in ``mode`` (uint64), for ``s >= 0`` of any size; ``sign``:
+    the value's sign (``rm`` and ``rp`` round its magnitude by it)."""
+    _check_mode(mode)
+    x = np.asarray(x, _U64)
+    su = np.asarray(s).astype(_U64)
+    kept = x >> su
+    if mode == "rz":
+        return kept
+    rem = x - (kept << su)                    # the bits shifted out
     if mode == "rn":
-        up = (half > 0) & ((rem > half) | ((rem == half) & ((kept & _U64(1)) == 1)))
-    elif mode == "rz":
-        up = np.zeros(M.shape, bool)
-    elif mode == "rm":
-        up = sign & nonzero
-    elif mode == "rp":
-        up = ~sign & nonzero
+        r = su - _ONE                         # the round bit's position (s == 0 wraps: no round bit)
+        rbit = ((x >> r) & _ONE) != 0
+        up = rbit & ((rem != (_ONE << r)) | ((kept & _ONE) != 0))    # above half, or a tie to even
     else:
-        raise ValueError(f"rounding mode must be one of {', '.join(MODES)}, got {mode!r}")
-    kept = kept + up.astype(_U64)
-    bits = ((e_res - f.emin).astype(_U64) << _U64(p - 1)) + kept
-    inf = _U64(_inf_bits(f))
-    over = (top > f.emax) | (bits >= inf)
-    to_inf = {"rn": np.ones(M.shape, bool), "rz": np.zeros(M.shape, bool), "rm": sign, "rp": ~sign}[mode]
-    bits = np.where(over, np.where(to_inf, inf, inf - _U64(1)), bits)
-    bits = np.where(M == 0, _U64(0), bits)
-    bits = bits | (sign.astype(_U64) << _U64(f.storage_bits - 1))
-    return bits.astype(f.dtype)
+        up = (rem != 0) & (np.asarray(sign, bool) if mode == "rm" else ~np.asarray(sign, bool))
+    return kept + up
+
+
+def max_finite(f: FloatFormat, sign: np.ndarray) -> np.ndarray:
+    """The largest finite word of ``f`` with ``sign``."""
+    word = ((f.emax + f.bias) << f.exp_shift) | (f.max_finite_man << f.ignored_low_bits)
+    return ((np.asarray(sign).astype(f.dtype) << f.dtype(f.sign_shift)) | f.dtype(word)).astype(f.dtype)
+
+
+def infinity(f: FloatFormat, sign: np.ndarray) -> np.ndarray:
+    """Infinity of ``sign`` (a format without one, e4m3: its NaN with that sign)."""
+    word = (((1 << f.exp_bits) - 1) << f.exp_shift) if f.ieee_specials else f.canonical_nan
+    return ((np.asarray(sign).astype(f.dtype) << f.dtype(f.sign_shift)) | f.dtype(word)).astype(f.dtype)
+
+
+def _tiny(sign: np.ndarray, M: np.ndarray, L: np.ndarray, top: np.ndarray, f: FloatFormat,
+          mode: str) -> np.ndarray:
+    p = f.man_bits + 1
+    carry = (round_shift(M, np.maximum(L - p, 0), sign, mode) >> _U64(p)) != 0   # up to the next power of 2
+    return (M != 0) & ((top < f.emin - 1) | ((top == f.emin - 1) & ~carry))
 
 
 def tiny(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, mode: str) -> np.ndarray:
@@ -181,18 +196,43 @@ def tiny(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, mode: s
     rounding)."""
     M = np.asarray(M, _U64)
     L = bit_length(M)
-    top = np.asarray(E, np.int64) + L - 1
+    return _tiny(np.asarray(sign, bool), M, L, np.asarray(E, np.int64) + L - 1, f, mode)
+
+
+def round_pack(sign: np.ndarray, M: np.ndarray, E: np.ndarray, f: FloatFormat, mode: str, *,
+               satfinite: bool = False, ftz: bool = False) -> np.ndarray:
+    """The exact values ``(-1)**sign * M * 2**E`` (jammed as the module says) rounded to ``f`` in
+    ``mode`` and encoded (words of ``f.dtype``); ``M == 0`` gives the zero of ``sign``.  Overflow
+    follows IEEE 754 for the mode (rn: infinity; rz: the largest finite number; rm/rp: infinity on
+    the side they round to, the largest finite number on the other); a format without infinities
+    (e4m3) gives its NaN for infinity.  ``satfinite``: every overflow gives the largest finite
+    number.  ``ftz``: tiny results (``tiny``) give the zero of their sign."""
+    _check_mode(mode)
+    sign = np.asarray(sign, bool)
+    M = np.asarray(M, _U64)
+    E = np.asarray(E, np.int64)
     p = f.man_bits + 1
-    s = np.maximum(L - p, 0)
-    kept = _shr(M, s)
-    one = np.ones(M.shape, _U64)
-    rem = M & (_shl(one, s) - _U64(1))
-    half = np.where(s > 0, _shl(one, np.maximum(s - 1, 0)), _U64(0))
-    up = {"rn": (half > 0) & ((rem > half) | ((rem == half) & ((kept & _U64(1)) == 1))),
-          "rz": np.zeros(M.shape, bool), "rm": np.asarray(sign, bool) & (rem != 0),
-          "rp": ~np.asarray(sign, bool) & (rem != 0)}[mode]
-    carry = (kept + up.astype(_U64)) >> _U64(p) != 0        # rounds up to the next power of two
-    return (M != 0) & ((top < f.emin - 1) | ((top == f.emin - 1) & ~carry))
+    L = bit_length(M)
+    top = E + L - 1                                       # exponent of the leading bit
+    e_res = np.minimum(np.maximum(top, f.emin), f.emax)   # beyond emax: overflow (below), whatever kept is
+    s = (e_res - (p - 1)) - E                             # bits of M below the result's last bit
+    kept = np.where(s < 0, _shl(M, -s), round_shift(M, s, sign, mode))
+    # the exponent field below the significand (its leading bit, if any, adds the 1 of a normal
+    # number's biased exponent, and rounding up into the next binade carries into it)
+    mag = ((e_res - f.emin).astype(_U64) << _U64(p - 1)) + kept
+    over = (top > f.emax) | (mag > _U64(((f.emax + f.bias) << f.man_bits) | f.max_finite_man))
+    word = (mag << _U64(f.ignored_low_bits)).astype(f.dtype)
+    if satfinite or mode == "rz":
+        big = max_finite(f, sign)
+    elif mode == "rn":
+        big = infinity(f, sign)
+    else:
+        big = np.where(sign if mode == "rm" else ~sign, infinity(f, sign), max_finite(f, sign))
+    signed = np.where(M == 0, f.dtype(0), word) | (sign.astype(f.dtype) << f.dtype(f.sign_shift))
+    word = np.where(over & (M != 0), big, signed)
+    if ftz:
+        word = np.where(_tiny(sign, M, L, top, f, mode), sign.astype(f.dtype) << f.dtype(f.sign_shift), word)
+    return word.astype(f.dtype)
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
