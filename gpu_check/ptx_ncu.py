@@ -601,14 +601,17 @@ def compare_one(rec: dict[str, Any], k: int) -> Comparison:
     return c
 
 
-def compare(folder: str, forms: list[str] | None = None, say=print) -> list[Comparison]:
-    """Every launch of ``folder``'s record against fragsim (``forms``: ids containing one of them)."""
+def compare(folder: str, forms: list[str] | None = None, say=print, cases: int | None = None) -> list[Comparison]:
+    """Every launch of ``folder``'s record against fragsim (``forms``: ids containing one of them;
+    ``cases``: the first that many)."""
     path = folder if folder.endswith(".npz") else os.path.join(folder, RECORD)
     rec = load(path)
-    out = []
+    out: list[Comparison] = []
     for k, e in enumerate(rec["meta"]["plan"]):
         if forms and not any(f in e["id"] for f in forms):
             continue
+        if cases is not None and len(out) >= cases:
+            break
         c = compare_one(rec, k)
         out.append(c)
         state = ("not measured: " + c.error) if c.error else (
@@ -629,8 +632,8 @@ def compare(folder: str, forms: list[str] | None = None, say=print) -> list[Comp
 class PtxNcuFamily(RunnerFamily):
     name = "ptx_ncu"
     summary = ("shared-memory traffic of whole kernels (the PTX corpus and one-pattern kernels) under Nsight "
-               "Compute vs fragsim's run.totals and run.shared, per kernel and per PTX line")
-    default_cases = 1
+               "Compute vs fragsim's run.totals and run.shared, per kernel and per PTX line (--cases: the first N)")
+    default_cases = 10_000
     options = frozenset({"cases", "forms", "record", "replay", "quiet", "json", "json_file"})
     replay_expects = f"a folder with the {RECORD} that --family ptx_ncu --record wrote"
 
@@ -647,13 +650,13 @@ class PtxNcuFamily(RunnerFamily):
             measure(folder, args.forms, say)
         except NcuUnavailable as e:
             raise runner.GpuUnavailable(str(e)) from None
-        return self._summary(compare(folder, args.forms, say))
+        return self._summary(compare(folder, args.forms, say, args.cases))
 
     def replay_cases(self, args: argparse.Namespace, say) -> dict[str, Any]:
         path = os.path.join(args.replay, RECORD)
         if not os.path.isfile(path):
             raise ValueError(f"--replay {args.replay}: no {RECORD} there; expected {self.replay_expects}")
-        return self._summary(compare(args.replay, args.forms, say))
+        return self._summary(compare(args.replay, args.forms, say, args.cases))
 
     @staticmethod
     def _summary(cs: list[Comparison]) -> dict[str, Any]:
