@@ -17,11 +17,14 @@ TRACE = DATA / "trace"
 
 
 def ldsm(name: str, arch: str = "90a", M: int = 64, N: int = 64, K: int = 128, grid=(1, 1)):
-    """The cp.async + ldmatrix + mma.sync HGEMM (64x64 tiles, 4 warps) with mistake ``name``."""
+    """The cp.async + ldmatrix + mma.sync HGEMM (64x64 tiles, 4 warps) with mistake ``name``; B is
+    given as N x K, or K x N for the bkn_ builds (read with ldmatrix .trans)."""
     smem = 2 * 64 * 72 * 2 if name.startswith("pad") else 16384
-    args = [np.zeros((M, K), np.uint16), np.zeros((N, K), np.uint16), np.zeros((M, N), np.float32), M, N, K]
+    kn = name.startswith("bkn")
+    args = [np.zeros((M, K), np.uint16), np.zeros((K, N) if kn else (N, K), np.uint16), np.zeros((M, N), np.float32),
+            M, N, K]
     return trace_fragments(TRACE / f"ldsm_gemm.{name}.{arch}.ptx", None, grid=grid, block=128, dynamic_smem=smem,
-                           args=args, a=0, b="1.T", d=2)
+                           args=args, a=0, b=1 if kn else "1.T", d=2)
 
 
 def ldshared(name: str, arch: str = "90a"):
@@ -44,7 +47,7 @@ def kinds(trace) -> list:
 
 # -- correct kernels ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,arch", [("ok", "90a"), ("ok", "80"), ("pad_ok", "90a")])
+@pytest.mark.parametrize("name,arch", [("ok", "90a"), ("ok", "80"), ("pad_ok", "90a"), ("bkn_ok", "90a")])
 def test_the_correct_ldmatrix_kernel_traces_clean(name, arch):
     t = ldsm(name, arch)
     assert t.ok and t.first is None and t.passes == 2
@@ -70,6 +73,7 @@ def test_the_correct_wgmma_kernel_traces_clean():
 
 LDSM = {   # mistake -> (the operand at fault, the checker's finding kind, its words)
     "trans": ("A", "transposed", ".trans extra"),
+    "bkn_notrans": ("B", "transposed", ".trans missing"),
     "khalves": ("A", "k-halves swapped", "swap the addresses of lanes 0-7 and 16-23"),
     "x4halves": ("B", "matrix order", "swap the addresses of lanes 0-7 and 16-23"),
     "off8": ("A", "offset", "rows off by 8"),
@@ -122,8 +126,8 @@ def test_with_lineinfo_the_cuda_lines_of_the_mma_and_its_loads_are_named():
     args = [np.zeros((64, 128), np.uint16), np.zeros((64, 128), np.uint16), np.zeros((64, 64), np.float32), 64, 64, 128]
     t = trace_fragments(TRACE / "ldsm_gemm.khalves.90a.lineinfo.ptx", None, block=128, dynamic_smem=16384, args=args,
                         a=0, b="1.T", d=2)
-    assert t.first.source == "tests/data/ptx/src/trace/ldsm_gemm.cu:115"
-    assert "(tests/data/ptx/src/trace/ldsm_gemm.cu:86) (ldmatrix.x4)" in t.first.findings[-1].text
+    assert t.first.source == "tests/data/ptx/src/trace/ldsm_gemm.cu:134"
+    assert "(tests/data/ptx/src/trace/ldsm_gemm.cu:93) (ldmatrix.x4)" in t.first.findings[-1].text
 
 
 def test_an_epilogue_storing_rows_swapped_is_a_store_mistake_whose_fix_cannot_be_run():

@@ -19,6 +19,8 @@ for bug in OK TRANS KHALVES X4HALVES OFF8 NOSWIZZLE KSTEP STORE; do
 done
 build ldsm_gemm.cu ldsm_gemm.pad_ok "sm_90a sm_80" -DLAYOUT_PAD -DBUG=OK
 build ldsm_gemm.cu ldsm_gemm.pad_pitch "sm_90a sm_80" -DLAYOUT_PAD -DBUG=PITCH
+build ldsm_gemm.cu ldsm_gemm.bkn_ok "sm_90a sm_80" -DB_KN -DBUG=OK
+build ldsm_gemm.cu ldsm_gemm.bkn_notrans "sm_90a sm_80" -DB_KN -DBUG=NOTRANS
 nvcc -arch=sm_90a -lineinfo -ptx -DBUG=KHALVES ldsm_gemm.cu -o "$out/ldsm_gemm.khalves.90a.lineinfo.ptx"
 for bug in OK PITCH KHALVES OFF8; do
     build ldshared_mma.cu "ldshared_mma.$(echo "$bug" | tr A-Z a-z)" "sm_90a sm_80" -DBUG="$bug"

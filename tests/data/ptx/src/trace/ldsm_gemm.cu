@@ -2,7 +2,8 @@
 // (D = A * B^T, A: MxK and Bt: NxK f16 row-major, D f32; 4 warps per 64x64 tile; cp.async into a
 // Swizzle<3,4,3>-style XOR layout; ldmatrix.x4 for A and for two n-tiles of B; mma.sync m16n8k16),
 // with one mistake injected by -DBUG=...; BUG=0 is the correct kernel.  LAYOUT_PAD lays the tiles
-// out with a 16-byte padding per row (pitch BK + 8 halves) instead of the swizzle.
+// out with a 16-byte padding per row (pitch BK + 8 halves) instead of the swizzle.  B_KN takes B as
+// K x N (row-major, n contiguous): its tile holds k rows of n, read by ldmatrix .trans.
 #include <cuda_fp16.h>
 #include <cstdint>
 
@@ -15,6 +16,7 @@
 #define PITCH 6        // (LAYOUT_PAD) the ldmatrix addresses step 64 halves per row, the copies 72
 #define KSTEP 7        // B's ldmatrix forgets the k-step kk: every mma gets B's k 0..15
 #define STORE 8        // the epilogue swaps the two row halves of each accumulator fragment
+#define NOTRANS 9      // (B_KN) B's ldmatrix lacks the .trans its n-contiguous tile needs
 #ifndef BUG
 #define BUG OK
 #endif
@@ -48,6 +50,7 @@ __device__ __forceinline__ void cp16(uint32_t dst, const void *src, int bytes) {
 }
 
 __global__ void __launch_bounds__(128) ldsm_gemm(const half *A, const half *Bt, float *D, int M, int N, int K) {
+    // Bt: B as N x K (row-major), or with B_KN B itself as K x N
     extern __shared__ __align__(128) unsigned char smem[];
     uint32_t sa = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
     uint32_t sb = sa + BM * PITCH_H * 2;
@@ -58,7 +61,11 @@ __global__ void __launch_bounds__(128) ldsm_gemm(const half *A, const half *Bt, 
         for (int c = tid; c < BM * BK / 8; c += 128) {
             int r = c / (BK / 8), col = (c % (BK / 8)) * 8;
             cp16(sa + at(r, col), A + (size_t)(m0 + r) * K + k0 + col, (m0 + r < M) ? 16 : 0);
+#ifdef B_KN
+            cp16(sb + at(r, col), Bt + (size_t)(k0 + r) * N + n0 + col, (n0 + col < N) ? 16 : 0);
+#else
             cp16(sb + at(r, col), Bt + (size_t)(n0 + r) * K + k0 + col, (n0 + r < N) ? 16 : 0);
+#endif
         }
         asm volatile("cp.async.commit_group;");
         asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -89,6 +96,18 @@ __global__ void __launch_bounds__(128) ldsm_gemm(const half *A, const half *Bt, 
 #pragma unroll
             for (int j = 0; j < 4; j += 2) {
                 // matrices 0, 1: n-tile j (k 0..7, 8..15); 2, 3: n-tile j + 1
+#ifdef B_KN
+                // the tile's rows are k: lane l addresses row k = kk + l % 16 of n-tile j + l / 16
+                uint32_t q = sb + rd(kk + lane % 16, (warp % 2) * 32 + (j + lane / 16) * 8);
+#if BUG == NOTRANS
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(b[j][0]), "=r"(b[j][1]), "=r"(b[j + 1][0]), "=r"(b[j + 1][1]) : "r"(q));
+#else
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                             : "=r"(b[j][0]), "=r"(b[j][1]), "=r"(b[j + 1][0]), "=r"(b[j + 1][1]) : "r"(q));
+#endif
+                continue;
+#endif
 #if BUG == X4HALVES
                 int nt = j + 1 - lane / 16;
 #else
