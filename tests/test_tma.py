@@ -1,17 +1,19 @@
-"""fragsim.TensorMap, tma_load, tma_store, bulk_copy: one documented property each.
+"""fragsim.TensorMap, tma_load, tma_store, bulk_copy: one documented or measured property each.
 
-TensorMap refuses what cuTensorMapEncodeTiled refuses (CUDA Driver API), naming the parameter; a load
-lays the box out densely, innermost first, swizzled on the absolute shared address (PTX ISA 5.5.7),
-fills out-of-bound elements (5.5.3.3), walks element strides (5.5.3.2); a store is its reverse."""
+TensorMap refuses what cuTensorMapEncodeTiled refuses (CUDA Driver API, and the 580 driver's box-size
+limit), naming the parameter; a load lays the box out innermost first, rows a swizzle span apart at
+least, swizzled on the absolute shared address (PTX ISA 5.5.7), fills out-of-bound elements with zeros
+or the 0x7FF7 NaN (5.5.3.3), rounds tf32 to tf32, walks element strides (5.5.3.2); a store is its
+reverse, writing whole 16-byte chunks of each row.  The measured rules are the H100 recording's
+(tests/data/tma/run1; fragsim/facts/tma.py names each)."""
 
 import numpy as np
 import pytest
 
 import fragsim
-from fragsim.facts.formats import FORMATS
-from fragsim.facts.tma import TMA_TYPES, oob_nan
+from fragsim.facts.tma import MAX_BOX_BYTES, TMA_TYPES, TF32_NAN, oob_nan
 from fragsim.layout.swizzle import Swizzle
-from fragsim.tma import TensorMap, box_layout, bulk_copy, tma_load, tma_store, tma_swizzle
+from fragsim.tma import TensorMap, box_layout, bulk_copy, load_values, tma_load, tma_store, tma_swizzle
 
 SPANS = {"32B": 32, "64B": 64, "128B": 128}
 
@@ -48,8 +50,9 @@ REFUSED = [
                                       "box_dims[0] = 64 f16 elements is 128 bytes"),
     (dict(dtype="u16", oob_fill="nan"), ValueError, "oob_fill='nan' needs a floating-point dtype"),
     (dict(interleave="16B"), ValueError, "interleave='16B' needs rank >= 3"),
-    (dict(dtype="f32", global_dims=(8, 4, 4), global_strides=(32, 128), box_dims=(8, 4, 4), interleave="32B"),
-     ValueError, "interleave='32B' needs swizzle='32B'"),
+    (dict(dtype="f64", global_dims=(128, 256), global_strides=(1024,), box_dims=(120, 256)), ValueError,
+     "the box is 245760 bytes as the driver counts it (ceil(box_dims[i] / element_strides[i]) elements per "
+     "dimension, element_strides[0] included); it must fit one SM's 233472 bytes (228 KB) of shared memory"),
     (dict(global_dims=(8, 4, 4), global_strides=(48, 192), box_dims=(8, 4, 4), interleave="32B", swizzle="32B"),
      ValueError, "must be a multiple of 32 bytes with interleave='32B'"),
     (dict(dtype="b4x16"), ValueError, "is not a tensor-map data type"),
@@ -71,9 +74,13 @@ def test_tensor_map_refuses_what_cuTensorMapEncodeTiled_refuses_in_one_line_nami
 
 def test_the_limits_themselves_are_accepted():
     """globalDim 2^32, strides just below 2^40, boxDim 256, elementStrides 8, inner box = swizzle span,
-    the 32-byte interleave with its 32-byte swizzle, NaN fill of every float type, rank 5."""
+    the 32-byte interleave with its 32-byte swizzle (and the 128-byte one, which the 580 driver encodes
+    though its documentation says otherwise), NaN fill of every float type, rank 5, a box of 228 KB."""
     TensorMap("u8", (2**32, 2), (2**40 - 16,), (256, 256), element_strides=(8, 8))
     TensorMap("f32", (8, 4, 4), (32, 128), (8, 4, 4), interleave="32B", swizzle="32B", base=32)
+    TensorMap("f32", (8, 4, 4), (32, 128), (8, 4, 4), interleave="32B", swizzle="128B", base=32)
+    TensorMap("f64", (128, 256), (1024,), (114, 256))
+    assert 114 * 256 * 8 == MAX_BOX_BYTES
     for name, t in TMA_TYPES.items():
         if t.float:
             TensorMap(name, (64,), (), (16 // t.bytes,), oob_fill="nan")
@@ -87,6 +94,23 @@ def test_box_bytes_is_the_dense_box_with_element_strides_and_element_strides_0_i
     without interleave is ignored."""
     t = TensorMap("f32", (100, 50, 7), (400, 20000), (8, 10, 7), element_strides=(4, 3, 2))
     assert t.smem_box == (8, 4, 4) and t.traversal_strides == (1, 3, 2) and t.box_bytes == 8 * 4 * 4 * 4
+
+
+def test_the_driver_counts_element_strides_0_in_the_box_size_the_copy_ignores_it():
+    """f32 box (8, 256, 256), element strides (4, 1, 8): the copy moves 8 x 256 x 32 f32 (256 KB, more
+    than 228 KB), the driver counts 2 x 256 x 32 (64 KB) and encodes the map (measured, H100)."""
+    t = TensorMap("f32", (8, 256, 256), (32, 8192), (8, 256, 256), element_strides=(4, 1, 8), swizzle="64B")
+    assert t.box_bytes == 8 * 256 * 32 * 4 > MAX_BOX_BYTES
+    with pytest.raises(ValueError, match="the box is 262144 bytes as the driver counts it"):
+        TensorMap("f32", (8, 256, 256), (32, 8192), (8, 256, 256), element_strides=(1, 1, 8), swizzle="64B")
+
+
+@pytest.mark.parametrize("mode, inner, pitch", [("none", 16, 16), ("32B", 16, 32), ("64B", 32, 64), ("64B", 64, 64),
+                                                ("128B", 16, 128), ("128B", 96, 128)])
+def test_a_box_row_narrower_than_the_swizzle_span_takes_a_whole_span(mode, inner, pitch):
+    """smem_pitch = max(inner bytes, span); smem_bytes = rows x pitch, box_bytes the elements only."""
+    t = TensorMap("u8", (256, 64), (256,), (inner, 5), swizzle=mode)
+    assert t.smem_pitch == pitch and t.smem_bytes == 5 * pitch and t.box_bytes == 5 * inner
 
 
 def test_tensor_map_is_exported_lazily_by_fragsim():
@@ -138,14 +162,29 @@ def test_128B_swizzle_is_the_ptx_table_chunk_c_of_line_r_goes_to_chunk_c_xor_r()
             assert np.array_equal(cells[r, c ^ (r % 8)].view(np.uint16), g[r, 8 * c:8 * c + 8])
 
 
-def test_a_box_narrower_than_the_swizzle_span_is_still_dense_and_swizzled_by_address():
-    """64-byte rows under 128B swizzle: the dense rows' chunks move within their 128-byte line."""
+def test_a_box_narrower_than_the_swizzle_span_puts_each_row_in_a_line_of_its_own():
+    """64-byte rows under 128B swizzle: row r lies at 128 r, its chunks swizzled within that line; the
+    other half of each line is not written (measured, H100: the swizzle works on span-wide rows)."""
     g = _matrix(16, 32)
     t = TensorMap("f16", (32, 16), (64,), (32, 16), swizzle="128B")
-    smem = np.zeros(1024, np.uint8)
+    smem = np.full(2048, 0xEE, np.uint8)
     tma_load(t, g, (0, 0), smem, 0)
-    dense = g.reshape(-1).view(np.uint8)
-    assert np.array_equal(smem[Swizzle(3, 4, 3)(np.arange(1024))], dense)
+    rows = g.view(np.uint8).reshape(16, 64)
+    swz = Swizzle(3, 4, 3)
+    for r in range(16):
+        assert np.array_equal(smem[swz(128 * r + np.arange(64))], rows[r])
+        assert (smem[swz(128 * r + np.arange(64, 128))] == 0xEE).all()
+
+
+def test_the_padded_rows_of_the_32B_swizzle_at_a_line_with_odd_index():
+    """16-byte rows, 32B swizzle, dst 11 x 128: row r sits at dst + 32 r, its one chunk moved to the
+    upper half of the 32 bytes where the line index is odd (the H100 recording's case 2156)."""
+    g = _matrix(5, 8)
+    t = TensorMap("f16", (8, 5), (16,), (8, 5), swizzle="32B")
+    smem = np.zeros(2048, np.uint8)
+    tma_load(t, g, (0, 0), smem, 1408)
+    for r, at in enumerate((1424, 1456, 1488, 1520, 1536)):
+        assert np.array_equal(smem[at:at + 16].view(np.uint16), g[r])
 
 
 @pytest.mark.parametrize("fill", ["zero", "nan"])
@@ -169,13 +208,41 @@ def test_out_of_bound_elements_are_filled_and_the_rest_copied(fill, start):
 
 
 @pytest.mark.parametrize("dtype", [n for n, t in TMA_TYPES.items() if t.float])
-def test_the_nan_fill_is_the_formats_canonical_nan(dtype):
+def test_the_nan_fill_is_0x7ff7_in_every_half_word(dtype):
+    """The driver's "special NaN constant": 0x7FF7, 0x7FF77FF7, 0x7FF77FF77FF77FF7 (measured, H100)."""
     e = TMA_TYPES[dtype].bytes
     t = TensorMap(dtype, (16 // e,), (), (16 // e,), oob_fill="nan")
     smem = np.zeros(128, np.uint8)
     tma_load(t, np.zeros(16, np.uint8), (-(16 // e),), smem, 0)
-    nan = FORMATS[{"f32.ftz": "f32", "tf32.ftz": "tf32"}.get(dtype, dtype)].canonical_nan
-    assert smem[:16].tobytes() == nan.to_bytes(e, "little") * (16 // e)
+    assert smem[:16].view(np.uint16).tolist() == [0x7FF7] * 8
+    assert oob_nan(dtype) == int("7ff7" * (e // 2), 16)
+
+
+F32_WORDS = [(0x3F800000, 0x3F800000), (0x3F801000, 0x3F800000), (0x3F803000, 0x3F804000),   # ties to even
+             (0x3F801001, 0x3F802000), (0xBF800FFF, 0xBF800000), (0x7F7FF000, 0x7F800000),   # overflow to inf
+             (0x00001000, 0x00000000), (0x00003000, 0x00004000),                             # subnormals, no flush
+             (0x7F800000, 0x7F800000), (0xFF800000, 0xFF800000),                             # infinities stay
+             (0x7FC00001, TF32_NAN), (0xFF812345, TF32_NAN), (0x7F800001, TF32_NAN)]         # NaNs: canonical
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "tf32.ftz"])
+def test_a_tf32_load_rounds_each_word_to_nearest_even_tf32_and_a_store_moves_bytes(dtype):
+    words = np.array([w for w, _ in F32_WORDS] + [0] * 3, np.uint32)
+    t = TensorMap(dtype, (16,), (), (16,))
+    smem = np.zeros(128, np.uint8)
+    tma_load(t, words, (0,), smem, 0)
+    assert smem[:64].view(np.uint32)[:len(F32_WORDS)].tolist() == [r for _, r in F32_WORDS]
+    back = np.zeros(16, np.uint32)
+    tma_store(t, back, (0,), words.view(np.uint8), 0)
+    assert np.array_equal(back, words)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f32.ftz"])
+def test_f32_loads_move_the_bytes_subnormals_and_nans_included(dtype):
+    words = np.array([0x00000001, 0x807FFFFF, 0x7FC00001, 0x3F801000], np.uint32)
+    smem = np.zeros(128, np.uint8)
+    tma_load(TensorMap(dtype, (4,), (), (4,)), words, (0,), smem, 0)
+    assert np.array_equal(smem[:16].view(np.uint32), words)
 
 
 def test_element_strides_take_every_kth_element_of_the_outer_dimensions():
@@ -196,10 +263,11 @@ def test_element_strides_take_every_kth_element_of_the_outer_dimensions():
 
 @pytest.mark.parametrize("seed", range(12))
 def test_store_of_a_load_gives_the_original_back_for_in_bounds_boxes(seed):
-    """A random map of rank 1..5 (any dtype, swizzle, element strides, padded strides) and a box inside
-    the tensor: tma_store of what tma_load wrote puts exactly the box's bytes back."""
+    """A random map of rank 1..5 (any dtype but tf32, whose load rounds, swizzle, element strides, padded
+    strides) and a box inside the tensor: tma_store of what tma_load wrote puts exactly the box's bytes
+    back."""
     rng = np.random.default_rng(seed)
-    name = str(rng.choice(list(TMA_TYPES)))
+    name = str(rng.choice([n for n in TMA_TYPES if not n.startswith("tf32")]))
     e = TMA_TYPES[name].bytes
     rank = int(rng.integers(1, 6))
     mode = str(rng.choice(["none", *SPANS]))
@@ -228,6 +296,43 @@ def test_store_of_a_load_gives_the_original_back_for_in_bounds_boxes(seed):
     assert np.array_equal(y[read], x[read]) and not y[~read].any()
 
 
+def test_a_store_writes_the_last_16_byte_chunk_of_each_row_whole_and_no_chunk_past_it():
+    """f16 rows of 11 elements, 64-byte strides, box of 32 from column 0: the store writes columns 0..15
+    (the chunk holding column 10 whole: into the row's padding), not 16..31 (measured, H100); a load of
+    the same box fills columns 11..31."""
+    g = np.zeros((4, 32), np.uint16)
+    t = TensorMap("f16", (11, 4), (64,), (32, 2))
+    smem = np.zeros(256, np.uint8)
+    smem[:128] = 0xFF
+    tma_store(t, g, (0, 1), smem, 0)
+    assert (g[1:3, :16] == 0xFFFF).all() and not g[1:3, 16:].any() and not g[0].any() and not g[3].any()
+    box = box_layout(t, (0, 1), 0)
+    assert box.stored.sum() == 2 * 16 and box.in_bounds.sum() == 2 * 11
+    got = np.full(256, 0x11, np.uint8)
+    tma_load(t, np.ones((4, 32), np.uint16), (0, 1), got, 0)
+    assert (got[:128].view(np.uint16).reshape(2, 32)[:, 11:] == 0).all()
+
+
+def test_a_store_past_the_arrays_end_within_a_chunk_is_refused_not_dropped():
+    """The tensor's array ends at its last element, 6 bytes into a 16-byte chunk the store writes whole."""
+    t = TensorMap("u8", (6,), (), (16,))
+    with pytest.raises(ValueError, match=r"tensor has 6 bytes, but element \(6,\) of the box \(a store writes the "
+                                         r"16-byte chunks of the tensor's rows whole\) ends at byte 7"):
+        tma_store(t, np.zeros(6, np.uint8), (0,), np.zeros(128, np.uint8), 0)
+    out = np.zeros(16, np.uint8)
+    tma_store(t, out, (0,), np.arange(128, dtype=np.uint8), 0)
+    assert out.tolist() == list(range(16))
+
+
+def test_load_values_fill_and_round_what_a_runner_read_from_global_memory():
+    """The load's values apart from its reads: tf32 rounded, the NaN fill elsewhere (fragsim run's path)."""
+    t = TensorMap("tf32", (4,), (), (8,), oob_fill="nan")
+    box = box_layout(t, (0,), 0)
+    inside = np.array([0x3F801000, 0x3F803000, 0x7FC00001, 1], np.uint32).view(np.uint8).reshape(4, 4)
+    got = load_values(box, inside).view(np.uint32).ravel().tolist()
+    assert got == [0x3F800000, 0x3F804000, TF32_NAN, 0] + [0x7FF77FF7] * 4
+
+
 def test_a_store_skips_out_of_bound_elements_and_refuses_negative_coordinates():
     g = np.zeros((10, 16), np.uint16)
     t = TensorMap("u16", (16, 10), (32,), (16, 4))
@@ -252,8 +357,9 @@ T = TensorMap("f16", (64, 32), (128,), (64, 8))
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s, 8192), ValueError, "past the 8192 bytes of smem"),
     (lambda s: box_layout(T, (0, 0), 2**62), ValueError, "dst = shared address 4611686018427387904 (0x4000000000000000) "
      "is beyond sm_90's 232448 bytes"),
-    (lambda s: box_layout(TensorMap("u8", (256,) * 5, (256, 2**16, 2**24, 2**32), (256,) * 5), (0,) * 5), ValueError,
-     "the box is 1099511627776 bytes (smem_box (256, 256, 256, 256, 256)); more than sm_90's 232448 bytes"),
+    (lambda s: box_layout(TensorMap("u8", (16, 256, 64), (16, 4096), (16, 256, 56), swizzle="128B"), (0,) * 3),
+     ValueError, "the box spans 1835008 bytes of shared memory (smem_box (16, 256, 56), rows 128 bytes apart); more "
+     "than sm_90's 232448 bytes"),
     (lambda s: tma_load(T, np.zeros(100, np.uint8), (0, 0), s, 0), ValueError,
      "tensor has 100 bytes, but element (50, 0) of the box"),
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0,), s, 0), ValueError, "coords has 1 values; the rank-2 map"),

@@ -2,7 +2,7 @@
 bytes a tiled ``cp.async.bulk.tensor`` load or store moves (``tma_load``, ``tma_store``, ``box_layout``),
 plus ``cp.async.bulk`` (``bulk_copy``)."""
 
-from .copy import BoxLayout, box_layout, bulk_copy, tma_load, tma_store, tma_swizzle
+from .copy import BoxLayout, box_layout, bulk_copy, load_values, tma_load, tma_store, tma_swizzle
 from .tensormap import TensorMap
 
-__all__ = ["TensorMap", "BoxLayout", "box_layout", "bulk_copy", "tma_load", "tma_store", "tma_swizzle"]
+__all__ = ["TensorMap", "BoxLayout", "box_layout", "bulk_copy", "load_values", "tma_load", "tma_store", "tma_swizzle"]

@@ -10,8 +10,9 @@ them) is checked here, and a refusal is one ValueError/TypeError naming the para
 
 What one load writes to shared memory is ``smem_box``: the elements taken along each dimension
 (``ceil(box_dims[i] / element_strides[i])``; all of ``box_dims[0]`` without interleave, where
-``element_strides[0]`` is ignored), laid out densely, innermost first; ``box_bytes`` of them -- the
-byte count a ``complete_tx`` gives the mbarrier.
+``element_strides[0]`` is ignored), innermost first; ``box_bytes`` of them -- the byte count a
+``complete_tx`` gives the mbarrier.  Box rows lie ``smem_pitch`` bytes apart (a row narrower than the
+swizzle span takes a whole span), ``smem_bytes`` in all.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from fragsim.facts.tma import (BOX_INNER_ALIGN, GLOBAL_ALIGN, GLOBAL_STRIDE_LIMIT, INTERLEAVES, MAX_BOX_DIM,
-                               MAX_ELEMENT_STRIDE, MAX_GLOBAL_DIM, MAX_RANK, MIN_INTERLEAVED_RANK, OOB_FILLS,
-                               SWIZZLES, TMA_TYPES, TmaType)
+from fragsim.facts.tma import (BOX_INNER_ALIGN, GLOBAL_ALIGN, GLOBAL_STRIDE_LIMIT, INTERLEAVES, MAX_BOX_BYTES,
+                               MAX_BOX_DIM, MAX_ELEMENT_STRIDE, MAX_GLOBAL_DIM, MAX_RANK, MIN_INTERLEAVED_RANK,
+                               OOB_FILLS, SWIZZLES, TMA_TYPES, TmaType)
 from fragsim.validate import show
 
 __all__ = ["TensorMap"]
@@ -72,7 +73,8 @@ class TensorMap:
     ``dtype``: u8, u16, u32, s32, u64, s64, f16, bf16, f32, f64, tf32, f32.ftz, tf32.ftz;
     ``global_dims``: elements per dimension (1..2^32, rank 1..5); ``global_strides``: bytes between
     consecutive indices of dimensions 1.. (rank - 1 values, multiples of 16, below 2^40);
-    ``box_dims``: the box, 1..256 elements per dimension; ``element_strides``: 1..8 (default all 1);
+    ``box_dims``: the box, 1..256 elements per dimension, at most 228 KB in all; ``element_strides``:
+    1..8 (default all 1);
     ``interleave``: "none", "16B", "32B"; ``swizzle``: "none", "32B", "64B", "128B"; ``oob_fill``:
     "zero" or "nan" (floating-point types only); ``base``: the global address of element 0.
     """
@@ -139,6 +141,17 @@ class TensorMap:
         """Bytes of one swizzle row (32, 64, 128; 0 without swizzle)."""
         return SWIZZLES[self.swizzle][1]
 
+    @property
+    def smem_pitch(self) -> int:
+        """Bytes from one box row to the next in shared memory: the row's bytes, or the swizzle span
+        when the row is narrower (fragsim/facts/tma.py, SWIZZLES)."""
+        return max(self.smem_box[0] * self.element_bytes, self.swizzle_span)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Bytes of shared memory one copy spans from its destination: rows x ``smem_pitch``."""
+        return math.prod(self.smem_box[1:]) * self.smem_pitch
+
     def __repr__(self) -> str:
         extra = "".join(f", {k}={getattr(self, k)!r}" for k, d in (("element_strides", (1,) * self.rank),
                                                                     ("interleave", "none"), ("swizzle", "none"),
@@ -187,12 +200,15 @@ def _check(t: TmaType, dims, strides, box, es, inter: str, swz: str, fill: str, 
     for i, s in enumerate(es):
         if not 1 <= s <= MAX_ELEMENT_STRIDE:
             raise ValueError(f"{WHO}: element_strides[{i}] = {s} must be 1..{MAX_ELEMENT_STRIDE} (elementStrides)")
+    counted = math.prod(-(-b // s) for b, s in zip(box, es)) * t.bytes
+    if counted > MAX_BOX_BYTES:
+        raise ValueError(f"{WHO}: the box is {counted} bytes as the driver counts it (ceil(box_dims[i] / "
+                         f"element_strides[i]) elements per dimension, element_strides[0] included); it must fit "
+                         f"one SM's {MAX_BOX_BYTES} bytes (228 KB) of shared memory")
     span = SWIZZLES[swz][1]
     if inter == "none" and span and inner > span:
         raise ValueError(f"{WHO}: swizzle={swz!r} takes a box whose inner dimension is at most {span} bytes; "
                          f"box_dims[0] = {box[0]} {t.name} elements is {inner} bytes")
-    if inter == "32B" and swz != "32B":
-        raise ValueError(f"{WHO}: interleave='32B' needs swizzle='32B', got swizzle={swz!r}")
     if fill == "nan" and not t.float:
         raise ValueError(f"{WHO}: oob_fill='nan' needs a floating-point dtype; {t.name} is an integer type "
                          "(use oob_fill='zero')")
