@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fragsim
 from contract import memory_cap
 from fragsim.cli import main
 from fragsim.ptx.memory import Buffer
@@ -95,3 +96,52 @@ def test_a_grid_of_2_to_the_40_ctas_is_refused_by_its_size_before_anything_is_bu
         with memory_cap():
             run_kernel(SMALL, None, grid=(1 << 20, 1 << 20), block=32,
                        args=[np.zeros((16, 16), np.uint16), np.zeros((8, 16), np.uint16), np.zeros((16, 8), np.float32), 16])
+
+
+# ---- mbarriers and the TMA ----------------------------------------------------------------------
+
+BULK = open(CORPUS + "tma_bulk.sm90a.ptx").read()
+MBAR_HEAD = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .u64 out)\n{\n"
+             ".reg .pred %p<4>;\n.reg .b32 %r<8>;\n.reg .b64 %rd<8>;\n.shared .align 8 .b64 bar;\n")
+#: One mbarrier operation each, as a lone thread may do them in any order.
+MBAR_OPS = ["mbarrier.init.shared::cta.b64 [bar], {n};", "mbarrier.arrive.shared::cta.b64 %rd1, [bar];",
+            "mbarrier.arrive.shared::cta.b64 _, [bar], {n};", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], {n};",
+            "mbarrier.arrive.noComplete.shared::cta.b64 %rd2, [bar], {n};", "mbarrier.arrive_drop.shared::cta.b64 _, [bar];",
+            "mbarrier.expect_tx.shared::cta.b64 [bar], {n};", "mbarrier.complete_tx.shared::cta.b64 [bar], {n};",
+            "mbarrier.test_wait.parity.shared::cta.b64 %p1, [bar], {n};", "mbarrier.try_wait.shared::cta.b64 %p1, [bar], %rd1;",
+            "mbarrier.pending_count.b64 %r1, %rd2;", "mbarrier.inval.shared::cta.b64 [bar];",
+            "$L: mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], {n};\n@!%p2 bra $L;"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(MBAR_OPS) - 1), st.sampled_from([0, 1, 2, 3, 16, 1 << 20, (1 << 32) - 1])),
+                max_size=8))
+def test_any_sequence_of_mbarrier_operations_runs_or_is_refused_in_one_line_never_a_hang(ops):
+    """Undefined orders (arrive before init, stale states, too many arrivals, a wait that cannot complete)
+    each end in one error naming the mbarrier; a spin loop that cannot end is a deadlock report."""
+    body = "\n".join(MBAR_OPS[i].format(n=n).replace("$L", f"$L{k}") for k, (i, n) in enumerate(ops))
+    clean(lambda: run_kernel(MBAR_HEAD + body + "\nret;\n}\n", "k", args=[np.zeros(1, np.uint32)], max_steps=20_000))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(BULK) - 1), st.integers(0, 120),
+       st.sampled_from(["", "}", ";", "0", "16", "[%r45]", "%rd9", "mbarrier.inval.shared::cta.b64 [%r51];"]))
+def test_a_mutated_bulk_copy_kernel_runs_or_is_refused_in_one_line(cut, length, insert):
+    text = BULK[:cut] + insert + BULK[cut + length:]
+    clean(lambda: run_kernel(text, None, grid=2, block=128, max_steps=50_000,
+                             args=[np.zeros(2048, np.uint32), np.zeros(2048, np.uint32), np.zeros(4, np.uint32),
+                                   np.zeros(2, np.uint32), 2048]))
+
+
+TMAP_ARG = st.one_of(ARG, st.just(b"\0" * 128), st.just(b"\1" * 256),
+                     st.builds(lambda base: fragsim.TensorMap("bf16", (64, 64), (128,), (64, 64), swizzle="128B", base=base),
+                               st.sampled_from([0, 16, 0x7F8000000000, 1 << 50])))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TMAP_ARG, TMAP_ARG, st.one_of(TMAP_ARG, st.tuples(TMAP_ARG, ARG)))
+def test_any_tensor_map_arguments_are_run_or_refused_in_one_line(a, b, placed):
+    """tma_wgmma's two CUtensorMap parameters given anything: maps of tensors placed or not, bytes, junk."""
+    clean(lambda: run_kernel(CORPUS + "tma_wgmma.sm90a.ptx", None, block=128, max_steps=50_000,
+                             args=[placed if isinstance(placed, tuple) else a, b, np.zeros((64, 64), np.float32),
+                                   64, 64, 64]))

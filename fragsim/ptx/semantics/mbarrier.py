@@ -43,10 +43,18 @@ nothing can complete and the run stops with a deadlock report naming the mbarrie
 pending arrivals and tx-count (never a hang).  ``barrier.cluster.wait`` suspends the same way until
 every non-exited thread of the cluster (the CTA) has arrived.
 
-Events for observers (``State.emit``): ``bulk_land(s, idx, flat)`` when a bulk or tensor copy's
-bytes land (``idx`` the issuing thread, ``flat`` the byte indices into ``State.smem`` flattened);
-``mbarrier_phase(s, idx, cta, addr, phase)`` when a phase completes (``idx`` the threads it wakes,
-``phase`` the new phase number).
+Events for observers (``State.emit``), enough to order accesses by mbarriers (an arrive releases, a
+wait that returns True acquires what the phase's arrivals and copies released); ``cta``/``addr``
+name the mbarrier, ``phase`` numbers count from 0 at ``init``:
+
+``mbarrier_arrive(s, idx, cta, addr, phase)``
+    threads ``idx`` performed arrive-on operations, each in phase ``phase[k]`` ((n,) int64).
+``mbarrier_wait(s, idx, cta, addr, phase)``
+    threads ``idx`` observed phase ``phase`` complete (their test_wait/try_wait returned True, at once
+    or when the phase completed while they were suspended).
+``bulk_land(s, idx, flat, cta, addr, phase)``
+    a bulk or tensor copy issued by thread ``idx`` wrote its bytes into shared memory (``flat``: byte
+    indices into ``State.smem`` flattened), its complete-tx counted in phase ``phase`` of the mbarrier.
 """
 
 from __future__ import annotations
@@ -166,7 +174,7 @@ class Units:
             f = bar.flights.pop(0)
             smem[f.flat] = f.data
             if s.observers:
-                s.emit("bulk_land", np.array([f.thread]), flat=f.flat)
+                s.emit("bulk_land", np.array([f.thread]), flat=f.flat, cta=bar.cta, addr=bar.addr, phase=bar.phase)
             self.transact(s, bar, -f.tx, f.thread, f.line, "the complete-tx of a copy")
 
     def transact(self, s: State, bar: MBarrier, delta: int, t: int, line: int, what: str) -> None:
@@ -231,9 +239,9 @@ class Units:
         self.changes += 1
         woken = np.concatenate(bar.waiters) if bar.waiters else np.zeros(0, np.int64)
         bar.waiters = []
-        if s.observers:
-            s.emit("mbarrier_phase", woken, cta=bar.cta, addr=bar.addr, phase=bar.phase)
         if len(woken):
+            if s.observers:
+                s.emit("mbarrier_wait", woken, cta=bar.cta, addr=bar.addr, phase=bar.phase - 1)
             self.wake(s, woken, True)
 
     @staticmethod
@@ -510,6 +518,8 @@ def _arrive(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets,
             u.land(s, bar)
             phase, before = u.arrive(s, bar, counts[pos], v[pos] if expect else None,  # type: ignore[index]
                                      drop, no_complete, idx[pos], line, text)
+            if s.observers:
+                s.emit("mbarrier_arrive", idx[pos], cta=cta, addr=addr, phase=phase)
             state[pos] = encode_state(phase, before, addr, no_complete)
         write(s, idx, state)
     return Op(ins, "", run, kind="barrier")
@@ -544,6 +554,8 @@ def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, o
                                           "valid values are 0 and 1 (PTX ISA)")
                 # the phase of parity p completed: the current one has the other parity
                 done[pos] = p != bar.phase % 2
+                if s.observers and done[pos].any():
+                    s.emit("mbarrier_wait", idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1)
                 continue
             mark, phase, _, bits, _ = _state_fields(v[pos])
             cur = bar.phase & _PHASE_MASK
@@ -558,6 +570,8 @@ def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, o
                        "current phase or the immediately preceding one (PTX ISA)")
                 raise PtxRuntimeError(f"line {line}: {s.where(int(idx[pos[k]]))}: {text}: the state operand is {why}")
             done[pos] = phase != cur
+            if s.observers and done[pos].any():
+                s.emit("mbarrier_wait", idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1)
         if done.any():
             wake(s, idx[done], True)
             s.pc[idx[done]] += 1
