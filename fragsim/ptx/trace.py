@@ -63,6 +63,8 @@ EXACT = {"f16": 2048, "bf16": 256, "f32": 1 << 24, "f64": 1 << 31, "s32": (1 << 
 OUT_FORMATS = {"float16": ("f16",), "float32": ("f32",), "float64": ("f64",), "bfloat16": ("bf16",),
                "uint16": ("f16", "bf16"), "int16": ("f16", "bf16"), "uint32": ("s32", "f32"),
                "int32": ("s32", "f32"), "int8": ("s8",), "uint8": ("s8",)}
+#: The NumPy type of D's identities (small integers) per accumulator format (others: s32).
+D_VALUES = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
 #: Coverage: at most this many (D element, k) pairs are followed to find the first k summed twice.
 COVERAGE_PAIRS = 1 << 24
 
@@ -406,10 +408,8 @@ class Tracing:
             ev.place = np.where(ok, np.maximum(rows, 0)[:, :, None] * self.N + np.maximum(cols, 0)[:, None, :], -1)
             ev.quick = {}
         v = digit(ev.place, self.plan.d_base, j) + 1
-        fmt = form.fmt("D").name
-        bits = {"f32": lambda x: x.astype(np.float32).view(np.uint32), "f16": lambda x: x.astype(np.float16).view(
-            np.uint16), "f64": lambda x: x.astype(np.float64).view(np.uint64)}.get(
-            fmt, lambda x: x.astype(np.int32).view(np.uint32))(v)
+        bits = v.astype(D_VALUES.get(form.fmt("D").name, np.int32))
+        bits = bits.view(f"u{bits.dtype.itemsize}")
         if (ev.place < 0).any():
             bits = np.where(ev.place < 0, operand_elements(form, "C", c).astype(bits.dtype), bits)
         return pack_words(form, bits.reshape(units, -1))
