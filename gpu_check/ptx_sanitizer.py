@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -137,7 +138,7 @@ CASES: list[Case] = [
     Case("wgmma_ok", "wgmma", None, 128, _args(_bf16(64 * 16), _bf16(8 * 16), _zeros(640)), sm80=False),
     *[Case(f"wgmma_{k}_bug", "wgmma", kind, 128, _args(_bf16(64 * 16), _bf16(8 * 16), _zeros(640)), sm80=False)
       for k, kind in (("acc", "wgmma_in_flight"), ("smem", "wgmma_in_flight"), ("fence", "wgmma_fence"),
-                      ("desc", "out_of_bounds"))],
+                      ("desc", "out_of_bounds"), ("bits", "invalid_descriptor"))],
 ]
 BY_NAME = {c.name: c for c in CASES}
 #: Kernels of the PTX corpus (gpu_check ptx_kernels' names) run under racecheck too: their findings
@@ -177,13 +178,13 @@ def run_cpu(c: Case, arch: str = "sm90a", seed: int = 0, check: str | None = Non
 
 def one(name: str) -> None:
     """Launch one case (or ``corpus:<kernel>``) on the GPU and wait for it: what runs under the tool."""
-    import cupy as cp
+    from . import runner
+    cp = runner.import_cupy()
     if name.startswith("corpus:"):
         from . import ptx_kernels as P
-        from . import runner
         kernel = name.split(":", 1)[1]
-        c = next(x for x in P.cases() if x.kernel == kernel and x.shape == 0 and x.ctas is None)
-        P.Device(cp, runner.device_info(cp)).run(c, c.launch())
+        k = next(x for x in P.cases() if x.kernel == kernel and x.shape == 0 and x.ctas is None)
+        P.Device(cp, runner.device_info(cp)).run(k, k.launch())
         print(f"{name}: done")
         return
     c = BY_NAME[name]
@@ -194,8 +195,18 @@ def one(name: str) -> None:
     print(f"{name}: done")
 
 
+def sanitizer() -> str | None:
+    """compute-sanitizer on PATH, or in the CUDA toolkit ($CUDA_HOME, /usr/local/cuda)."""
+    found = shutil.which("compute-sanitizer")
+    for home in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"):
+        path = Path(home) / "bin" / "compute-sanitizer"
+        if not found and home and path.is_file():
+            found = str(path)
+    return found
+
+
 def _launch(name: str, tool: str, timeout: float) -> dict:
-    cmd = ["compute-sanitizer", "--tool", tool, *OPTIONS[tool], sys.executable, "-m",
+    cmd = [str(sanitizer()), "--tool", tool, *OPTIONS[tool], sys.executable, "-m",
            "fragsim.gpu_check.ptx_sanitizer", "one", name]
     t = time.time()
     try:
@@ -209,17 +220,19 @@ def _launch(name: str, tool: str, timeout: float) -> dict:
 
 
 def measure(out: Path, jobs: int, timeout: float, only: list[str] | None) -> int:
-    if shutil.which("compute-sanitizer") is None:
-        sys.stderr.write("ptx_sanitizer: compute-sanitizer is not on PATH\n")
+    tool = sanitizer()
+    if tool is None:
+        sys.stderr.write("ptx_sanitizer: no compute-sanitizer on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin\n")
         return 2
+    from . import runner
     try:
-        import cupy
+        cupy = runner.import_cupy()
         cupy.zeros(1)
         gpu = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     except Exception as e:             # no CuPy or no GPU
         sys.stderr.write(f"ptx_sanitizer: no GPU through CuPy ({type(e).__name__}: {e})\n")
         return 2
-    version = subprocess.run(["compute-sanitizer", "--version"], capture_output=True, text=True).stdout.strip()
+    version = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout.strip()
     plan = [(c.name, t) for c in CASES for t in TOOLS] + [(f"corpus:{k}", "racecheck") for k in CORPUS]
     if only:
         plan = [p for p in plan if any(o in p[0] for o in only)]
@@ -245,29 +258,31 @@ def summary(output: str) -> str:
 
 
 def classify(tool: str, output: str) -> dict[str, int]:
-    """What a tool's output reports: counts of "error" (memcheck: out_of_bounds / misaligned; racecheck:
-    race at ERROR or WARNING level, race_info at INFO; synccheck: divergent), "hang" when it timed out,
-    "fault" for a launch that failed without a report."""
+    """What a tool's output reports, counted: memcheck "out_of_bounds" or "misaligned" (an error record
+    whose lines say "misaligned"), racecheck "race" (ERROR or WARNING level) or "race_info" (INFO: a
+    write of the same value), synccheck "divergent" (a barrier or warp-synchronisation error)."""
     out: dict[str, int] = {}
+    record: str | None = None
 
-    def add(k: str, n: int = 1) -> None:
-        out[k] = out.get(k, 0) + n
+    def close() -> None:
+        if record is not None:
+            out[record] = out.get(record, 0) + 1
 
     for ln in output.splitlines():
-        s = ln.strip("= ").strip()
+        s = ln.strip("= \t")
         low = s.lower()
         if tool == "memcheck":
-            if "misaligned" in low:
-                add("misaligned")
-            elif low.startswith("invalid __") or "illegal address" in low or "out of bounds" in low:
-                add("out_of_bounds")
-        elif tool == "racecheck":
-            if "race reported" in low or "hazard" in low and ("error" in low or "warning" in low or "info" in low):
-                add("race_info" if low.startswith("info") else "race")
-        elif tool == "synccheck":
-            if "barrier error" in low or "divergent" in low or "invalid arguments" in low or "synccheck" in low and \
-                    "error" in low:
-                add("divergent")
+            if low.startswith(("invalid __", "misaligned", "warp misaligned", "warp illegal", "out of range")):
+                close()
+                record = "misaligned" if "misaligned" in low else "out_of_bounds"
+            elif record is not None and "misaligned" in low:
+                record = "misaligned"
+        elif tool == "racecheck" and "race reported" in low:
+            level = "race_info" if low.startswith("info") else "race"
+            out[level] = out.get(level, 0) + 1
+        elif tool == "synccheck" and ("barrier error" in low or "divergent thread" in low or "invalid arguments" in low):
+            out["divergent"] = out.get("divergent", 0) + 1
+    close()
     return out
 
 

@@ -51,6 +51,12 @@ Kinds (``KINDS``) and what ``"continue"`` does after each:
   tensor-core instruction (registers unchanged); a warp instruction runs with the lanes that execute
   it and are in its mask; the barriers go on as modelled.
 - ``uninitialized`` (opt-in): shared bytes read that nothing in this run wrote.
+
+mbarriers order accesses as PTX defines (``fragsim.ptx.semantics.mbarrier``'s events): an arrive-on
+releases the arriving warp's earlier accesses (all its lanes': one elected lane's arrive covers its
+warp here), a test_wait/try_wait that sees the phase complete acquires them; a bulk or tensor copy
+(``cp.async.bulk``, TMA) writes its bytes as the issuing warp, released by its complete-tx into the
+mbarrier's phase, so reading them before the wait that observes that phase is a read-after-write race.
 - ``deadlock``: threads wait at a barrier that can never complete (others exited, or wait at another
   barrier); the finding says who waits where.  After it the waiting threads go on as if their
   barriers had completed (the hardware would hang).
@@ -411,10 +417,26 @@ class Checker:
         t = np.repeat(idx, X.shape[1])
         sh.land(X.reshape(-1), sh.t_cw[t], sh.t_tid[t])
 
+    def on_bulk_land(self, s, idx, flat, cta=None, addr=None, phase=None) -> None:
+        sh = self.shadow
+        X = np.unique(flat // sh.nbytes * sh.ncell + flat % sh.nbytes // sh.G)
+        if cta is None:
+            sh.bulk(X)
+        else:
+            sh.bulk_write(X, int(idx[0]), (int(cta), int(addr), int(phase)))
+
+    def on_mbarrier_arrive(self, s, idx, cta, addr, phase) -> None:
+        self.shadow.mb_arrive(idx, (int(cta), int(addr)), np.broadcast_to(np.asarray(phase), idx.shape))
+
+    def on_mbarrier_wait(self, s, idx, cta, addr, phase) -> None:
+        self.shadow.mb_wait(idx, (int(cta), int(addr), int(phase)))
+
     def _who(self, tid: int) -> str:
         return f"warp {tid // WARP_LANES} lane {tid % WARP_LANES}"
 
     def _at(self, line: int) -> str:
+        if line < 0:
+            return "a bulk/tensor copy (TMA)"
         src = self.source(line)
         return f"line {line}" + (f" ({src})" if src else "")
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from fragsim.facts.hardware import MATRIX_ROW_BYTES, WARP_LANES
 
-from .state import BARRIERS
+from .state import BARRIERS, EXITED
 
 #: Widest cell: ldmatrix rows, cp.async copies and wgmma's core-matrix rows are 16 bytes.
 MAX_CELL = MATRIX_ROW_BYTES
@@ -35,6 +35,10 @@ MAX_CELL = MATRIX_ROW_BYTES
 MAX_SHADOW_BYTES = 2 << 30
 #: The stamp of a cell never written: below every warp's clock.
 NEVER = np.iinfo(np.int32).min
+#: The writer of a cell never written, and of bytes a bulk/tensor copy (TMA) wrote (with no mbarrier).
+NOBODY, ASYNC_PROXY = -1, -2
+#: The "line" of a write a bulk/tensor copy made (its bytes land at an mbarrier operation, not a line).
+BULK_LINE = -1
 
 #: A CTA-local thread index shifted right by this is its warp.
 LANE_SHIFT = WARP_LANES.bit_length() - 1
@@ -76,7 +80,7 @@ class Shadow:
         if need > MAX_SHADOW_BYTES:
             raise ValueError(f"check: the shadow of {self.ctas} CTA(s) x {self.nbytes} bytes of shared memory in "
                              f"{cell}-byte cells takes {need / 2**30:.1f} GiB; check fewer CTAs at once with ctas=")
-        self.w_tid = np.full(n, -1, np.int32)            # CTA-local thread that wrote last (-1: none yet)
+        self.w_tid = np.full(n, NOBODY, np.int32)        # CTA-local thread that wrote last (or NOBODY, ASYNC_PROXY)
         self.w_stamp = np.full(n, NEVER, np.int32)
         self.w_line = np.zeros(n, np.int32)
         self.w_atomic = np.zeros(n, bool)
@@ -92,6 +96,11 @@ class Shadow:
         self.S = np.zeros(self.ctas * self.W, np.int32)                   # each warp's stamp
         self.VC = np.full((self.ctas * self.W, self.W), -1, np.int32)     # VC[cw, w] (module docstring)
         self.join = np.full((self.ctas, BARRIERS, self.W), -1, np.int32)  # a barrier generation's join
+        # per CTA: no write / no read recorded since a barrier that ordered everything before it for every
+        # warp (the checks of an access set whose CTAs all have no writes to race with are skipped)
+        self.no_writes = np.ones(self.ctas, bool)
+        self.no_reads = np.ones(self.ctas, bool)
+        self.mb_join: dict[tuple, np.ndarray] = {}       # (CTA, mbarrier address, phase) -> its join (W,)
         t = np.arange(g.slots)
         self.t_cw = (state.cta * self.W + state.tid_linear // WARP_LANES).astype(np.int64)   # per thread
         self.t_w = (state.tid_linear // WARP_LANES).astype(np.int64)
@@ -132,12 +141,24 @@ class Shadow:
         self._own(cw)
 
     def release(self, threads: np.ndarray, barrier: np.ndarray) -> None:
-        """A barrier lets threads go: their warps learn the generation's join, which then ends."""
+        """A barrier lets threads go: their warps learn the generation's join, which then ends.  Where it
+        released every warp of a CTA that has not exited and now orders everything before it for every
+        warp, the CTA starts again with nothing to race with."""
         cw, b = self._warps_of(threads, barrier)
         c = cw // self.W
         self.VC[cw] = np.maximum(self.VC[cw], self.join[c, b])
         self._own(cw)
         self.join[c, b] = -1
+        W, s = self.W, self.s
+        live = (s.present & (s.status != EXITED)).reshape(-1, W, WARP_LANES).any(axis=2)   # (ctas, W)
+        for cta in np.unique(c).tolist():
+            mine = cw[c == cta] % W
+            if np.count_nonzero(live[cta]) != len(mine) or not live[cta, mine].all():
+                continue
+            need = self.S[cta * W:(cta + 1) * W].copy()
+            need[mine] -= 1                     # the released warps' accesses before they arrived
+            if (self.VC[cta * W:(cta + 1) * W] >= need[None, :]).all():
+                self.no_writes[cta] = self.no_reads[cta] = True
 
     def warp_sync(self, threads: np.ndarray) -> None:
         """``bar.warp.sync``: the lanes of each warp are ordered (any member mask: documented in checks.py)."""
@@ -154,22 +175,27 @@ class Shadow:
         hazards, then the reads recorded (an atomic's read is not: atomics do not race with atomics)."""
         h = Hazards(len(X))
         W = self.W
-        who = self.w_tid[X]
-        # the write is ordered before: its thread's, or its warp's stamp is known to this warp
-        h.raw = (self.VC.reshape(-1)[cw * W + (who >> LANE_SHIFT)] < self.w_stamp[X]) & (who != tid)
-        if atomic:
-            h.raw &= ~self.w_atomic[X]
-        hit = h.raw.any()
+        c = cw // W
+        who = self.w_tid[X] if uninit or not self.no_writes[c].all() else None
+        hit = False
+        if who is not None:
+            # the write is ordered before: its thread's, or its warp's stamp is known to this warp
+            h.raw = (self.VC.reshape(-1)[cw * W + (who >> LANE_SHIFT)] < self.w_stamp[X]) & (who != tid)
+            if atomic:
+                h.raw &= ~self.w_atomic[X]
+            hit = h.raw.any()
         if self.pending:
             h.pending = self.pend[X] >= 0
             hit = hit or h.pending.any()
         if uninit:
-            h.uninit = (who < 0) & ~h.pending
+            h.uninit = (who == NOBODY) & ~h.pending
             hit = hit or h.uninit.any()
         h.hit = bool(hit)
         if hit:
-            h.info = {"w_tid": who, "w_line": self.w_line[X], "pend_tid": self.pend[X], "pend_line": self.pend_line[X]}
+            h.info = {"w_tid": self.w_tid[X], "w_line": self.w_line[X], "pend_tid": self.pend[X],
+                      "pend_line": self.pend_line[X]}
         if not atomic:
+            self.no_reads[c] = False
             v = cw % W
             st = self.S[cw]
             if isinstance(lanes, np.ndarray):
@@ -196,19 +222,23 @@ class Shadow:
             h.pending = self.pend[X] >= 0
         if self.reading:
             h.inflight = self.wg_reads[X] > 0
-        who = self.w_tid[X]
-        vc = self.VC[cw]                                         # (m, W): what this warp is ordered after
+        c = cw // W
         mine = np.arange(len(X))
-        h.waw = (vc[mine, who >> LANE_SHIFT] < self.w_stamp[X]) & (who != tid)
-        if atomic:
-            h.waw &= ~self.w_atomic[X]
-        if same is not None and h.waw.any():
-            j = np.flatnonzero(h.waw)
-            h.waw[j[same(j, None)]] = False
-        war = self.r_stamp[X] > vc
-        v = cw % W
-        war[mine, v] &= (self.r_lanes[X, v] & ~lanes) != 0      # its own warp: other lanes read it
-        h.war = war.any(axis=1)
+        vc = self.VC[cw]                                         # (m, W): what this warp is ordered after
+        if not self.no_writes[c].all():
+            who = self.w_tid[X]
+            h.waw = (vc[mine, who >> LANE_SHIFT] < self.w_stamp[X]) & (who != tid)
+            if atomic:
+                h.waw &= ~self.w_atomic[X]
+            if same is not None and h.waw.any():
+                j = np.flatnonzero(h.waw)
+                h.waw[j[same(j, None)]] = False
+        war = None
+        if not self.no_reads[c].all():
+            war = self.r_stamp[X] > vc
+            v = cw % W
+            war[mine, v] &= (self.r_lanes[X, v] & ~lanes) != 0      # its own warp: other lanes read it
+            h.war = war.any(axis=1)
         # entries of this one access set that hit one cell: the thread order decides which lands
         slot = self._slot
         slot[X] = mine
@@ -222,7 +252,8 @@ class Shadow:
         h.hit = bool(h.waw.any() or h.war.any() or h.dup.any() or (self.pending and h.pending.any()) or
                      (self.reading and h.inflight.any()))
         if h.hit:
-            u = war.argmax(axis=1)
+            u = war.argmax(axis=1) if war is not None else np.zeros(len(X), np.int64)
+            who = self.w_tid[X]
             h.info = {"w_tid": who, "w_line": self.w_line[X], "pend_tid": self.pend[X],
                       "pend_line": self.pend_line[X], "war_warp": u, "r_lanes": self.r_lanes[X, u],
                       "r_line": self.r_line[X], "dup_tid": tid[last]}
@@ -235,10 +266,58 @@ class Shadow:
         return h
 
     def _record(self, X, cw, tid, line, atomic) -> None:
+        self.no_writes[cw // self.W] = False
         self.w_tid[X] = tid
         self.w_stamp[X] = self.S[cw]
         self.w_line[X] = line
         self.w_atomic[X] = atomic
+        self.r_stamp[X] = -1
+
+    # ---- mbarriers: an arrive releases, a wait that sees the phase complete acquires -------------------
+
+    def mb_arrive(self, threads: np.ndarray, bar: tuple[int, int], phases: np.ndarray) -> None:
+        """Arrive-on operations of ``threads`` on mbarrier ``bar`` (CTA, address) in ``phases``: their
+        warps' clocks join the phase's (a warp's arrive releases all its lanes' accesses: an
+        over-approximation when one elected lane arrives), and their later accesses get a new stamp."""
+        cw = self.t_cw[threads]
+        for ph in np.unique(phases).tolist():
+            ws = np.unique(cw[phases == ph])
+            rows = self.VC[ws].copy()
+            rows[np.arange(len(ws)), ws % self.W] = self.S[ws]
+            self._mb_join((*bar, ph), rows.max(axis=0))
+            self.S[ws] += 1
+            self._own(ws)
+
+    def _mb_join(self, key: tuple, row: np.ndarray) -> None:
+        old = self.mb_join.get(key)
+        self.mb_join[key] = row if old is None else np.maximum(old, row)
+
+    def mb_wait(self, threads: np.ndarray, key: tuple) -> None:
+        """Threads saw phase ``key`` (CTA, address, phase) of an mbarrier complete: they acquire it."""
+        row = self.mb_join.get(key)
+        if row is None:
+            return
+        ws = np.unique(self.t_cw[threads])
+        self.VC[ws] = np.maximum(self.VC[ws], row)
+        # a copy this warp issued is released at this stamp: its lanes go on at the next, after it
+        self.S[ws[row[ws % self.W] >= self.S[ws]]] += 1
+        self._own(ws)
+
+    def bulk_write(self, X: np.ndarray, thread: int, key: tuple) -> None:
+        """Bytes a bulk or tensor copy (TMA) issued by ``thread`` wrote, released by its complete-tx into
+        mbarrier phase ``key``: a write of the issuing warp, ordered before those that wait for the phase."""
+        cw = self.t_cw[thread:thread + 1]
+        self._record(X, np.repeat(cw, len(X)), np.full(len(X), self.t_tid[thread], np.int32), BULK_LINE, False)
+        row = np.full(self.W, -1, np.int32)
+        row[int(cw[0]) % self.W] = self.S[int(cw[0])]
+        self._mb_join(key, row)
+
+    def bulk(self, X: np.ndarray) -> None:
+        """Bytes a bulk or tensor copy (TMA) wrote: written, by the async proxy, ordered before every
+        access (their completion through mbarriers is not followed: documented in checks.py)."""
+        self.w_tid[X] = ASYNC_PROXY         # (ordered before everything: no_writes may stay)
+        self.w_stamp[X] = NEVER
+        self.w_atomic[X] = False
         self.r_stamp[X] = -1
 
     def land(self, X: np.ndarray, cw: np.ndarray, tid: np.ndarray) -> None:

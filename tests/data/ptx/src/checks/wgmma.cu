@@ -1,6 +1,7 @@
 // wgmma (sm_90a): accumulators or shared operands used while the wgmma is in flight, a missing
-// wgmma.fence, a descriptor reading past shared memory (fragsim run --check: wgmma_in_flight,
-// wgmma_fence, out_of_bounds), and the correct kernel (wgmma_ok).  A line marked "BUG <kind>" is
+// wgmma.fence, a descriptor reading past shared memory or setting bits no field uses (fragsim run
+// --check: wgmma_in_flight, wgmma_fence, out_of_bounds, invalid_descriptor), and the correct kernel
+// (wgmma_ok).  A line marked "BUG <kind>" is
 // where the finding must point.  One warpgroup (128 threads): D (64x8, f32) = A (64x16, bf16) *
 // B (16x8, bf16), both K-major in shared memory without swizzle (core matrices 8 rows x 16 bytes,
 // LBO = 128 bytes along K, SBO = 256 bytes along M/N).
@@ -108,6 +109,21 @@ extern "C" __global__ void wgmma_desc_bug(const unsigned short *A, const unsigne
     PIN(d);
     FENCE();
     WGMMA(d, desc(sa), desc(sb) + (2048 >> 4));  // BUG out_of_bounds
+    COMMIT();
+    WAIT();
+    PIN(d);
+    store(D, d);
+}
+
+// B's descriptor sets bit 46, which no field of a wgmma descriptor uses
+extern "C" __global__ void wgmma_bits_bug(const unsigned short *A, const unsigned short *Bt, float *D) {
+    __shared__ __align__(128) unsigned short sa[64 * 16];
+    __shared__ __align__(128) unsigned short sb[8 * 16];
+    stage(A, Bt, sa, sb);
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    PIN(d);
+    FENCE();
+    WGMMA(d, desc(sa), desc(sb) | (uint64_t(1) << 46));  // BUG invalid_descriptor
     COMMIT();
     WAIT();
     PIN(d);
