@@ -155,10 +155,6 @@ class MatrixArg:
     def stored(self) -> tuple[int, int]:
         return (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
 
-    def spell(self) -> str:
-        return f"{self.role}=args[{self.arg}]" + (" transposed" if self.transposed else "") + \
-            f" ({self.rows}x{self.cols} {self.dtype.name})"
-
 
 def _array(v):
     return v.array if isinstance(v, Buffer) else v
@@ -276,6 +272,7 @@ def make_plan(M: int, N: int, K: int, ca: IdCode, cb: IdCode, d_base: int) -> Pl
 class Event:
     """One mma instruction executed by some units (warps; warpgroups for wgmma) at once."""
 
+    index: int                       # its place among the run's mma executions
     line: int
     op: Any                          # the program's Op
     form: Any                        # its MmaForm or WgmmaForm
@@ -298,7 +295,6 @@ class Tracing:
         self.M, self.N, self.K = shape
         self.plan, self.ca, self.cb = plan, ca, cb
         self.events: list[Event] = []
-        self.bad_kept = [0] * plan.passes
 
     # -- the inputs of each pass -------------------------------------------------------------------
 
@@ -349,8 +345,8 @@ class Tracing:
         registers); returns D's identities, its registers."""
         first = idx[::threads]
         if p == 0:
-            ev = Event(s.op.line, s.op, form, threads, first.copy(), [s.geometry.ctas[int(c)] for c in s.cta[first]],
-                       s.tid_linear[first] // WARP_LANES)
+            ev = Event(n, s.op.line, s.op, form, threads, first.copy(),
+                       [s.geometry.ctas[int(c)] for c in s.cta[first]], s.tid_linear[first] // WARP_LANES)
             self.events.append(ev)
             self.operand_check(ev, "A", a_bits.dtype.itemsize * 8, self.ca, self.ma)
             self.operand_check(ev, "B", b_bits.dtype.itemsize * 8, self.cb, self.mb)
@@ -374,6 +370,7 @@ class Tracing:
         groups: dict = {}
         for ev in self.events:
             groups.setdefault((ev.form.name, ev.threads), []).append(ev)
+        bad_events = []                  # (event index, its A and B identities) of those with a disagreement
         for evs in groups.values():
             cut = np.cumsum([0] + [len(ev.first) for ev in evs])
             va = self.ca.decode(np.concatenate([ev.raw[0] for ev in evs]), False)
@@ -387,10 +384,11 @@ class Tracing:
             for i, ev in enumerate(evs):
                 sl = slice(cut[i], cut[i + 1])
                 ev.dig[keys[0], p], ev.dig[keys[1], p] = x[sl], y[sl]
-                if bad[sl].any() and self.bad_kept[p] < KEEP:
-                    self.bad_kept[p] += 1
-                    ev.slots[p] = (va[sl], vb[sl])
+                if bad[sl].any():
+                    bad_events.append((ev.index, ev, va[sl], vb[sl]))
                 ev.raw = None
+        for _, ev, a_ids, b_ids in sorted(bad_events, key=lambda x: x[0])[:KEEP]:
+            ev.slots[p] = (a_ids, b_ids)
 
     def identities(self, ev: Event, form, p: int, c: np.ndarray) -> np.ndarray:
         """D's registers in pass ``p``: digit ``p - d_first`` of each element's place in the output
@@ -415,13 +413,6 @@ class Tracing:
         return pack_words(form, bits.reshape(units, -1))
 
     # -- what the passes found ----------------------------------------------------------------
-
-    def coords(self, ev: Event, key: str) -> np.ndarray:
-        """A summary's digits so far combined: coordinates, or NONE / GARBAGE / OTHER."""
-        ps = self.plan.rc() if key in ("rows", "cols") else self.plan.k()
-        code = self.ca if key in ("rows", "ka") else self.cb
-        ds = [ev.dig[key, p] for p in ps if (key, p) in ev.dig]
-        return combine(ds, code.base)
 
     def slot_coords(self, ev: Event, operand: str) -> tuple[np.ndarray, np.ndarray]:
         """Per element of ``operand`` (A: (u, M, K), B: (u, K, N)): its (row, col) in the matrix,
@@ -739,11 +730,6 @@ def positions(form, operand: str, threads: int):
                           indexing="ij")
     lane[rows, cols], reg[rows, cols], half[rows, cols] = t, r, h
     return lane, reg, half
-
-
-def register_name(form, operand: str, reg: int, half: int, names) -> str:
-    base = form.element_name(operand, int(reg), int(half))
-    return f"{base} ({names[int(reg)]})" if names is not None and int(reg) < len(names) else base
 
 
 def natural(v: np.ndarray) -> int | None:
