@@ -183,13 +183,13 @@ class Shadow:
             h.raw = (self.VC.reshape(-1)[cw * W + (who >> LANE_SHIFT)] < self.w_stamp[X]) & (who != tid)
             if atomic:
                 h.raw &= ~self.w_atomic[X]
-            hit = h.raw.any()
+            hit = bool(h.raw.any())
         if self.pending:
             h.pending = self.pend[X] >= 0
-            hit = hit or h.pending.any()
+            hit = hit or bool(h.pending.any())
         if uninit:
             h.uninit = (who == NOBODY) & ~h.pending
-            hit = hit or h.uninit.any()
+            hit = hit or bool(h.uninit.any())
         h.hit = bool(hit)
         if hit:
             h.info = {"w_tid": self.w_tid[X], "w_line": self.w_line[X], "pend_tid": self.pend[X],
