@@ -364,3 +364,39 @@ def test_mapa_maps_an_address_to_cta_rank_zero_and_refuses_another_rank():
     assert out[0] == 0
     with pytest.raises(PtxRuntimeError, match="CTA rank 1 of the cluster; fragsim runs clusters of one CTA"):
         run("    mov.u32 %r2, bar;\n    mapa.shared::cluster.u32 %r3, %r2, 1;\n    ret;")
+
+
+@pytest.mark.parametrize("noinc", [False, True])
+def test_cp_async_mbarrier_arrive_makes_the_phase_wait_for_the_threads_cp_async_copies(noinc):
+    """The PTX ISA's two examples: 32 threads copy 16 bytes each with cp.async, cp.async.mbarrier.arrive
+    (counted in init with .noinc), arrive and spin on test_wait; then every copy has landed."""
+    body = f"""
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 mbarrier.init.shared::cta.b64 [bar], {64 if noinc else 32};
+    bar.sync 0;
+    ld.param.u64 %rd9, [out];
+    mul.wide.u32 %rd2, %r1, 16;
+    add.s64 %rd3, %rd9, %rd2;
+    mov.u32 %r2, buf;
+    shl.b32 %r3, %r1, 4;
+    add.u32 %r4, %r2, %r3;
+    cp.async.ca.shared.global [%r4], [%rd3], 16;
+    cp.async.mbarrier.arrive{'.noinc' if noinc else ''}.shared.b64 [bar];
+    mbarrier.arrive.shared.b64 %rd4, [bar];
+$SPIN:
+    mbarrier.test_wait.shared.b64 %p2, [bar], %rd4;
+    @!%p2 bra $SPIN;
+    xor.b32 %r5, %r1, 31;
+    shl.b32 %r6, %r5, 4;
+    add.u32 %r7, %r2, %r6;
+    ld.shared.u32 %r8, [%r7];
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd9, %rd5;
+    add.s64 %rd7, %rd6, 512;
+    st.global.u32 [%rd7], %r8;
+    ret;"""
+    ptx = kernel(body).replace(".shared .align 8 .b64 bar2;", ".shared .align 16 .b8 buf[512];")
+    out = np.arange(256, dtype=np.uint32)
+    run_kernel(ptx, "k", block=32, args=[out])
+    assert out[128:160].tolist() == [4 * (31 - t) for t in range(32)]

@@ -3,7 +3,8 @@
 (``.tile`` loads into shared memory, stores to global memory) through ``fragsim.tma``, integer
 ``cp.reduce.async.bulk`` to global memory, ``cp.async.bulk.commit_group``/``wait_group{.read}``, and
 the prefetches (``prefetch``, ``prefetchu``, ``cp.async.bulk.prefetch{.tensor}``: no data effect).
-Every other ``cp`` form is semantics/tensor.py's (``cp.async``).
+``cp.async.mbarrier.arrive`` is semantics/mbarrier.py's; every other ``cp`` form is semantics/tensor.py's
+(``cp.async``).
 
 **Loads** read their source (global memory) when they issue and land, with their complete-tx on the
 mbarrier, as semantics/mbarrier.py says (before the mbarrier's next operation or when no thread can
@@ -47,7 +48,7 @@ from ..program import Compiler, Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction, memory, tensor
-from .mbarrier import Flight, no_larger_clusters, shared_address, units
+from .mbarrier import Flight, cp_async_arrive, no_larger_clusters, shared_address, units
 
 U16, U32, U64 = TYPES["u16"], TYPES["u32"], TYPES["u64"]
 LOAD_DONE = "mbarrier::complete_tx::bytes"
@@ -443,6 +444,8 @@ def _cp(ins: A.Instr, c: Compiler) -> Op:
     mods = ins.mods
     if mods[:1] == ("reduce",):
         return _reduce(ins, c)
+    if mods[:2] == ("async", "mbarrier"):
+        return cp_async_arrive(ins, c)
     if mods[:2] != ("async", "bulk"):
         return tensor.BUILDERS["cp"](ins, c)
     rest = mods[2:]

@@ -1,6 +1,7 @@
 """mbarrier objects, the cluster barrier, and the waits that suspend threads: ``mbarrier.init``,
 ``inval``, ``arrive`` (``.expect_tx``, ``.noComplete``, a count), ``arrive_drop``, ``expect_tx``,
-``complete_tx``, ``test_wait``/``try_wait`` (``.parity`` and state forms), ``pending_count``;
+``complete_tx``, ``test_wait``/``try_wait`` (``.parity`` and state forms), ``pending_count``,
+``cp.async.mbarrier.arrive{.noinc}``;
 ``barrier.cluster.arrive``/``wait``, ``mapa`` and ``getctarank`` for clusters of one CTA (fragsim
 runs no larger ones: a kernel that asks for them with ``.reqnctapercluster`` is refused).
 
@@ -600,6 +601,50 @@ def _pending_count(ins: A.Instr, c: Compiler, ops: list) -> Op:
                                   "mbarrier.arrive.noComplete or arrive_drop.noComplete (PTX ISA; otherwise undefined)")
         write(s, idx, pending.astype(np.uint32))
     return Op(ins, "", run)
+
+
+def cp_async_arrive(ins: A.Instr, c: Compiler) -> Op:
+    """cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [addr]: an arrive-on "triggered by the system
+    upon the completion of all prior cp.async operations initiated by the executing thread".  Here
+    those copies complete now (they may complete any time after they issue): their bytes land, then
+    the arrive-on -- which without .noinc follows an increment of the pending count, a net change of
+    zero."""
+    mods = [m for m in ins.mods[3:] if m not in ("shared", "shared::cta")]
+    if ins.mods[:3] != ("async", "mbarrier", "arrive") or mods not in (["b64"], ["noinc", "b64"]):
+        raise UnsupportedInstruction(f"{ins.text}: expected cp.async.mbarrier.arrive{{.noinc}}{{.shared{{::cta}}}}.b64")
+    if len(ins.operands) != 1:
+        raise PtxLoadError(f"line {ins.line}: {ins.text} takes [addr]")
+    from .tensor import land
+    generic = not any(m.startswith("shared") for m in ins.mods)
+    offsets = shared_address(ins, c, ins.operands[0], generic, "the mbarrier")
+    noinc = "noinc" in mods
+    line, text = ins.line, ins.text
+
+    def run(s: State, idx: np.ndarray) -> None:
+        u = units(s)
+        addrs = _mbarrier_offsets(s, idx, offsets, line, text)
+        mine = np.zeros(s.geometry.slots, bool)
+        mine[idx] = True
+        smem = s.smem.reshape(-1)
+        left = []
+        for cp in s.cp_pending:
+            done = mine[cp.threads]
+            if done.all():
+                land(s, smem, cp)
+                continue
+            if done.any():
+                land(s, smem, cp, done)
+                cp = cp.part(~done)
+            left.append(cp)
+        s.cp_pending[:] = left
+        for cta, addr, pos in groups(s, idx, addrs):
+            bar = u.barrier(s, cta, addr, int(idx[pos[0]]), line, text)
+            u.land(s, bar)
+            if noinc:
+                phase, _ = u.arrive(s, bar, np.ones(len(pos), np.int64), None, False, False, idx[pos], line, text)
+                if s.observers:
+                    s.emit("mbarrier_arrive", idx[pos], cta=cta, addr=addr, phase=phase)
+    return Op(ins, "", run, kind="barrier")
 
 
 # ------------------------------------------------------------------------- barrier.cluster, mapa
