@@ -19,8 +19,10 @@ One identity per element and pass: a 16-bit element carries 15 bits (the 16th sa
 8-bit one 7, a 32-bit one 17 (bits 13-29: ``cvt.rna.tf32.f32`` keeps them, and the exponent never
 becomes all ones, which a conversion could canonicalise); pass 1 sends row/column numbers, pass 2
 k numbers, larger matrices one more pass per digit.  D's identities are written in the digits the
-output format holds exactly (f16 2048, bf16 256, f32 2**24).  A one-CTA trace thus costs two or
-three plain runs.
+output format holds exactly (f16 2048, bf16 256, f32 2**24); where A or B holds no element
+(padding) the mma passes C through.  Each pass runs every mma.sync on its own (observers stop the
+machine's batching) and the tracer supplies D (the arithmetic is skipped); the identities of all
+mma's of a pass are decoded together at its end (``Tracing.end_pass``).  Figures: docs/trace.md.
 
 The first inconsistent mma is diagnosed in ``fragsim check``'s words (``fragsim.ptx.trace_diagnose``)
 and each diagnosis verified by re-running the kernel with its fix where one can be applied.
@@ -714,10 +716,6 @@ class Trace:
             return None
         from fragsim import display
         return display.png(self.first.picture)
-
-
-#: counts' keys, in the order they are reported
-COUNTS = ("operand", "coverage", "store")
 
 
 def positions(form, operand: str, threads: int):
