@@ -323,3 +323,24 @@ def test_the_tma_bulk_kernel_copies_transforms_reduces_and_elects():
     y = (x * np.uint32(3) + np.uint32(1)).astype(np.uint32)
     assert np.array_equal(out, y) and leaders.tolist() == [5, 5, 5]
     assert np.array_equal(sums, (np.arange(4) + y[0:4].astype(np.int64) + y[1024:1028] + y[2048:2052]) % (1 << 32))
+
+
+def test_the_gpu_launch_passes_each_tensor_map_as_the_drivers_bytes_padded_to_its_parameter():
+    """ptx_kernels' GPU side: a MapArg is encoded (by cuTensorMapEncodeTiled there; a stand-in here) at its
+    buffer's device address, in the argument set the tma family's driver call takes, and padded to the
+    parameter (CuTe's 256-byte TMA atom)."""
+    from fragsim.gpu_check.tma_cases import tensor_map
+    case = P.Case("cutlass_wgmma_tma_sm90_nt", "cutlass_wgmma_tma_sm90.sm90a.ptx", 0, 0)
+    g = case.launch()
+    entry = P.entry_of(case.file, P.BY_NAME[case.kernel].entry)
+    seen = []
+
+    def encode(m, address):
+        seen.append((m.buffer, address))
+        assert tensor_map(m.case(), address) == m.tensor_map(address)
+        return bytes(range(128))
+    pointers = {"A": 0x10000, "B": 0x20000, "C": 0x30000}
+    raw = [P.param_bytes(p.type, p.count, a, pointers, "test", encode) for p, a in zip(entry.params, g.args)]
+    maps = [r for r, a in zip(raw, g.args) if isinstance(a, P.MapArg)]
+    assert seen == [("A", 0x10000), ("B", 0x20000)]
+    assert all(r == bytes(range(128)) + bytes(128) for r in maps)
