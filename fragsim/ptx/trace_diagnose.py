@@ -341,8 +341,9 @@ def tile_dtype(form, operand: str) -> str:
     return name if name in ELEMENT_BYTES else f"b{form.fmt(operand).storage_bits}"
 
 
-def diagnose_loads(launch: Launch, an: Analysis, bad: BadMma, sus: Suspect, runs: list, e: int):
-    """check_load on the loads that fed ``sus.operand``: (report, tile, origin, loads, regmap, why not)."""
+def diagnose_loads(launch: Launch, sus: Suspect, runs: list, e: int):
+    """check_load on the loads that fed ``sus.operand``: ((report, tile, the tile's origin in the
+    matrix, the loads as the checker numbers them, its regmap), "") or (None, why not)."""
     from fragsim.check import check_load
 
     t = launch.tracing
@@ -388,14 +389,13 @@ def diagnose_loads(launch: Launch, an: Analysis, bad: BadMma, sus: Suspect, runs
         for j, pos in enumerate(chunk):
             regmap[pos] = (len(extra), j)
     # shared memory as the loads saw it, decoded; the tile around the fragment the mma should get
-    snaps = [(p, f) for p, f in runs]
     last = recs[-1].seq
 
     def snapshot(f):
         recs2 = [x for x in f.found["loads"][op] if x is not None and x.seq == last]
         return recs2[0].smem if recs2 else None
 
-    coords = decoded(launch, snaps, op, snapshot)
+    coords = decoded(launch, runs, op, snapshot)
     if coords is None:
         return None, "the loads' shared memory could not be read back"
     eb = form.fmt(op).storage_bits // 8
@@ -476,7 +476,7 @@ def diagnose(launch: Launch, an: Analysis, bad: BadMma, suspects: list, e: int, 
     runs = follow(launch, e, u)
     why_not = ""
     for sus in suspects:
-        got, why = diagnose_loads(launch, an, bad, sus, runs, e)
+        got, why = diagnose_loads(launch, sus, runs, e)
         if got is None:
             why_not = why_not or why
             continue
