@@ -20,10 +20,11 @@ CASES = [e for e in META["cases"] if not e["gpu_error"]]
 
 
 def test_the_recording_is_an_h100s_and_every_kernel_of_the_family_ran_there():
-    """(The TMA kernels have their own recording: tests/test_ptx_tma_kernels_hw.py.)"""
+    """(The TMA kernels may be recorded on their own: tests/test_ptx_tma_kernels_hw.py.)"""
     assert "H100" in META["device"] and META["cc"] == "9.0"
-    assert {e["kernel"] for e in CASES} == set(P.BY_NAME) - P.TMA_KERNELS
-    assert [e["id"] for e in META["cases"]] == [c.id for c in P.cases() if c.kernel not in P.TMA_KERNELS]
+    recorded = {e["kernel"] for e in CASES}
+    assert set(P.BY_NAME) - P.TMA_KERNELS <= recorded <= set(P.BY_NAME)
+    assert [e["id"] for e in META["cases"]] == [c.id for c in P.cases() if c.kernel in recorded]
 
 
 def test_whole_grids_and_single_ctas_and_every_value_class_are_recorded():
