@@ -19,10 +19,13 @@ Cases (tma_cases.py's ``make_cases``, seeded by --seed; --cases N loads, N // 8 
 
 fragsim's side (``compare``): the map refused by both or by neither; a fault where the model refuses;
 otherwise the whole shared region (every byte, unwritten ones included) or the whole tensor after a
-store, equal.  ``--record DIR`` writes DIR/tma.npz (record.py's format, kind "tma"): every case and
-result, the digest of every dump and the dumps themselves up to ``KEEP_BYTES``; ``--replay DIR``
-regenerates the inputs from the seeds and compares again (tests/test_tma_replay.py).  The report
-also lists what each probe did and the bits of the NaN fill the GPU wrote per dtype.
+store and the guard bytes after it, equal, and a load's mbarrier completed by exactly the bytes
+fragsim counts (tma_device.py says how the kernel checks that).  ``--record DIR`` writes
+DIR/tma.npz (record.py's format, kind "tma"): every case and result, the digest of every dump and
+the dumps themselves up to ``KEEP_BYTES``; ``--replay DIR`` regenerates the inputs from the seeds
+and compares every byte again (with the dump where kept, else with its digest;
+tests/test_tma_replay.py).  The report also lists what each probe did and the bits of the NaN fill
+the GPU wrote per dtype.
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def compare(case: dict[str, Any], result: dict[str, Any], dump: np.ndarray | Non
     mine: np.ndarray | None = None
     try:
         mine = (model_load(case, base, tensor, region_bytes(case)) if case["kind"] == "load"
-                else model_store(case, base, tensor, image))  # type: ignore[arg-type]
+                else model_store(case, base, tensor, image, result.get("guard", 0)))  # type: ignore[arg-type]
         refusal = ""
     except (ValueError, TypeError) as e:
         refusal = str(e)
@@ -111,6 +114,9 @@ def compare(case: dict[str, Any], result: dict[str, Any], dump: np.ndarray | Non
     if gpu == "timeout":
         return {"verdict": "mismatch", "detail": f"the mbarrier never completed: the copy did not bring the {tx_bytes(case)} "
                                                  f"bytes fragsim counts (mbarrier state {result.get('mbarrier', 0):#x})"}
+    if result.get("tx_exact") is False:      # recordings before the check have no such key
+        return {"verdict": "mismatch", "detail": f"the copy completed more than the {tx_bytes(case)} bytes fragsim counts "
+                                                 "(the mbarrier's next phase saw a non-zero tx-count)"}
     if dump is not None:
         bad = np.flatnonzero(dump != mine) if dump.size == mine.size else np.array([min(dump.size, mine.size)])
         if bad.size:

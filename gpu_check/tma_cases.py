@@ -3,8 +3,10 @@
 A case is a JSON-able dict: ``kind`` ("load", "store" or "encode"), the map's arguments (``dtype``,
 ``dims``, ``strides``, ``box``, ``es``, ``interleave``, ``swizzle``, ``oob_fill``), ``coords``, ``dst``
 (the shared offset of the box in a 1024-byte aligned region), ``base_offset`` (the tensor's offset in
-the worker's 1024-byte aligned global scratch), ``seed`` (its bytes, ``inputs``) and ``label`` (the
-mutation of an encode case, or "probe: ...").  ``make_cases`` draws them; ``model_load`` and
+the worker's 1024-byte aligned global scratch), ``seed`` (its bytes, ``inputs``; with ``pattern`` =
+"f32 specials", a third of a 4-byte float tensor's words are made tf32 rounding ties, NaNs,
+infinities, subnormals or words that round to infinity) and ``label`` (the mutation of an encode
+case, or "probe: ...").  ``make_cases`` draws them; ``model_load`` and
 ``model_store`` are fragsim's answer; ``run_case`` puts one to a device (tma_device.py).
 """
 
@@ -23,6 +25,9 @@ MAX_REGION = 160 << 10
 #: Largest global footprint of a load's tensor, and of a store's (its whole tensor comes back).
 MAX_FOOTPRINT, MAX_STORE_FOOTPRINT = 1 << 20, 64 << 10
 LINE = 128                          # the guard after a region, and its rounding
+#: Bytes after a store's tensor that come back with it (sentinel before the store: a write past the
+#: tensor shows).
+STORE_GUARD = 256
 #: Shared-memory bytes a region never written by a load holds: byte k is (A + B * k) mod 256.
 SENTINEL = (0x5A, 37)
 
@@ -80,11 +85,25 @@ def footprint(case: dict[str, Any]) -> int:
     return -(-end // 16) * 16
 
 
+#: f32 words a load of a tf32 map rounds in a telling way (fragsim.facts.tma.TF32_DROPPED_BITS): a tie
+#: (low 13 bits 0x1000), a NaN, an infinity, a subnormal, a word that rounds to infinity -- (clear, set).
+SPECIALS = ((0x1FFF, 0x1000), (0x7F800000, 0x7F800000), (0x7FFFFFFF, 0x7F800000), (0x7F800000, 0),
+            (0x7F800000, 0x7F7FF000))
+
+
 def inputs(case: dict[str, Any]) -> tuple[np.ndarray, np.ndarray | None]:
     """(the tensor's bytes from its base, the shared image a store copies out) -- from the case's seed."""
     rng = np.random.default_rng(case["seed"])
     tensor = rng.integers(0, 256, footprint(case), dtype=np.uint8)
     image = rng.integers(0, 256, region_bytes(case), dtype=np.uint8) if case["kind"] == "store" else None
+    if case.get("pattern") == "f32 specials":
+        for data in (tensor, image):
+            if data is not None:
+                words = data[:data.size // 4 * 4].view(np.uint32)
+                kind = rng.integers(0, 3 * len(SPECIALS), words.size)
+                for k, (clear, put) in enumerate(SPECIALS):
+                    at = kind == k
+                    words[at] = (words[at] & ~np.uint32(clear)) | np.uint32(put)
     return tensor, image
 
 
@@ -156,6 +175,8 @@ def _random(rng: np.random.Generator, kind: str) -> dict[str, Any]:
         # half 128-byte aligned (the guide asks it of swizzled maps), half at any 16-byte offset
         c["base_offset"] = 128 * int(rng.integers(0, 8)) if rng.random() < 0.5 else 16 * int(rng.integers(0, 64))
         c["seed"] = int(rng.integers(0, 1 << 31))
+        if t.float and e == 4 and rng.random() < 0.3:
+            c["pattern"] = "f32 specials"
         if footprint(c) > cap or region_bytes(c) > MAX_REGION:
             continue
         try:
@@ -242,6 +263,15 @@ def _es0(c: dict[str, Any], rng: np.random.Generator) -> None:
     c["es"][0] = int(rng.integers(2, 9))
 
 
+def _box_bytes(rows: int, es0: int = 1):
+    """A u8 box of 16 x rows x 256 elements (16 x rows x 256 bytes as the copy counts them; / es0 as the
+    driver counts them): the driver's box-size limit (fragsim.facts.tma.MAX_BOX_BYTES) from both sides."""
+    def f(c: dict[str, Any], rng: np.random.Generator) -> None:
+        c.update(dtype="u8", dims=[16, rows, 256], strides=[16, 16 * rows], box=[16, rows, 256], es=[es0, 1, 1],
+                 coords=[0, 0, 0], interleave="none", oob_fill="zero")
+    return f
+
+
 def _interleaved_rank2(c: dict[str, Any], rng: np.random.Generator) -> None:
     c.update(dtype="f16", interleave="16B", dims=[8, 4], strides=[16], box=[8, 4], es=[1, 1], coords=[0, 0])
 
@@ -270,6 +300,11 @@ MUTATIONS = {
     "rank 0": _rank(0), "rank 5": _rank(5), "rank 6": _rank(6),
     "interleave, rank 2": _interleaved_rank2, "interleave 16B": _set(interleave="16B"),
     "interleave 32B, swizzle 128B": _interleave32("128B"), "interleave 32B, swizzle 32B": _interleave32("32B"),
+    "interleave 32B, swizzle 64B": _interleave32("64B"), "interleave 32B, swizzle none": _interleave32("none"),
+    "box bytes 224 KB": _box_bytes(56), "box bytes 228 KB": _box_bytes(57), "box bytes 232 KB": _box_bytes(58),
+    "box bytes 252 KB": _box_bytes(63), "box bytes 256 KB": _box_bytes(64),
+    "box bytes 1 MB, element_strides[0] 8": _box_bytes(256, 8),
+    "box bytes 800 KB, element_strides[0] 4": _box_bytes(200, 4),
 }
 
 
@@ -321,10 +356,11 @@ def model_load(case: dict[str, Any], base: int, tensor: np.ndarray, nbytes: int)
     return region
 
 
-def model_store(case: dict[str, Any], base: int, tensor: np.ndarray, image: np.ndarray) -> np.ndarray:
+def model_store(case: dict[str, Any], base: int, tensor: np.ndarray, image: np.ndarray, guard: int = 0) -> np.ndarray:
+    """The tensor after the store, as fragsim says, and the ``guard`` bytes after it (sentinel, untouched)."""
     out = tensor.copy()
     tma_store(tensor_map(case, base), out, case["coords"], image, case["dst"])
-    return out
+    return np.concatenate([out, sentinel(guard)])
 
 
 def run_case(case: dict[str, Any], device: Any) -> dict[str, Any]:

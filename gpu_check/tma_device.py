@@ -3,9 +3,13 @@ worker process that runs cases one by one.
 
 One case is one launch of one CTA: it fills a 1024-byte aligned shared region with a known pattern
 (``sentinel``), initialises an mbarrier, issues one ``cp.async.bulk.tensor`` load (``arrive.expect_tx``
-with the model's byte count, then a ``try_wait.parity`` loop with a clock timeout, so a wrong count
-shows as a timeout instead of a hang) and copies the whole region out; a store case fills the region
-with an image, issues one tensor store and waits for its bulk group.  The tensor map of each case is
+with the model's byte count, then a ``try_wait.parity`` loop with a clock timeout, so too few bytes
+show as a timeout instead of a hang) and copies the whole region out; then it arrives once more, with
+no expect_tx, and waits for the barrier's next phase, which completes only if the copy's complete_tx
+left the tx-count at zero -- more bytes than the model counts would have gone on counting into that
+phase -- so the count is checked exactly.  A store case fills the region with an image, issues one
+tensor store, waits for its bulk group, and the tensor comes back with ``STORE_GUARD`` bytes after
+it (filled with ``sentinel`` before the store), so a write past the tensor shows.  The tensor map of each case is
 encoded by the real ``cuTensorMapEncodeTiled`` (libcuda through ctypes) and passed as a
 ``__grid_constant__`` parameter.
 
@@ -30,10 +34,12 @@ import numpy as np
 from fragsim.facts.tma import INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES
 
 from .prelude import unit
-from .tma_cases import SENTINEL, model_load, model_store, run_case, sentinel, tensor_map
+from .tma_cases import SENTINEL, STORE_GUARD, model_load, model_store, run_case, sentinel, tensor_map
 
-#: Clock cycles a load waits for its mbarrier before it reports a timeout (~75 ms at 1.8 GHz).
+#: Clock cycles a load waits for its mbarrier before it reports a timeout (~75 ms at 1.8 GHz), and
+#: for the next phase that checks the count exactly (~2 ms).
 TIMEOUT_CYCLES = 1 << 27
+TX_CHECK_CYCLES = 1 << 22
 #: Threads of the one CTA a case runs.
 THREADS = 128
 #: Alignment of the shared region every case works in (the 128B swizzle's pattern: 1024 bytes).
@@ -112,6 +118,18 @@ extern "C" __global__ void __launch_bounds__({THREADS}) fs_tma_load(
     status[1] = (unsigned long long)waited;
     __nanosleep(2000);                       // late complete_tx (more bytes than expected) shows here
     status[2] = *(volatile unsigned long long*)&fs_bar;
+    // phase 1: one arrival, no expect_tx; it completes only at tx-count 0, i.e. if no byte past the
+    // expected count was counted into it
+    unsigned exact = 0;
+    if (done) {{
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+      const long long t1 = clock64();
+      while (!exact && clock64() - t1 < {TX_CHECK_CYCLES}ll) {{
+        asm volatile("{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 1; selp.u32 %0, 1, 0, p; }}"
+                     : "=r"(exact) : "r"(bar) : "memory");
+      }}
+    }}
+    status[3] = exact ? 1ull : 2ull;
   }}
 }}
 
@@ -236,11 +254,11 @@ class GpuDevice:
                                                  (ctypes.c_uint64, int(self.status.data.ptr))], nbytes)
         st = self.cp.asnumpy(self.status)
         return {"status": "ok" if st[0] == 1 else "timeout", "code": code, "base": base, "cycles": int(st[1]),
-                "mbarrier": int(st[2]), "bytes": self._d2h(int(out), nbytes)}
+                "mbarrier": int(st[2]), "tx_exact": bool(st[3] == 1), "bytes": self._d2h(int(out), nbytes)}
 
     def store(self, case: dict[str, Any], tensor: np.ndarray, image: np.ndarray) -> dict[str, Any]:
         base = self.base(case)
-        self._h2d(base, tensor)
+        self._h2d(base, np.concatenate([tensor, sentinel(STORE_GUARD)]))
         code, tmap = self.driver.encode(case, base)
         if code != CUDA_SUCCESS:
             return {"status": "refused", "code": code, "base": base}
@@ -249,7 +267,8 @@ class GpuDevice:
         self._launch("fs_tma_store", tmap, case, [(ctypes.c_uint32, case["dst"]), (ctypes.c_uint32, image.size),
                                                   (ctypes.c_uint64, int(self.scratch.ptr)),
                                                   (ctypes.c_uint64, int(self.status.data.ptr))], image.size)
-        return {"status": "ok", "code": code, "base": base, "bytes": self._d2h(base, tensor.size)}
+        return {"status": "ok", "code": code, "base": base, "guard": STORE_GUARD,
+                "bytes": self._d2h(base, tensor.size + STORE_GUARD)}
 
 
 class ModelDevice:
@@ -272,23 +291,24 @@ class ModelDevice:
         if self.encode(case):
             return {"status": "refused", "code": CUDA_ERROR_INVALID_VALUE, "base": base}
         if case["interleave"] != "none":        # not modelled: its comparison says so, whatever comes back
-            return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0,
+            return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0, "tx_exact": True,
                     "bytes": sentinel(nbytes)}
         try:
             region = model_load(case, base, tensor, nbytes)
         except (ValueError, TypeError) as e:
             raise Fault(f"fragsim refuses it: {e}") from None
-        return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0, "bytes": region}
+        return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "cycles": 0, "mbarrier": 0, "tx_exact": True,
+                "bytes": region}
 
     def store(self, case: dict[str, Any], tensor: np.ndarray, image: np.ndarray) -> dict[str, Any]:
         base = self.base(case)
         if self.encode(case):
             return {"status": "refused", "code": CUDA_ERROR_INVALID_VALUE, "base": base}
         try:
-            out = model_store(case, base, tensor, image)
+            out = model_store(case, base, tensor, image, STORE_GUARD)
         except (ValueError, TypeError) as e:
             raise Fault(f"fragsim refuses it: {e}") from None
-        return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "bytes": out}
+        return {"status": "ok", "code": CUDA_SUCCESS, "base": base, "guard": STORE_GUARD, "bytes": out}
 
 
 def work(cases: list[dict[str, Any]], device: Any, out_dir: str, start: int) -> int:

@@ -30,6 +30,7 @@ RECORDINGS = {
     "ptx_float": (DATA / "ptx" / "float", ["--forms", "add.rn.f32", "setp.CMP.and.f16x2", "--cases", "4096"]),
     "ptx_kernels": (DATA / "ptx" / "kernels", ["--forms", "struct_param", "--cases", "3"]),
     "ptx": (DATA / "ptx", ["--forms", "shfl", "struct_param", "--cases", "8"]),
+    "tma": (DATA / "tma" / "run1", ["--cases", "40"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module

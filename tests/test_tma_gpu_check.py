@@ -37,6 +37,7 @@ def test_the_kernels_build_for_sm_90a_with_every_rank_of_tensor_load_and_store(t
         assert f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
         assert f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group" in ptx
     for op in ("mbarrier.init.shared::cta.b64", "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity",
+               "mbarrier.arrive.shared::cta.b64",
                "fence.proxy.async.shared::cta", "cp.async.bulk.wait_group 0", "cvta.param.u64"):
         assert op in ptx
 
@@ -96,6 +97,47 @@ def test_a_changed_byte_of_a_recorded_dump_is_a_mismatch_naming_the_byte(tmp_pat
     assert rep["mismatches"] == 1 and "first shared byte 37" in rep["problems"][0]["detail"]
     results[i]["digest"] = "0" * 32
     assert "digest differs" in T.compare(cs[i], results[i], None)["detail"]
+
+
+def test_a_store_that_writes_past_its_tensor_shows_in_the_guard_bytes(tmp_path):
+    cs, results, dumps = _dry_run(tmp_path)
+    i = next(i for i, c in enumerate(cs) if c["kind"] == "store" and i in dumps)
+    assert results[i]["guard"] == C.STORE_GUARD and dumps[i].size == C.footprint(cs[i]) + C.STORE_GUARD
+    dumps[i] = dumps[i].copy()
+    dumps[i][C.footprint(cs[i])] ^= 1
+    got = T.compare(cs[i], results[i], dumps[i])
+    assert got["verdict"] == "mismatch" and f"first tensor byte {C.footprint(cs[i])}" in got["detail"]
+
+
+def test_a_load_whose_mbarrier_counted_more_bytes_than_fragsim_is_a_mismatch(tmp_path):
+    cs, results, dumps = _dry_run(tmp_path)
+    i = next(i for i, c in enumerate(cs) if c["kind"] == "load" and c["interleave"] == "none" and i in dumps)
+    assert results[i]["tx_exact"] is True
+    got = T.compare(cs[i], dict(results[i], tx_exact=False), dumps[i])
+    assert got["verdict"] == "mismatch" and f"more than the {C.tx_bytes(cs[i])} bytes fragsim counts" in got["detail"]
+
+
+def test_f32_specials_make_ties_nans_infinities_and_subnormals_of_a_third_of_the_words():
+    case = next(c for c in C.make_cases(200, 4) if c.get("pattern") == "f32 specials" and c["kind"] == "load")
+    plain, _ = C.inputs({k: v for k, v in case.items() if k != "pattern"})
+    tensor, _ = C.inputs(case)
+    words = tensor[:tensor.size // 4 * 4].view(np.uint32)
+    changed = words != plain[:tensor.size // 4 * 4].view(np.uint32)
+    assert 0.1 < changed.mean() < 0.5
+    assert ((words & 0x1FFF) == 0x1000).sum() > words.size / 40 and ((words & 0x7F800000) == 0x7F800000).sum() > 0
+
+
+def test_the_encode_cases_bracket_the_drivers_box_size_limit():
+    """A 228 KB box encodes, 232 KB and up do not, a box that element_strides[0] brings under it does."""
+    base = dict(C.make_cases(2, 1)[0], kind="encode", swizzle="none")
+    verdicts = {}
+    for label in ("box bytes 228 KB", "box bytes 232 KB", "box bytes 256 KB", "box bytes 1 MB, element_strides[0] 8"):
+        c = dict(base, label=label)
+        C.MUTATIONS[label](c, np.random.default_rng(0))
+        verdicts[label] = D.ModelDevice().encode(c)
+    assert verdicts == {"box bytes 228 KB": D.CUDA_SUCCESS, "box bytes 232 KB": D.CUDA_ERROR_INVALID_VALUE,
+                        "box bytes 256 KB": D.CUDA_ERROR_INVALID_VALUE,
+                        "box bytes 1 MB, element_strides[0] 8": D.CUDA_SUCCESS}
 
 
 def test_a_probe_that_does_not_fault_on_the_gpu_is_a_mismatch_naming_fraggsims_rule():
