@@ -364,7 +364,7 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
     ops = list(ins.operands)
     multicast = "multicast::cluster" in other
     want = (3 + multicast if load else 2) + bool(set(HINTS) & other)
-    tm_op = ops[1] if load else ops[0] if ops else None
+    tm_op = (ops[1] if load else ops[0]) if len(ops) >= 2 else None
     if len(ops) != want or not isinstance(tm_op, A.TexAddr) or len(tm_op.items) != 2 \
             or not isinstance(tm_op.items[1], A.Vec) or len(tm_op.items[1].items) != rank:
         shape = "[tensorMap, {" + ", ".join(f"c{i}" for i in range(rank)) + "}]"

@@ -96,11 +96,10 @@ def encode_state(phase: np.ndarray, pending: np.ndarray, addr: int, no_complete:
 def _state_fields(state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(is a state, phase, pending before, address bits, .noComplete) of opaque states."""
     st = state.astype(np.uint64)
-    mark = (st >> np.uint64(63)) == 1
-    return (mark, (st & np.uint64(_PHASE_MASK)).astype(np.int64),
+    return ((st & np.uint64(_MARK)) != 0, (st & np.uint64(_PHASE_MASK)).astype(np.int64),
             ((st >> np.uint64(_PENDING_SHIFT)) & np.uint64(MBARRIER_MAX_COUNT)).astype(np.int64),
             ((st >> np.uint64(_ADDR_SHIFT)) & np.uint64((1 << _ADDR_BITS) - 1)).astype(np.int64),
-            ((st >> np.uint64(62)) & np.uint64(1)) == 1)
+            (st & np.uint64(_NOCOMPLETE)) != 0)
 
 
 @dataclass
@@ -218,7 +217,7 @@ class Units:
                 bar.expected -= c
             if c > bar.pending:
                 raise PtxRuntimeError(f"line {line}: {s.where(t)}: {text}: an arrive-on with count {c} when "
-                                      f"{bar.describe()[0].lower() + bar.describe()[1:]}; the pending count would fall "
+                                      f"{bar.describe()}; the pending count would fall "
                                       "below 0 (more arrivals than the phase expects)")
             phase[i], before[i] = bar.phase, bar.pending
             bar.pending -= c
