@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fragsim.ptx import trace as T
+from fragsim.ptx import trace_passes as T
 from fragsim.ptx.trace import trace_fragments
 
 DATA = Path(__file__).parent / "data" / "ptx"
