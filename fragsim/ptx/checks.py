@@ -577,6 +577,7 @@ class Checker:
         s.status[waiting] = RUNNING          # as if the barriers had completed
         s.barrier[waiting] = -1
         s.barrier_count.clear()
+        s.barrier_arrivals.clear()
 
     # ---- instructions the checks see before they run -------------------------------------------------
 
