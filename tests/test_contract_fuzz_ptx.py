@@ -145,3 +145,22 @@ def test_any_tensor_map_arguments_are_run_or_refused_in_one_line(a, b, placed):
     clean(lambda: run_kernel(CORPUS + "tma_wgmma.sm90a.ptx", None, block=128, max_steps=50_000,
                              args=[placed if isinstance(placed, tuple) else a, b, np.zeros((64, 64), np.float32),
                                    64, 64, 64]))
+
+
+TMA_HEAD = (".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k(.param .align 64 .b8 tm[128])\n{\n"
+            ".reg .pred %p<2>;\n.reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.shared .align 1024 .b8 a[2048];\n"
+            ".shared .align 8 .b64 bar;\n    mov.b64 %rd1, tm;\n    cvta.param.u64 %rd1, %rd1;\n"
+            "    mbarrier.init.shared::cta.b64 [bar], 1;\n")
+TMA_MODS = ["tensor", "1d", "2d", "6d", "shared::cluster", "shared::cta", "global", "tile", "im2col",
+            "mbarrier::complete_tx::bytes", "bulk_group", "multicast::cluster", "L2::cache_hint", "prefetch", "L2",
+            "commit_group", "wait_group", "read", "add", "u32", "f32", "noinc", "arrive", "mbarrier"]
+TMA_OPERANDS = ["[a]", "[bar]", "[%rd1, {%r1}]", "[%rd1, {%r1, %r2}]", "[%rd2]", "16", "%r1", "%rd3", "_", "{%r1}"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["cp.async.bulk", "cp.reduce.async.bulk", "cp.async", "mbarrier", "barrier.cluster"]),
+       st.lists(st.sampled_from(TMA_MODS), max_size=6), st.lists(st.sampled_from(TMA_OPERANDS), max_size=5))
+def test_any_bulk_copy_or_mbarrier_line_is_run_or_refused_in_one_line(opcode, mods, operands):
+    """Made-up cp.async.bulk{.tensor} / cp.reduce / mbarrier lines over a tensor-map parameter of zeros."""
+    line = ".".join([opcode, *mods]) + (" " + ", ".join(operands) if operands else "") + ";"
+    clean(lambda: run_kernel(TMA_HEAD + "    " + line + "\n    ret;\n}\n", "k", args=[bytes(128)], max_steps=20_000))
