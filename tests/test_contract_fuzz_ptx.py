@@ -135,7 +135,7 @@ def test_a_mutated_bulk_copy_kernel_runs_or_is_refused_in_one_line(cut, length, 
 
 TMAP_ARG = st.one_of(ARG, st.just(b"\0" * 128), st.just(b"\1" * 256),
                      st.builds(lambda base: fragsim.TensorMap("bf16", (64, 64), (128,), (64, 64), swizzle="128B", base=base),
-                               st.sampled_from([0, 16, 0x7F8000000000, 1 << 50, 1 << 70])))
+                               st.sampled_from([0, 16, 0x7F8000000000, 1 << 50])))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

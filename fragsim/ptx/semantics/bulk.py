@@ -66,8 +66,6 @@ _BY_ENUM = {t.enum: name for name, t in TMA_TYPES.items()}
 
 def tensormap_bytes(tmap) -> bytes:
     """The 128 bytes fragsim holds for ``tmap`` (a ``fragsim.TensorMap``) in kernel memory."""
-    if not 0 <= tmap.base < 1 << 64:
-        raise ValueError(f"TensorMap: base {tmap.base:#x} is not a 64-bit device address (the driver's globalAddress)")
     r = tmap.rank
     pad = 5 - r
     data = _LAYOUT.pack(_MAGIC, TMA_TYPES[tmap.dtype].enum, r, INTERLEAVES[tmap.interleave][0],
