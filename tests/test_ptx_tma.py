@@ -73,16 +73,18 @@ def load_box(tmap, tensor, coords, dst, copy=TILE_2D, nbytes=None) -> np.ndarray
 
 
 @pytest.mark.parametrize("swizzle", ["none", "32B", "64B", "128B"])
+@pytest.mark.parametrize("narrow", [False, True])
 @pytest.mark.parametrize("dtype, coords, dst", [("bf16", (0, 0), 0), ("f32", (-4, 5), 1024),
-                                                ("u8", (16, -3), 384), ("f16", (24, 30), 128)])
-def test_a_tensor_load_writes_the_bytes_fragsim_tma_load_writes(swizzle, dtype, coords, dst):
-    """The box dense, innermost first, swizzled on the absolute shared address, out-of-bound elements
-    filled: byte for byte fragsim.tma_load's image, at every swizzle mode and partly outside the tensor."""
-    e = {"bf16": 2, "f16": 2, "f32": 4, "u8": 1}[dtype]
+                                                ("u8", (16, -3), 384), ("f16", (24, 30), 128), ("tf32", (4, 2), 0)])
+def test_a_tensor_load_writes_the_bytes_fragsim_tma_load_writes(swizzle, narrow, dtype, coords, dst):
+    """Rows innermost first (a row narrower than the swizzle span takes a whole span), swizzled on the
+    absolute shared address, out-of-bound elements filled, tf32 rounded: byte for byte fragsim.tma_load's
+    image, at every swizzle mode and partly outside the tensor."""
+    e = {"bf16": 2, "f16": 2, "f32": 4, "u8": 1, "tf32": 4}[dtype]
     span = {"none": 64, "32B": 32, "64B": 64, "128B": 128}[swizzle]
     dims = (40, 36)
     tensor = np.random.default_rng(3).integers(0, 256, dims[1] * 48 * e, dtype=np.uint8)
-    tmap = fragsim.TensorMap(dtype, dims, (48 * e,), (span // e, 16), swizzle=swizzle, base=BASE)
+    tmap = fragsim.TensorMap(dtype, dims, (48 * e,), ((16 if narrow else span) // e, 16), swizzle=swizzle, base=BASE)
     want = np.zeros(BOX, np.uint8)
     fragsim.tma_load(tmap, tensor, coords, want, dst)
     assert np.array_equal(load_box(tmap, tensor, coords, dst), want)
@@ -142,11 +144,12 @@ $WAIT:
 
 @pytest.mark.parametrize("swizzle, coords", [("none", (0, 0)), ("128B", (32, 30)), ("64B", (8, 3))])
 def test_a_tensor_store_writes_what_fragsim_tma_store_writes_and_skips_out_of_bound_elements(swizzle, coords):
-    """A bulk copy fills the box from an image, a tensor store writes it back through the map."""
+    """A bulk copy fills the box from an image, a tensor store writes it back through the map: the elements
+    inside the tensor, and past its 37-element rows the rest of each row's last 16-byte chunk."""
     rng = np.random.default_rng(5)
     image = rng.integers(0, 256, BOX, dtype=np.uint8)
     tensor = rng.integers(0, 256, (36, 48), dtype=np.uint16)
-    tmap = fragsim.TensorMap("u16", (40, 36), (96,), (32, 16), swizzle=swizzle, base=BASE)
+    tmap = fragsim.TensorMap("u16", (37, 36), (96,), (32, 16), swizzle=swizzle, base=BASE)
     want = tensor.copy()
     fragsim.tma_store(tmap, want, coords, image, 0)
     run_kernel(STORE, "k", args=[(tmap, tensor), image, *coords])

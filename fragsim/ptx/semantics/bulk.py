@@ -8,16 +8,18 @@ the prefetches (``prefetch``, ``prefetchu``, ``cp.async.bulk.prefetch{.tensor}``
 
 **Loads** read their source (global memory) when they issue and land, with their complete-tx on the
 mbarrier, as semantics/mbarrier.py says (before the mbarrier's next operation or when no thread can
-run).  A tensor load writes the box ``fragsim.tma.box_layout`` places -- dense, innermost first, the
-swizzle applied on the absolute shared address -- with out-of-bound elements filled (zeros, or the
-canonical NaN with ``oob_fill="nan"``), and counts ``TensorMap.box_bytes`` for its complete-tx.
+run).  A tensor load writes the box ``fragsim.tma.box_layout`` places -- innermost first, rows
+``smem_pitch`` apart, the swizzle applied on the absolute shared address -- with the bytes
+``fragsim.tma.load_values`` gives (out-of-bound elements filled, tf32 rounded), and counts
+``TensorMap.box_bytes`` for its complete-tx.
 ``.multicast::cluster`` is taken with a ``ctaMask`` of CTA 0 only (the cluster is one CTA).
 
 **Stores** (``.bulk_group``) read their source (shared memory) when they issue -- the earliest a
 ``wait_group.read`` may let the source be reused -- and write global memory at the
 ``cp.async.bulk.wait_group`` (not ``.read``) of the issuing thread that covers their group, or when no
-thread can run (a store always completes).  A tensor store skips out-of-bound elements and refuses a
-box at negative coordinates.
+thread can run (a store always completes).  A tensor store writes the elements ``BoxLayout.stored``
+names (those inside the tensor, and the rest of each row's last 16-byte chunk) and refuses a box at
+negative coordinates.
 
 **Tensor maps.**  The tensor-map operand is the generic address of a ``CUtensorMap``: a kernel
 parameter (``__grid_constant__``, passed to ``run_kernel`` as a ``fragsim.TensorMap``) or 128 bytes
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fragsim.facts.mbarrier import TENSORMAP_ALIGN, TENSORMAP_BYTES
-from fragsim.facts.tma import BULK_ALIGN, INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES, oob_nan
+from fragsim.facts.tma import BULK_ALIGN, INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES
 
 from .. import ast as A
 from ..program import Compiler, Op, PtxLoadError
@@ -340,7 +342,7 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
     """cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes{.multicast::cluster}
     {.L2::cache_hint} [dstMem], [tensorMap, coords], [mbar] {, ctaMask} {, cache-policy}, and
     cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group{.L2::cache_hint} [tensorMap, coords], [srcMem]."""
-    from fragsim.tma import box_layout
+    from fragsim.tma import box_layout, load_values
     dim = _DIM.match(rest[0]) if rest else None
     if dim is None:
         raise UnsupportedInstruction(f"{ins.text}: expected cp.async.bulk.tensor.1d .. .5d")
@@ -385,12 +387,14 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             raise PtxRuntimeError(f"line {line}: {s.where(t)}: {text}: {str(e).replace('box_layout: ', '')}") from None
         e_ = tmap.element_bytes
         top = int(box.shared_address.max()) + e_ if box.shared_address.size else at
-        _shared_inside(s, at, top, t, line, text, f"the {tmap.box_bytes}-byte box from {at:#x}")
+        _shared_inside(s, at, top, t, line, text, f"the {tmap.smem_bytes}-byte box from {at:#x}")
         lanes = np.arange(e_, dtype=np.int64)
-        addrs = np.uint64(tmap.base) + box.global_offset[box.in_bounds].astype(np.uint64)
+        # the global elements the copy reads (a load: those inside the tensor) or writes (BoxLayout.stored)
+        moved = box.in_bounds if fn == "load" else box.stored
+        addrs = np.uint64(tmap.base) + box.global_offset[moved].astype(np.uint64)
         _global_inside(s, addrs, e_, t, line, text, f" (the box at {start} of the {fn}'s tensor map, base "
                                                     f"{tmap.base:#x}: is that base a Buffer's address?)")
-        return box, lanes, addrs
+        return box, lanes, addrs, moved
 
     def run_load(s: State, idx: np.ndarray) -> None:
         u = units(s)
@@ -403,12 +407,8 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             start = tuple(int(x) for x in starts[i])
             cta = int(s.cta[t])
             bar = u.barrier(s, cta, int(m[i]), t, line, text)
-            box, lanes, addrs = box_of(s, t, tmap, start, int(at[i]), "load")
-            e_ = tmap.element_bytes
-            fill = oob_nan(tmap.dtype) if tmap.oob_fill == "nan" else 0
-            values = np.empty((box.in_bounds.size, e_), np.uint8)
-            values[:] = np.frombuffer(fill.to_bytes(e_, "little"), np.uint8)
-            values[box.in_bounds] = s.load("global", addrs, e_, np.full(len(addrs), t), line)
+            box, lanes, addrs, _ = box_of(s, t, tmap, start, int(at[i]), "load")
+            values = load_values(box, s.load("global", addrs, tmap.element_bytes, np.full(len(addrs), t), line))
             flat = (cta * s.smem.shape[1] + box.shared_address[:, None] + lanes).reshape(-1)
             bar.flights.append(Flight(t, flat, values.reshape(-1), tmap.box_bytes, line))
 
@@ -424,8 +424,8 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
                 raise PtxRuntimeError(f"line {line}: {s.where(t)}: {text}: coordinate {k} is {start[k]}: a store's box "
                                       "must start at non-negative coordinates (PTX ISA: tensorCoords of the "
                                       ".global.shared::cta direction)")
-            box, lanes, addrs = box_of(s, t, tmap, start, int(at[i]), "store")
-            rows = box.shared_address[box.in_bounds][:, None] + lanes
+            box, lanes, addrs, stored = box_of(s, t, tmap, start, int(at[i]), "store")
+            rows = box.shared_address[stored][:, None] + lanes
             u.stores.append(Store(t, -1, addrs, s.smem[int(s.cta[t])][rows].copy(), line))
 
     return Op(ins, "", run_load if load else run_store)
