@@ -94,7 +94,8 @@ def compare(case: dict[str, Any], result: dict[str, Any], dump: np.ndarray | Non
     if map_refusal:
         return {"verdict": "mismatch", "detail": f"the driver encodes the map; fragsim refuses it: {map_refusal}"}
     if case["interleave"] != "none":
-        return {"verdict": "not modelled", "detail": f"{case['interleave']} interleave: GPU {gpu}"}
+        return {"verdict": "not modelled", "detail": f"interleave={case['interleave']!r} is not modelled (tma_load refuses "
+                                                     f"interleaved maps): GPU {gpu}"}
     tensor, image = inputs(case)
     mine: np.ndarray | None = None
     try:

@@ -34,7 +34,10 @@ REFUSED = [
     (dict(box_dims=(64,)), ValueError, "box_dims has 1 values, rank 2 needs 2"),
     (dict(element_strides=(1, 1, 1)), ValueError, "element_strides has 3 values"),
     (dict(base=8), ValueError, "base 0x8 must be 16-byte aligned (globalAddress)"),
-    (dict(base=-16), ValueError, "base -16 must be a global address (>= 0)"),
+    (dict(base=-16), ValueError, "base -16 must be a 64-bit global address, 0 <= base < 2^64"),
+    (dict(base=2**64), ValueError, "base 18446744073709551616 must be a 64-bit global address"),
+    (dict(global_dims=np.array(64)), TypeError, "global_dims must be a sequence of integers (a list, tuple or 1-D"),
+    (dict(box_dims={64: 1, 8: 1}), TypeError, "box_dims must be a sequence of integers"),
     (dict(global_dims=(64, 0)), ValueError, "global_dims[1] = 0 must be 1..2^32 elements (globalDim)"),
     (dict(global_dims=(64, 2**32 + 1)), ValueError, "global_dims[1] = 4294967297 must be 1..2^32"),
     (dict(global_strides=(120,)), ValueError, "global_strides[0] = 120 (the stride of dimension 1) must be a "
@@ -362,7 +365,8 @@ T = TensorMap("f16", (64, 32), (128,), (64, 8))
      "than sm_90's 232448 bytes"),
     (lambda s: tma_load(T, np.zeros(100, np.uint8), (0, 0), s, 0), ValueError,
      "tensor has 100 bytes, but element (50, 0) of the box"),
-    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0,), s, 0), ValueError, "coords has 1 values; the rank-2 map"),
+    (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0,), s, 0), ValueError,
+     "coords has 1 values; tmap has rank 2, so it needs 2"),
     (lambda s: tma_load(TensorMap("u8", (16, 2**32), (2**39,), (16, 2)), np.zeros(64, np.uint8), (0, 2**31 - 2), s, 0),
      ValueError, "inside the tensor reach byte 1180591620167655489552 from the base"),
     (lambda s: tma_load(TensorMap("u8", (16, 2**32), (2**20,), (16, 2)), np.zeros(64, np.uint8), (0, 2**20), s, 0),
@@ -374,7 +378,8 @@ T = TensorMap("f16", (64, 32), (128,), (64, 8))
     (lambda s: tma_load("map", np.zeros(4096, np.uint8), (0, 0), s, 0), TypeError, "tmap must be a fragsim.TensorMap"),
     (lambda s: tma_load(T, np.zeros(4096, np.uint8), (0, 0), s.astype(np.uint16), 0), TypeError, "smem must be"),
     (lambda s: tma_load(TensorMap("f16", (8, 4, 4), (16, 64), (8, 4, 4), interleave="16B"),
-                        np.zeros(4096, np.uint8), (0, 0, 0), s, 0), ValueError, "interleave='16B' maps are not modelled"),
+                        np.zeros(4096, np.uint8), (0, 0, 0), s, 0), ValueError,
+     "tmap has interleave='16B': interleaved maps are not modelled"),
 ])
 def test_a_copy_refuses_what_the_hardware_refuses_in_one_line(call, error, words):
     with pytest.raises(error) as e:

@@ -81,11 +81,11 @@ def _tensor_map(tmap, fn: str) -> TensorMap:
 
 
 def _coords(coords, tmap: TensorMap, fn: str) -> tuple[int, ...]:
-    if isinstance(coords, (str, bytes)) or not hasattr(coords, "__len__"):
+    if not (isinstance(coords, (list, tuple)) or isinstance(coords, np.ndarray) and coords.ndim == 1):
         raise TypeError(f"{fn}: coords must be a sequence of {tmap.rank} integers (the box start, innermost "
-                        f"first), got {show(coords)}")
+                        f"first: a list, tuple or 1-D array), got {show(coords)}")
     if len(coords) != tmap.rank:
-        raise ValueError(f"{fn}: coords has {len(coords)} values; the rank-{tmap.rank} map needs {tmap.rank} "
+        raise ValueError(f"{fn}: coords has {len(coords)} values; tmap has rank {tmap.rank}, so it needs {tmap.rank} "
                          "(innermost first)")
     out = []
     for i, c in enumerate(coords):
@@ -118,8 +118,8 @@ def _dst(dst, fn: str, name: str) -> int:
 
 def _layout(tmap: TensorMap, start: tuple[int, ...], dst: int, fn: str) -> BoxLayout:
     if tmap.interleave != "none":
-        raise ValueError(f"{fn}: interleave={tmap.interleave!r} maps are not modelled (the shared-memory layout "
-                         "of interleaved boxes is not documented); use interleave='none'")
+        raise ValueError(f"{fn}: tmap has interleave={tmap.interleave!r}: interleaved maps are not modelled (the "
+                         "shared-memory layout of interleaved boxes is not documented); use interleave='none'")
     e = tmap.element_bytes
     if (start[0] * e) % BOX_START_ALIGN:
         raise ValueError(f"{fn}: coords[0] = {start[0]} starts the box {(start[0] * e) % BOX_START_ALIGN} bytes "
@@ -193,15 +193,18 @@ def _round_tf32(values: np.ndarray) -> np.ndarray:
     return out.astype("<u4").view(np.uint8).reshape(values.shape)
 
 
-def _global_bytes(tensor, fn: str, write: bool) -> np.ndarray:
+def _global_bytes(tensor, fn: str, write: bool, name: str = "tensor") -> np.ndarray:
+    """The bytes of a C-contiguous numeric array (the memory a copy reads or writes), as a uint8 view."""
+    what = "the global bytes from the map's base" if name == "tensor" else "its bytes"
     if not isinstance(tensor, np.ndarray):
-        raise TypeError(f"{fn}: tensor must be a NumPy array (the global bytes from the map's base), got "
-                        f"{show(tensor)}")
+        raise TypeError(f"{fn}: {name} must be a NumPy array ({what}), got {show(tensor)}")
+    if tensor.dtype.kind not in "biuf":
+        raise TypeError(f"{fn}: {name} must hold numbers ({what}), got dtype {tensor.dtype}")
     if not tensor.flags.c_contiguous:
-        raise ValueError(f"{fn}: tensor must be C-contiguous (its bytes in memory order, as the GPU holds them); "
-                         "pass np.ascontiguousarray(tensor)")
+        raise ValueError(f"{fn}: {name} must be C-contiguous (its bytes in memory order, as the GPU holds them); "
+                         f"pass np.ascontiguousarray({name})")
     if write and not tensor.flags.writeable:
-        raise ValueError(f"{fn}: tensor is read-only; a store writes into it in place")
+        raise ValueError(f"{fn}: {name} is read-only; a store writes into it in place")
     return tensor.reshape(-1).view(np.uint8)
 
 
@@ -275,8 +278,8 @@ def bulk_copy(dst_mem, dst: int, src_mem, src: int, size: int) -> None:
     (NumPy arrays, C-contiguous; ``dst_mem`` written in place).  Both addresses must be 16-byte aligned
     and ``size`` a multiple of 16 (PTX ISA, cp.async.bulk); the ranges must lie inside the arrays."""
     fn = "bulk_copy"
-    out = _global_bytes(dst_mem, fn, write=True)
-    inp = _global_bytes(src_mem, fn, write=False)
+    out = _global_bytes(dst_mem, fn, write=True, name="dst_mem")
+    inp = _global_bytes(src_mem, fn, write=False, name="src_mem")
     n = integer(size, f"{fn}: size")
     if n < 0 or n % BULK_ALIGN:
         raise ValueError(f"{fn}: size = {n} must be a non-negative multiple of {BULK_ALIGN} bytes (PTX ISA, cp.async.bulk)")

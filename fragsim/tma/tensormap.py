@@ -21,6 +21,8 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
 from fragsim.facts.tma import (BOX_INNER_ALIGN, GLOBAL_ALIGN, GLOBAL_STRIDE_LIMIT, INTERLEAVES, MAX_BOX_BYTES,
                                MAX_BOX_DIM, MAX_ELEMENT_STRIDE, MAX_GLOBAL_DIM, MAX_RANK, MIN_INTERLEAVED_RANK,
                                OOB_FILLS, SWIZZLES, TMA_TYPES, TmaType)
@@ -29,15 +31,18 @@ from fragsim.validate import show
 __all__ = ["TensorMap"]
 
 WHO = "TensorMap"
+#: globalAddress is a 64-bit pointer.
+ADDRESS_LIMIT = 1 << 64
 
 
 def _ints(value, name: str) -> tuple[int, ...]:
-    """A sequence of Python/NumPy integers (not bools, not floats, not a string) as a tuple."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
-        raise TypeError(f"{WHO}: {name} must be a sequence of integers, got {show(value)}")
+    """A list, tuple, range or 1-D array of Python/NumPy integers (not bools, not floats) as a tuple."""
+    if not (isinstance(value, (list, tuple, range)) or isinstance(value, np.ndarray) and value.ndim == 1):
+        raise TypeError(f"{WHO}: {name} must be a sequence of integers (a list, tuple or 1-D array), got "
+                        f"{show(value)}")
     out = []
     for i, v in enumerate(value):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
             raise TypeError(f"{WHO}: {name}[{i}] must be an integer, got {show(v)}")
         out.append(int(v))
     return tuple(out)
@@ -99,7 +104,7 @@ class TensorMap:
         inter = _name(interleave, "interleave", INTERLEAVES)
         swz = _name(swizzle, "swizzle", SWIZZLES)
         fill = _name(oob_fill, "oob_fill", OOB_FILLS)
-        if isinstance(base, bool) or not isinstance(base, numbers.Integral):
+        if isinstance(base, (bool, np.bool_)) or not isinstance(base, numbers.Integral):
             raise TypeError(f"{WHO}: base must be an integer (the global address of the tensor), got {show(base)}")
         base = int(base)
         _check(t, dims, strides, box, es, inter, swz, fill, base)
@@ -176,8 +181,8 @@ def _check(t: TmaType, dims, strides, box, es, inter: str, swz: str, fill: str, 
                     if name == "global_strides" else "one per dimension")
             raise ValueError(f"{WHO}: {name} has {len(seq)} values, rank {rank} needs {want} ({what})")
     align = INTERLEAVES["32B"][1] if inter == "32B" else GLOBAL_ALIGN
-    if base < 0:
-        raise ValueError(f"{WHO}: base {base} must be a global address (>= 0) (globalAddress)")
+    if not 0 <= base < ADDRESS_LIMIT:
+        raise ValueError(f"{WHO}: base {base} must be a 64-bit global address, 0 <= base < 2^64 (globalAddress)")
     if base % align:
         why = " with interleave='32B'" if inter == "32B" else ""
         raise ValueError(f"{WHO}: base {base:#x} must be {align}-byte aligned{why} (globalAddress)")
