@@ -97,7 +97,9 @@ BOX_INNER_ALIGN = 16
 #: the copy ignores it.  Not in the *driver* text; *measured*: the recording's maps of 233,472 bytes
 #: were encoded and every one of 262,144 bytes or more refused (CUresult 1), and two maps that only
 #: elementStrides[0] brought under the limit were encoded.  The limit lies in 233,472 .. 262,143;
-#: 228 KB is the one hardware size there (the tma family's "box bytes" encode cases pin it).
+#: 228 KB is the one hardware size there (the tma family's "box bytes" encode cases pin it).  The one
+#: rule refitted on both halves of the recording: fitted on the even cases alone it was the mbarrier's
+#: tx-count range (2^20 bytes), which five odd cases refuted.
 MAX_BOX_BYTES = 228 * 1024
 #: elementStrides: 1..8 (elementStrides[0] is ignored without interleave).
 MAX_ELEMENT_STRIDE = 8
@@ -118,7 +120,7 @@ BULK_ALIGN = 16
 #: rounded to nearest even (a carry may reach the exponent, up to infinity), a NaN becomes tf32's
 #: canonical NaN ``TF32_NAN`` (sign cleared), an infinity stays; a store moves the bytes unchanged, as
 #: both directions do for every other dtype (f32.ftz and tf32.ftz flush nothing) (*PTX* 5.5.1 lists
-#: .tf32 "rounded to nearest even"; *measured*: every tf32 load and store of the recording, one tie).
+#: .tf32 "rounded to nearest even"; *measured*: every tf32 load and store of the recording, four ties).
 TF32_DROPPED_BITS = 13
 TF32_NAN = 0x7FFFE000
 #: A store writes every 16-byte chunk of a box row whole when the chunk starts inside the tensor's
