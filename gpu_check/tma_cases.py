@@ -263,12 +263,13 @@ def _es0(c: dict[str, Any], rng: np.random.Generator) -> None:
     c["es"][0] = int(rng.integers(2, 9))
 
 
-def _box_bytes(rows: int, es0: int = 1):
-    """A u8 box of 16 x rows x 256 elements (16 x rows x 256 bytes as the copy counts them; / es0 as the
-    driver counts them): the driver's box-size limit (fragsim.facts.tma.MAX_BOX_BYTES) from both sides."""
+def _box_bytes(rows: int, es0: int = 1, dtype: str = "u8", planes: int = 256, es2: int = 1):
+    """A box of (16 bytes) x rows x planes elements, element strides (es0, 1, es2): the driver's box-size
+    limit (fragsim.facts.tma.MAX_BOX_BYTES) from both sides, and how the driver counts element strides."""
     def f(c: dict[str, Any], rng: np.random.Generator) -> None:
-        c.update(dtype="u8", dims=[16, rows, 256], strides=[16, 16 * rows], box=[16, rows, 256], es=[es0, 1, 1],
-                 coords=[0, 0, 0], interleave="none", oob_fill="zero")
+        inner = 16 // TMA_TYPES[dtype].bytes
+        c.update(dtype=dtype, dims=[inner, rows, planes], strides=[16, 16 * rows], box=[inner, rows, planes],
+                 es=[es0, 1, es2], coords=[0, 0, 0], interleave="none", oob_fill="zero")
     return f
 
 
@@ -305,6 +306,12 @@ MUTATIONS = {
     "box bytes 252 KB": _box_bytes(63), "box bytes 256 KB": _box_bytes(64),
     "box bytes 1 MB, element_strides[0] 8": _box_bytes(256, 8),
     "box bytes 800 KB, element_strides[0] 4": _box_bytes(200, 4),
+    # the driver rounds boxDim / elementStrides down: 57 of 58 planes (228 KB), 58 of 59 (232 KB) ...
+    "box bytes 228 KB rounding down, 232 KB up": _box_bytes(256, planes=115, es2=2),
+    "box bytes 232 KB rounding down, 236 KB up": _box_bytes(256, planes=117, es2=2),
+    # ... and boxDim[0] below elementStrides[0] counts 0 bytes, however big the box
+    "box bytes 1 MB, u64 box_dims[0] 2 < element_strides[0] 4": _box_bytes(256, 4, "u64"),
+    "box bytes 512 KB, f32 box_dims[0] 4 < element_strides[0] 8": _box_bytes(128, 8, "f32"),
 }
 
 

@@ -54,7 +54,7 @@ REFUSED = [
     (dict(dtype="u16", oob_fill="nan"), ValueError, "oob_fill='nan' needs a floating-point dtype"),
     (dict(interleave="16B"), ValueError, "interleave='16B' needs rank >= 3"),
     (dict(dtype="f64", global_dims=(128, 256), global_strides=(1024,), box_dims=(120, 256)), ValueError,
-     "the box is 245760 bytes as the driver counts it (ceil(box_dims[i] / element_strides[i]) elements per "
+     "the box is 245760 bytes as the driver counts it (box_dims[i] // element_strides[i] elements per "
      "dimension, element_strides[0] included); it must fit one SM's 233472 bytes (228 KB) of shared memory"),
     (dict(global_dims=(8, 4, 4), global_strides=(48, 192), box_dims=(8, 4, 4), interleave="32B", swizzle="32B"),
      ValueError, "must be a multiple of 32 bytes with interleave='32B'"),
@@ -99,13 +99,19 @@ def test_box_bytes_is_the_dense_box_with_element_strides_and_element_strides_0_i
     assert t.smem_box == (8, 4, 4) and t.traversal_strides == (1, 3, 2) and t.box_bytes == 8 * 4 * 4 * 4
 
 
-def test_the_driver_counts_element_strides_0_in_the_box_size_the_copy_ignores_it():
-    """f32 box (8, 256, 256), element strides (4, 1, 8): the copy moves 8 x 256 x 32 f32 (256 KB, more
-    than 228 KB), the driver counts 2 x 256 x 32 (64 KB) and encodes the map (measured, H100)."""
+def test_the_driver_counts_the_box_rounding_down_and_with_element_strides_0():
+    """The 580 driver's box size is prod(boxDim[i] // elementStrides[i]) elements (measured, H100): f32
+    box (8, 256, 256), element strides (4, 1, 8) moves 8 x 256 x 32 f32 (256 KB) but counts 2 x 256 x 32
+    (64 KB) and encodes; u64 box (2, 256, 256) with element_strides[0] 4 counts 0 bytes and encodes; a
+    u8 box (16, 256, 115), element_strides[2] 2, counts 57 of its 58 planes: 228 KB, encoded."""
     t = TensorMap("f32", (8, 256, 256), (32, 8192), (8, 256, 256), element_strides=(4, 1, 8), swizzle="64B")
     assert t.box_bytes == 8 * 256 * 32 * 4 > MAX_BOX_BYTES
     with pytest.raises(ValueError, match="the box is 262144 bytes as the driver counts it"):
         TensorMap("f32", (8, 256, 256), (32, 8192), (8, 256, 256), element_strides=(1, 1, 8), swizzle="64B")
+    assert TensorMap("u64", (2, 256, 256), (16, 4096), (2, 256, 256), element_strides=(4, 1, 1)).box_bytes == 1 << 20
+    assert TensorMap("u8", (16, 256, 115), (16, 4096), (16, 256, 115), element_strides=(1, 1, 2)).smem_box[2] == 58
+    with pytest.raises(ValueError, match="the box is 237568 bytes as the driver counts it"):
+        TensorMap("u8", (16, 256, 116), (16, 4096), (16, 256, 116), element_strides=(1, 1, 2))
 
 
 @pytest.mark.parametrize("mode, inner, pitch", [("none", 16, 16), ("32B", 16, 32), ("64B", 32, 64), ("64B", 64, 64),

@@ -127,17 +127,21 @@ def test_f32_specials_make_ties_nans_infinities_and_subnormals_of_a_third_of_the
     assert ((words & 0x1FFF) == 0x1000).sum() > words.size / 40 and ((words & 0x7F800000) == 0x7F800000).sum() > 0
 
 
-def test_the_encode_cases_bracket_the_drivers_box_size_limit():
-    """A 228 KB box encodes, 232 KB and up do not, a box that element_strides[0] brings under it does."""
+def test_the_encode_cases_bracket_the_drivers_box_size_limit_and_its_rounding():
+    """A 228 KB box encodes, 232 KB and up do not, a box that element_strides[0] brings under it does;
+    the driver rounds box_dims / element_strides down, to 0 where box_dims[0] < element_strides[0]."""
     base = dict(C.make_cases(2, 1)[0], kind="encode", swizzle="none")
-    verdicts = {}
-    for label in ("box bytes 228 KB", "box bytes 232 KB", "box bytes 256 KB", "box bytes 1 MB, element_strides[0] 8"):
+    want = {"box bytes 228 KB": True, "box bytes 232 KB": False, "box bytes 256 KB": False,
+            "box bytes 1 MB, element_strides[0] 8": True, "box bytes 228 KB rounding down, 232 KB up": True,
+            "box bytes 232 KB rounding down, 236 KB up": False,
+            "box bytes 1 MB, u64 box_dims[0] 2 < element_strides[0] 4": True,
+            "box bytes 512 KB, f32 box_dims[0] 4 < element_strides[0] 8": True}
+    got = {}
+    for label in want:
         c = dict(base, label=label)
         C.MUTATIONS[label](c, np.random.default_rng(0))
-        verdicts[label] = D.ModelDevice().encode(c)
-    assert verdicts == {"box bytes 228 KB": D.CUDA_SUCCESS, "box bytes 232 KB": D.CUDA_ERROR_INVALID_VALUE,
-                        "box bytes 256 KB": D.CUDA_ERROR_INVALID_VALUE,
-                        "box bytes 1 MB, element_strides[0] 8": D.CUDA_SUCCESS}
+        got[label] = D.ModelDevice().encode(c) == D.CUDA_SUCCESS
+    assert got == want
 
 
 def test_a_probe_that_does_not_fault_on_the_gpu_is_a_mismatch_naming_fraggsims_rule():

@@ -14,8 +14,8 @@ Sources, cited by the short names used below:
 gpu_check's ``tma`` family checks every rule here against the GPU: the driver's verdict on argument
 sets at each limit, every byte a load or store moves, and probes of the run-time rules (one process
 each, since a fault ends the CUDA context).  Where the H100 (driver 580, CUDA 13.0) does what no
-document says, the rule below says *measured* and names the recording (tests/data/tma/run1, fitted
-on its even-numbered cases, checked on the odd ones; docs/tma.md).
+document says, the rule below says *measured*: fitted on the even-numbered cases of the recording
+tests/data/tma/run1, checked on its odd ones, validated by tests/data/tma/run2 (docs/tma.md).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ SWIZZLE_LINE = 128
 
 #: Interleaved layouts (``CU_TENSOR_MAP_INTERLEAVE_*``): name -> (enum, slice bytes) (*PTX* 5.5.6).
 #: The *driver* text says "When interleave is CU_TENSOR_MAP_INTERLEAVE_32B, swizzle must be
-#: CU_TENSOR_MAP_SWIZZLE_32B", but the 580 driver encodes 32-byte interleave with the 128-byte swizzle
-#: too (*measured*: 24 encode cases of the recording), so TensorMap does not refuse the pair.
+#: CU_TENSOR_MAP_SWIZZLE_32B", but the 580 driver encodes 32-byte interleave with every swizzle
+#: (*measured*: 24 encode cases of run1 with 128B, 74 of run2 with each mode), so TensorMap does not.
 INTERLEAVES: dict[str, tuple[int, int]] = {"none": (0, 0), "16B": (1, 16), "32B": (2, 32)}
 
 #: Out-of-bound fill (``CU_TENSOR_MAP_FLOAT_OOB_FILL_*``): zeros, or the "OOB-NaN" (*PTX* 5.5.3.3)
@@ -93,13 +93,15 @@ GLOBAL_ALIGN = 16
 MAX_BOX_DIM = 256
 BOX_INNER_ALIGN = 16
 #: The box the driver encodes fits one SM's shared memory (228 KB on sm_90), counted as the driver
-#: counts it: prod(ceil(boxDim[i] / elementStrides[i])) elements, elementStrides[0] included even where
-#: the copy ignores it.  Not in the *driver* text; *measured*: the recording's maps of 233,472 bytes
-#: were encoded and every one of 262,144 bytes or more refused (CUresult 1), and two maps that only
-#: elementStrides[0] brought under the limit were encoded.  The limit lies in 233,472 .. 262,143;
-#: 228 KB is the one hardware size there (the tma family's "box bytes" encode cases pin it).  The one
-#: rule refitted on both halves of the recording: fitted on the even cases alone it was the mbarrier's
-#: tx-count range (2^20 bytes), which five odd cases refuted.
+#: counts it: prod(boxDim[i] / elementStrides[i]) elements in integer division -- rounded down, and
+#: elementStrides[0] included, unlike the copy (ceil, elementStrides[0] ignored) -- so a box whose
+#: boxDim[0] is below elementStrides[0] counts 0 bytes and passes whatever its size.  Not in the
+#: *driver* text; *measured* (tests/data/tma/run1 and run2): every map up to 233,472 bytes encoded,
+#: every one of 237,568 bytes or more refused (CUresult 1), maps that elementStrides[0] brought under
+#: encoded, and two of 1.3 MB and 242 MB whose boxDim[0] < elementStrides[0] encoded.  Fitted on
+#: run1's even cases alone it was the mbarrier's tx-count range (2^20 bytes), which run1's odd cases
+#: refuted; refitted on run1 (ceil), run2 -- the validation run -- refuted the rounding; this rule
+#: fits both runs and awaits its own validation (docs/tma.md).
 MAX_BOX_BYTES = 228 * 1024
 #: elementStrides: 1..8 (elementStrides[0] is ignored without interleave).
 MAX_ELEMENT_STRIDE = 8
@@ -120,7 +122,7 @@ BULK_ALIGN = 16
 #: rounded to nearest even (a carry may reach the exponent, up to infinity), a NaN becomes tf32's
 #: canonical NaN ``TF32_NAN`` (sign cleared), an infinity stays; a store moves the bytes unchanged, as
 #: both directions do for every other dtype (f32.ftz and tf32.ftz flush nothing) (*PTX* 5.5.1 lists
-#: .tf32 "rounded to nearest even"; *measured*: every tf32 load and store of the recording, four ties).
+#: .tf32 "rounded to nearest even"; *measured*: every tf32 load and store of run1 and run2, 679 ties).
 TF32_DROPPED_BITS = 13
 TF32_NAN = 0x7FFFE000
 #: A store writes every 16-byte chunk of a box row whole when the chunk starts inside the tensor's

@@ -205,10 +205,10 @@ def _check(t: TmaType, dims, strides, box, es, inter: str, swz: str, fill: str, 
     for i, s in enumerate(es):
         if not 1 <= s <= MAX_ELEMENT_STRIDE:
             raise ValueError(f"{WHO}: element_strides[{i}] = {s} must be 1..{MAX_ELEMENT_STRIDE} (elementStrides)")
-    counted = math.prod(-(-b // s) for b, s in zip(box, es)) * t.bytes
+    counted = math.prod(b // s for b, s in zip(box, es)) * t.bytes
     if counted > MAX_BOX_BYTES:
-        raise ValueError(f"{WHO}: the box is {counted} bytes as the driver counts it (ceil(box_dims[i] / "
-                         f"element_strides[i]) elements per dimension, element_strides[0] included); it must fit "
+        raise ValueError(f"{WHO}: the box is {counted} bytes as the driver counts it (box_dims[i] // "
+                         f"element_strides[i] elements per dimension, element_strides[0] included); it must fit "
                          f"one SM's {MAX_BOX_BYTES} bytes (228 KB) of shared memory")
     span = SWIZZLES[swz][1]
     if inter == "none" and span and inner > span:
