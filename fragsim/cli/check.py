@@ -22,7 +22,18 @@ EXIT_WRONG, EXIT_INPUT, EXIT_GPU_DISAGREES = 1, 2, 3
 
 
 def add_arguments(p):
-    add_check_arguments(p)
+    add_check_arguments(p, tile_required=False)
+    p.add_argument("--tma", metavar="SPEC", help="with --wgmma: the tensor map whose TMA boxes fill the operand, "
+                   "'dtype=bf16,dims=200x100,box=64x64,swizzle=128B' (lists innermost first; strides=, fill=, base= "
+                   "optional): do the k-steps read what the TMA wrote?")
+    p.add_argument("--dst", action="append", metavar="ADDR", help="--tma: the shared address of a box (once per box, "
+                   "loaded in order)")
+    p.add_argument("--coords", action="append", metavar="C0,C1", help="--tma: the box's start, innermost first (once "
+                   "per --dst; default 0,0)")
+    p.add_argument("--advance", type=int, metavar="BYTES", help="--tma: bytes the kernel adds to the descriptor's "
+                   "start address per k-step (one --wgmma: that of k-step 0)")
+    p.add_argument("--k-dim", type=int, choices=(0, 1), help="--tma: the map's dimension along K (default: 0 for "
+                   "--major K, 1 for --major MN)")
     p.add_argument("--gpu", action="store_true", help="also run the instructions with these addresses on this "
                    "machine's GPU (CuPy) and confirm the hardware delivers what fragsim says")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -31,12 +42,13 @@ def add_arguments(p):
     p.add_argument("--svg", metavar="FILE", help="also draw it as an SVG picture")
 
 
-def add_check_arguments(p):
-    """What is checked: the tile, the instructions and their addresses (``fragsim check`` and ``fragsim draw check``)."""
+def add_check_arguments(p, tile_required=True):
+    """What is checked: the tile, the instructions and their addresses (``fragsim check`` and ``fragsim draw check``;
+    ``fragsim check --tma`` takes no tile)."""
     p.add_argument("--form", metavar="FORM", help="mma form in PTX spelling, e.g. m16n8k16.row.col.f32.bf16.bf16.f32 "
                    "(loads and stores)")
     p.add_argument("--operand", metavar="A|B|C", help="the fragment the loads fill (A, B or C); stores: C")
-    p.add_argument("--tile", required=True, metavar="SPEC", help="the tile in shared memory: 'ROWSxCOLS DTYPE [row|col] "
+    p.add_argument("--tile", required=tile_required, metavar="SPEC", help="the tile in shared memory: 'ROWSxCOLS DTYPE [row|col] "
                    "[pitch=N] [swizzle=B,M,S] [base=N]', e.g. '128x32 bf16 row pitch=64 swizzle=2,4,3'")
     kind = p.add_mutually_exclusive_group(required=True)
     kind.add_argument("--load", action="append", metavar="'OP: EXPR'", help="one load, in order: its op and its "
@@ -146,6 +158,14 @@ def checker(args, env: dict | None = None):
 
 def run(args) -> int:
     pictures = _pictures(args)
+    if args.tma is not None:
+        from . import check_tma
+        return check_tma.run(args, pictures)
+    for opt in ("dst", "coords", "advance", "k_dim"):
+        if getattr(args, opt) is not None:
+            raise ValueError(f"--{opt.replace('_', '-')} is for --tma")
+    if args.tile is None:
+        raise ValueError("--tile is required (the tile in shared memory), except with --tma")
     if args.wgmma:
         from . import check_wgmma as wgmma_cli
         return wgmma_cli.run(args, pictures)
