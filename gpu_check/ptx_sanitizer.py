@@ -7,17 +7,21 @@ does the sanitizer see a bug in each buggy kernel and none in its correct twin, 
 ``CASES`` are the kernels of ``tests/data/ptx/src/checks/*.cu`` (committed as PTX in
 ``tests/data/ptx/checks/``): each buggy kernel (``*_bug``: the kind of finding its line marked
 ``// BUG <kind>`` must give) and its correct twin (``*_ok``), with the launch both are run with on
-the CPU (``tests/test_ptx_checks.py``) and here.  ``CORPUS`` adds kernels of the PTX corpus whose
-findings are real bugs of theirs by the PTX memory model (docs/run.md, "Kernel bugs").
+the CPU (``tests/test_ptx_checks.py``) and here.  ``CORPUS`` adds kernels of the PTX corpus with
+the kinds fragsim finds in them (bugs of theirs by the PTX ISA, docs/kernel-bugs.md; the others
+come out clean).
 
 ``measure`` (CuPy, compute-sanitizer and a GPU) launches every case once per tool, each in its own
 process (``compute-sanitizer --tool T python -m fragsim.gpu_check.ptx_sanitizer one NAME``: a memory
 error leaves the CUDA context unusable, a deadlock hangs until ``--timeout``), ``--jobs`` at a time,
-and records what each printed: ``DIR/ptx_sanitizer.json``.  Tools: memcheck (out of bounds,
-misaligned), racecheck (shared-memory hazards, INFO level included: a write of the same value is
-reported as INFO), synccheck (barriers and warp synchronisation).  ``compare`` classifies each
-output (``classify``) and prints, per case, fragsim's finding and what each tool said;
-``tests/test_ptx_checks_sanitizer.py`` replays the record.
+and records what each printed: ``DIR/ptx_sanitizer.json``.  Each buffer is its own ``cudaMalloc`` of
+its exact size (CuPy's memory pool, which rounds to 512 bytes, is off): memcheck bounds an access by
+the allocation it lies in, so it sees a read past a pooled buffer only past the pool's block.  Tools:
+memcheck (out of bounds, misaligned), racecheck (shared-memory hazards, INFO level included: a write
+of the same value is reported as INFO), synccheck (barriers and warp synchronisation).  ``compare``
+classifies each output (``classify``) and prints, per case, fragsim's findings, what each tool said,
+and ``!`` where a tool said other than what fragsim's findings imply (``expected``);
+``tests/test_ptx_checks_sanitizer.py`` replays the record and gives the reason of each ``!``.
 
 Missing CuPy, compute-sanitizer or a GPU: one line on stderr and exit code 2.
 """
@@ -45,9 +49,11 @@ TOOLS = ("memcheck", "racecheck", "synccheck")
 TOOL_OF = {"out_of_bounds": "memcheck", "misaligned": "memcheck", "race": "racecheck",
            "cp_async_in_flight": "racecheck", "divergent": "synccheck", "deadlock": "synccheck"}
 #: Options of each tool.
-OPTIONS = {"memcheck": ["--print-limit", "20"],
-           "racecheck": ["--racecheck-detect-level", "info", "--print-limit", "20"],
-           "synccheck": ["--print-limit", "20"]}
+OPTIONS = {"memcheck": ["--print-limit", "20", "--show-backtrace", "no"],
+           "racecheck": ["--racecheck-detect-level", "info", "--print-limit", "20", "--show-backtrace", "no"],
+           "synccheck": ["--print-limit", "20", "--show-backtrace", "no"]}
+#: The prefix of every line compute-sanitizer prints (the launched program's own lines have none).
+PREFIX = "========="
 #: Characters of a tool's output kept in the record.
 KEEP = 20_000
 
@@ -69,7 +75,7 @@ class Case:
     """One kernel of the checks: ``file`` (tests/data/ptx/checks/<file>.<arch>.ptx), ``kind`` (the
     finding of its BUG line; None for a correct twin), one CTA of ``block`` threads, ``smem`` bytes of
     dynamic shared memory, ``args(rng)``, ``check`` (run_kernel's; "uninitialized" needs opting in)
-    and ``sm80`` (also built for sm_80)."""
+    , ``sm80`` (also built for sm_80) and ``ok`` (the correct twin, where the names do not say it)."""
 
     name: str
     file: str
@@ -79,6 +85,7 @@ class Case:
     smem: int = 0
     check: str = "continue"
     sm80: bool = True
+    ok: str | None = None
 
     def ptx(self, arch: str = "sm90a") -> Path:
         return checks_dir() / f"{self.file}.{arch}.ptx"
@@ -138,19 +145,31 @@ CASES: list[Case] = [
     Case("wgmma_ok", "wgmma", None, 128, _args(_bf16(64 * 16), _bf16(8 * 16), _zeros(640)), sm80=False),
     *[Case(f"wgmma_{k}_bug", "wgmma", kind, 128, _args(_bf16(64 * 16), _bf16(8 * 16), _zeros(640)), sm80=False)
       for k, kind in (("acc", "wgmma_in_flight"), ("smem", "wgmma_in_flight"), ("fence", "wgmma_fence"),
-                      ("desc", "out_of_bounds"), ("bits", "invalid_descriptor"))],
+                      ("desc", "out_of_bounds"), ("bits", "invalid_descriptor"), ("proxy", "proxy_fence"),
+                      ("race", "race"))],
+    Case("bulk_ok", "mbarrier", None, 64, _args(_f32(256), _zeros(64)), sm80=False),
+    *[Case(f"bulk_{k}_bug", "mbarrier", kind, 64, _args(_f32(256), _zeros(64)), sm80=False, ok="bulk_ok")
+      for k, kind in (("early", "cp_async_in_flight"), ("parity", "deadlock"), ("tx", "deadlock"))],
+    Case("bulk_store_ok", "mbarrier", None, 64, _args(_f32(64), _zeros(64)), sm80=False),
+    Case("bulk_store_proxy_bug", "mbarrier", "proxy_fence", 64, _args(_f32(64), _zeros(64)), sm80=False,
+         ok="bulk_store_ok"),
 ]
 BY_NAME = {c.name: c for c in CASES}
-#: Kernels of the PTX corpus (gpu_check ptx_kernels' names) run under racecheck too: their findings
-#: are bugs of theirs by the PTX memory model (docs/run.md, "Kernel bugs").
-CORPUS = ("cutlass_wgmma_sm90_tn", "wgmma_desc")
+#: Kernels of the PTX corpus (gpu_check ptx_kernels' names; shape 0, first seed) run under every tool,
+#: with the kinds fragsim finds in them (tests/test_ptx_checks.py keeps these so): CuTe's wgmma_sm90
+#: tutorial reads other threads' cp.async data with wgmma after cp_async_wait<0>() and no
+#: __syncthreads(); nvcc moves wgmma_desc.cu's zeroing of the accumulators after wgmma.fence; the TMA
+#: kernels are clean.
+CORPUS: dict[str, tuple[str, ...]] = {
+    "cutlass_wgmma_sm90_tn": ("race",), "cutlass_wgmma_sm90_nt": ("race",), "wgmma_desc": ("wgmma_fence",),
+    "tma_wgmma": (), "tma_bulk": (), "cutlass_wgmma_tma_sm90_tn": ()}
 
 
 def twin(c: Case) -> Case | None:
     """The correct kernel of a buggy one (wgmma's bugs share wgmma_ok)."""
     if c.kind is None:
         return None
-    return BY_NAME.get(c.name[:-4] + "_ok") or BY_NAME.get(c.file + "_ok")
+    return BY_NAME.get(c.ok or c.name[:-4] + "_ok") or BY_NAME.get(c.file + "_ok")
 
 
 def marked_lines(c: Case) -> set[int]:
@@ -180,6 +199,7 @@ def one(name: str) -> None:
     """Launch one case (or ``corpus:<kernel>``) on the GPU and wait for it: what runs under the tool."""
     from . import runner
     cp = runner.import_cupy()
+    cp.cuda.set_allocator(None)         # one cudaMalloc of its exact size per buffer (the module docstring)
     if name.startswith("corpus:"):
         from . import ptx_kernels as P
         kernel = name.split(":", 1)[1]
@@ -233,7 +253,7 @@ def measure(out: Path, jobs: int, timeout: float, only: list[str] | None) -> int
         sys.stderr.write(f"ptx_sanitizer: no GPU through CuPy ({type(e).__name__}: {e})\n")
         return 2
     version = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout.strip()
-    plan = [(c.name, t) for c in CASES for t in TOOLS] + [(f"corpus:{k}", "racecheck") for k in CORPUS]
+    plan = [(c.name, t) for c in CASES for t in TOOLS] + [(f"corpus:{k}", t) for k in CORPUS for t in TOOLS]
     if only:
         plan = [p for p in plan if any(o in p[0] for o in only)]
     runs = []
@@ -245,7 +265,7 @@ def measure(out: Path, jobs: int, timeout: float, only: list[str] | None) -> int
     out.mkdir(parents=True, exist_ok=True)
     path = out / "ptx_sanitizer.json"
     path.write_text(json.dumps({"kind": "ptx-sanitizer", "gpu": gpu, "compute_sanitizer": version,
-                                "date": time.strftime("%Y-%m-%d"), "runs": runs}, indent=1))
+                                "date": time.strftime("%Y-%m-%d"), "allocation": "exact", "runs": runs}, indent=1))
     print(f"wrote {path}")
     return 0
 
@@ -260,7 +280,9 @@ def summary(output: str) -> str:
 def classify(tool: str, output: str) -> dict[str, int]:
     """What a tool's output reports, counted: memcheck "out_of_bounds" or "misaligned" (an error record
     whose lines say "misaligned"), racecheck "race" (ERROR or WARNING level) or "race_info" (INFO: a
-    write of the same value), synccheck "divergent" (a barrier or warp-synchronisation error)."""
+    write of the same value), synccheck "divergent" (a barrier or warp-synchronisation error).  Only
+    the sanitizer's own lines (``PREFIX``) are read: the launched program prints "<case>: done", and
+    a case named "misaligned_..." is no finding."""
     out: dict[str, int] = {}
     record: str | None = None
 
@@ -269,6 +291,8 @@ def classify(tool: str, output: str) -> dict[str, int]:
             out[record] = out.get(record, 0) + 1
 
     for ln in output.splitlines():
+        if not ln.startswith(PREFIX):
+            continue
         s = ln.strip("= \t")
         low = s.lower()
         if tool == "memcheck":
@@ -294,23 +318,53 @@ def load(record: Path) -> dict:
     return data
 
 
+def fragsim_kinds(case: str) -> tuple[str, ...]:
+    """The kinds of finding fragsim gives for a case of the record (a ``CASES`` name or ``corpus:<kernel>``)."""
+    if case.startswith("corpus:"):
+        return CORPUS[case.split(":", 1)[1]]
+    kind = BY_NAME[case].kind
+    return (kind,) if kind else ()
+
+
+def expected(kinds: tuple[str, ...], tool: str) -> set[str]:
+    """What ``tool`` would report (``classify``'s words) for a kernel where fragsim finds ``kinds``, were
+    the tool to check everything fragsim checks: the tool of each kind (``TOOL_OF``: racecheck says
+    "race" for a cp.async read early), and a hang under every tool for a deadlock."""
+    out = set()
+    for k in kinds:
+        if k == "deadlock":
+            out.add("hang")
+        elif TOOL_OF.get(k) == tool:
+            out.add("race" if tool == "racecheck" else k)
+    return out
+
+
+def said(row: dict, tool: str) -> set[str]:
+    """What ``tool`` reported for a row of ``table`` (racecheck's INFO level, a write of the same value,
+    aside)."""
+    return set(row["tools"][tool]) - {"race_info"}
+
+
 def table(data: dict) -> list[dict]:
-    """Per case: fragsim's kind and, per tool, what the sanitizer reported (``classify``)."""
+    """Per case: fragsim's kinds and, per tool, what the sanitizer reported (``classify``)."""
     rows: dict[str, dict] = {}
     for r in data["runs"]:
-        row = rows.setdefault(r["case"], {"case": r["case"], "fragsim": None, "tools": {}})
-        if r["case"] in BY_NAME:
-            row["fragsim"] = BY_NAME[r["case"]].kind
+        row = rows.setdefault(r["case"], {"case": r["case"], "fragsim": fragsim_kinds(r["case"]), "tools": {}})
         row["tools"][r["tool"]] = {"hang": 1} if r["timed_out"] else classify(r["tool"], r["output"])
     return list(rows.values())
 
 
 def compare(record: Path) -> int:
     data = load(record)
-    print(f"{data['gpu']}, {data['compute_sanitizer'].splitlines()[-1] if data['compute_sanitizer'] else ''}")
+    print(f"{data['gpu']}, {data['compute_sanitizer'].splitlines()[-1] if data['compute_sanitizer'] else ''}"
+          f" ({data.get('allocation', 'CuPy memory pool')} allocation); ! where a tool said other than fragsim's "
+          "findings imply")
     for row in table(data):
-        said = "; ".join(f"{t}: {', '.join(f'{k} x{n}' for k, n in v.items()) or '-'}" for t, v in row["tools"].items())
-        print(f"{row['case']:28s} fragsim {row['fragsim'] or '-':20s} {said}")
+        cells = []
+        for tool, v in row["tools"].items():
+            mark = "!" if said(row, tool) != expected(row["fragsim"], tool) else " "
+            cells.append(f"{mark}{tool}: {', '.join(f'{k} x{n}' for k, n in v.items()) or '-'}")
+        print(f"{row['case']:33s} fragsim {', '.join(row['fragsim']) or '-':20s} {'; '.join(cells)}")
     return 0
 
 

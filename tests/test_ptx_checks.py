@@ -232,13 +232,64 @@ def test_a_bar_arrive_orders_the_arriving_warps_writes_before_the_waiting_warps_
     assert [(i.kind, i.warp) for i in issues] == [("race", 0)]
 
 
+# ---- what makes generic-proxy writes visible to the async proxy --------------------------------------
+
+PROXY = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out)
+{{
+    .shared .align 128 .b32 s[64];
+    .reg .pred %p<4>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    shl.b32 %r2, %r1, 2;
+    mov.u32 %r3, s;
+    add.u32 %r4, %r3, %r2;
+    st.shared.u32 [%r4], %r1;
+    {before}
+    bar.sync 0;
+    {after}
+    setp.eq.u32 %p1, %r1, 0;
+    @!%p1 bra $L_done;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r3], 256;
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+$L_done:
+    ret;
+}}
+"""
+FENCE = "fence.proxy.async.shared::cta;"
+
+
+def proxy(before: str = "", after: str = ""):
+    """Two warps store s[t] = t, ``before``; bar.sync; ``after``; thread 0 copies s to global memory with
+    cp.async.bulk (an async-proxy read of s): the findings."""
+    out = np.zeros(64, np.uint32)
+    issues = run_kernel(PROXY.format(before=before, after=after), "k", block=64, args=[out], check="continue").issues
+    assert np.array_equal(out, np.arange(64))
+    return [(i.kind, i.address) for i in issues]
+
+
+def test_stores_read_by_the_async_proxy_need_a_fence_proxy_async():
+    assert proxy() == [("proxy_fence", 0)]
+    assert proxy(before=FENCE) == []
+
+
+def test_a_fence_after_the_barrier_covers_the_writes_the_barrier_ordered_before_it():
+    assert proxy(after=f"setp.eq.u32 %p2, %r1, 0;\n    @%p2 {FENCE}") == []
+
+
+def test_a_fence_covers_neither_other_warps_unordered_writes_nor_later_writes():
+    assert proxy(before=f"setp.ge.u32 %p2, %r1, 32;\n    @%p2 {FENCE}") == [("proxy_fence", 0)]   # warp 0's s[0]
+    assert proxy(before=f"{FENCE}\n    st.shared.u32 [%r4], %r1;") == [("proxy_fence", 0)]
+
+
 # ---- the corpus -----------------------------------------------------------------------------------
 
-#: Findings in the corpus that are bugs of the kernels by the PTX ISA (docs/run.md, "Kernel bugs"):
-#: CuTe's wgmma_sm90 tutorial reads other threads' cp.async data with wgmma after cp_async_wait<0>()
-#: and no __syncthreads(); nvcc moves wgmma_desc.cu's zeroing of the accumulators after wgmma.fence.
-CORPUS_BUGS = {"cutlass_wgmma_sm90.sm90a.ptx": {"race"}, "wgmma_desc.sm90a.ptx": {"wgmma_fence"},
-               "wgmma_desc.sm90a.lineinfo.ptx": {"wgmma_fence"}}
 FILES = [c for c in P.cases() if c.shape == 0 and c.seed == P.BY_NAME[c.kernel].seeds[0]]
 
 
@@ -256,9 +307,11 @@ def corpus_run(case, check, monkeypatch):
 
 @pytest.mark.parametrize("case", FILES, ids=[c.id for c in FILES])
 def test_the_corpus_kernels_are_clean_but_for_their_documented_bugs_and_checks_change_no_bit(case, monkeypatch):
+    """Every kernel of the corpus finds what gpu_check.ptx_sanitizer.CORPUS says (the bugs documented in
+    docs/kernel-bugs.md; nothing for the kernels it does not name)."""
     plain, _ = corpus_run(case, False, monkeypatch)
     checked, r = corpus_run(case, "continue,uninitialized", monkeypatch)
-    assert {i.kind for i in r.issues} == CORPUS_BUGS.get(case.file, set())
+    assert {i.kind for i in r.issues} == set(S.CORPUS.get(case.kernel, ()))
     assert all(np.array_equal(plain[k].view(np.uint8), checked[k].view(np.uint8)) for k in plain)
 
 

@@ -37,7 +37,18 @@ Kinds (``KINDS``) and what ``"continue"`` does after each:
   race with atomics.  ``ldmatrix`` and ``wgmma`` read for the whole warp.  Shadow memory:
   ``fragsim.ptx.shadow``.
 - ``cp_async_in_flight``: shared bytes read or written while a ``cp.async`` copy into them has not
-  landed, i.e. before the ``cp.async.wait_group``/``wait_all`` of the issuing thread that covers it.
+  landed, i.e. before the ``cp.async.wait_group``/``wait_all`` of the issuing thread that covers it;
+  or while a bulk or tensor copy (``cp.async.bulk``, TMA) into them has not completed: before the
+  machine lands it, which it does at the next operation on its mbarrier (semantics/mbarrier.py), so
+  a read before any wait is found this way and a read after another thread's wait as a race.
+- ``proxy_fence``: shared bytes the async proxy reads (a ``wgmma.mma_async`` operand, the source of a
+  bulk or tensor copy to global memory) that the generic proxy wrote (``st``, ``atom``, ``red``,
+  ``stmatrix``) with no ``fence.proxy.async`` between the write and the read in causality order
+  (PTX ISA, memory consistency model, "proxy-preserved base causality order"): typically threads
+  store a tile, ``__syncthreads()``, and a ``wgmma`` or a TMA store reads it without a
+  ``fence.proxy.async`` before the barrier.  ``cp.async`` writes are not held to it (CUTLASS's
+  cp.async + GMMA mainloops have no proxy fence); a warp's lanes count as one (a fence by one lane
+  covers its warp's writes).  After it: nothing changes.
 - ``wgmma_in_flight``: a ``wgmma.mma_async``'s accumulator or A registers read or written by another
   instruction, or its shared-memory operands written, before the ``wgmma.wait_group`` that covers it
   (a later ``wgmma.mma_async`` accumulating into the same registers is allowed, as PTX allows it).
@@ -58,8 +69,10 @@ warp here), a test_wait/try_wait that sees the phase complete acquires them; a b
 (``cp.async.bulk``, TMA) writes its bytes as the issuing warp, released by its complete-tx into the
 mbarrier's phase, so reading them before the wait that observes that phase is a read-after-write race.
 - ``deadlock``: threads wait at a barrier that can never complete (others exited, or wait at another
-  barrier); the finding says who waits where.  After it the waiting threads go on as if their
-  barriers had completed (the hardware would hang).
+  barrier), or at an mbarrier phase that can never complete (arrivals or a tx-count that nothing
+  will bring to zero: an ``expect_tx`` larger than the copies, a wait for the wrong phase parity);
+  the finding says who waits where.  After it the waiting threads go on as if their barriers had
+  completed (the hardware would hang).
 
 Cost: the checks see no ``mma.sync`` events, so the machine keeps running them in batches; shared
 accesses update the shadow by array indexing.  ``benchmarks/bench_run.py --check`` measures it.
@@ -86,12 +99,15 @@ KINDS: dict[str, str] = {
     "misaligned": "an address not aligned to its access (width, 16-byte ldmatrix/stmatrix rows, cp.async size)",
     "invalid_descriptor": "a wgmma matrix descriptor the descriptor model refuses",
     "race": "two threads of a CTA access the same shared bytes, one writes, nothing orders them",
-    "cp_async_in_flight": "shared bytes accessed before the cp.async.wait_group that lands a copy into them",
+    "cp_async_in_flight": "shared bytes accessed before the cp.async.wait_group (cp.async) or the mbarrier wait "
+                          "(cp.async.bulk, TMA) that completes a copy into them",
+    "proxy_fence": "shared bytes written by the generic proxy read by the async proxy (wgmma, a TMA store) with no "
+                   "fence.proxy.async between",
     "wgmma_in_flight": "a wgmma's registers or shared operands accessed before the wgmma.wait_group that covers it",
     "wgmma_fence": "a wgmma.mma_async without a wgmma.fence after its registers were last accessed",
     "divergent": "a .sync/.aligned instruction executed by part of a warp or warpgroup, or with a wrong member mask",
     "uninitialized": "shared bytes read that nothing in this run wrote (opt-in)",
-    "deadlock": "threads wait at a barrier that can never complete",
+    "deadlock": "threads wait at a barrier or an mbarrier phase that can never complete",
 }
 #: Words ``check`` takes.
 WORDS = ("stop", "continue", "uninitialized")
@@ -291,6 +307,7 @@ class Checker:
         self._compiler: Compiler | None = None
         self._aligned_pc = np.array([op.kind == "barrier" and (op.instr.opcode == "bar" or "aligned" in op.instr.mods)
                                      for op in program.ops] + [False])
+        self.bulk_lines = {op.line for op in program.ops if op.instr.opcode == "cp" and "bulk" in op.instr.mods}
 
     # ---- findings ---------------------------------------------------------------------------------
 
@@ -431,6 +448,48 @@ class Checker:
     def on_mbarrier_wait(self, s, idx, cta, addr, phase) -> None:
         self.shadow.mb_wait(idx, (int(cta), int(addr), int(phase)))
 
+    def _bulk_cells(self, idx, flat):
+        """(cells, their thread, the first shared address, bytes) of a bulk copy's shared bytes."""
+        sh = self.shadow
+        X = np.unique(flat // sh.nbytes * sh.ncell + flat % sh.nbytes // sh.G)
+        t = np.repeat(idx[:1], len(X))
+        return X, t, np.array([int(flat.min()) % sh.nbytes]), len(flat)
+
+    def on_bulk_issue(self, s, idx, flat) -> None:
+        """A bulk or tensor copy into shared memory issues: its bytes are in flight until they land."""
+        sh = self.shadow
+        X, t, a, n = self._bulk_cells(idx, flat)
+        h = sh.write(X, sh.t_cw[t], sh.t_tid[t], sh.t_bit[t], s.op.line, False, None, issue=True)
+        if h.any():
+            self._hazards(h, X, np.zeros(len(X), np.int64), idx[:1], a, n, True, s.op.line, "bulk")
+
+    def on_bulk_read(self, s, idx, flat) -> None:
+        """A bulk or tensor copy (or reduction) to global memory reads shared bytes through the async proxy."""
+        sh = self.shadow
+        X, t, a, n = self._bulk_cells(idx, flat)
+        line = s.op.line
+        h = sh.read(X, sh.t_cw[t], sh.t_tid[t], sh.t_bit[t], line, False, self.uninitialized)
+        owner = np.zeros(len(X), np.int64)
+        if h.any():
+            self._hazards(h, X, owner, idx[:1], a, n, False, line, "bulk_read")
+        if sh.proxy:
+            self._proxy(X[~(h.raw | h.pending)], sh.t_cw[idx[:1]], line, idx[:1], "the bulk copy")
+
+    def _proxy(self, X: np.ndarray, cws: np.ndarray, line: int, threads: np.ndarray, what: str) -> None:
+        """The async proxy reads cells ``X`` for warps ``cws``: a finding per generic write not fenced."""
+        sh = self.shadow
+        bad = X[sh.unfenced(X, cws)] if len(X) else X
+        if not len(bad):
+            return
+        x = int(bad[0])
+        addr = sh.address(x)
+        buf, where = self.names.of("shared", addr, sh.G)
+        wl, wt = int(sh.w_line[x]), int(sh.w_tid[x])
+        self.report("proxy_fence", line, threads,
+                    f"{what} reads shared bytes at {addr:#x} ({where}) through the async proxy; they were written "
+                    f"at {self._at(wl)} by {self._who(wt)} through the generic proxy, with no fence.proxy.async "
+                    "between the write and this read", addr, buf, key=wl)
+
     def _who(self, tid: int) -> str:
         return f"warp {tid // WARP_LANES} lane {tid % WARP_LANES}"
 
@@ -443,7 +502,8 @@ class Checker:
     def _hazards(self, h, X, owner, threads, a, width, write, line, opcode) -> None:
         """Findings of one access set's hazards, one per kind and warp."""
         sh = self.shadow
-        verb = {"cp": "cp.async into", "wgmma": "wgmma.mma_async reads"}.get(opcode, "write of" if write else "read of")
+        verb = {"cp": "cp.async into", "wgmma": "wgmma.mma_async reads", "bulk": "bulk copy into",
+                "bulk_read": "bulk copy from"}.get(opcode, "write of" if write else "read of")
         whole = opcode == "wgmma"          # read for the whole warp: every lane is named
         info = h.info
 
@@ -465,12 +525,16 @@ class Checker:
                     who = w + np.flatnonzero(sh.s.present[w:w + WARP_LANES])
                 self.report(kind, line, who, f"{what}: {text(j)}", addr, buf, key=key(j))
 
+        def pending(j) -> str:
+            pl = int(info["pend_line"][j])
+            by = f"of {self._at(pl)} by {self._who(int(info['pend_tid'][j]))} into them"
+            how = "read" if not write else "accessed"
+            if pl in self.bulk_lines:
+                return (f"the bulk copy {by} has not completed: {how} before a wait that observes its "
+                        "mbarrier's phase complete")
+            return f"the cp.async {by} has not landed: {how} before the cp.async.wait_group that covers it"
         if h.pending.any():
-            emit("cp_async_in_flight", h.pending,
-                 lambda j: (f"the cp.async of {self._at(int(info['pend_line'][j]))} by "
-                            f"{self._who(int(info['pend_tid'][j]))} into them has not landed: "
-                            f"{'read' if not write else 'accessed'} before the cp.async.wait_group that covers it"),
-                 lambda j: int(info["pend_line"][j]))
+            emit("cp_async_in_flight", h.pending, pending, lambda j: int(info["pend_line"][j]))
         if h.inflight.any():
             emit("wgmma_in_flight", h.inflight & ~h.pending,
                  lambda j: f"the wgmma.mma_async of {self._at(self._flight_line(int(X[j])))} reads them until the "
@@ -579,6 +643,26 @@ class Checker:
         s.barrier_count.clear()
         s.barrier_arrivals.clear()
 
+    def mbarrier_deadlock(self, s, units, waiting: list) -> None:
+        """No thread can run, and threads wait for mbarrier phases (``waiting``: the mbarriers, of
+        ``units``) or the cluster barrier that nothing can complete: one finding per mbarrier; then,
+        continuing, the waits return True."""
+        for bar in waiting:
+            threads = np.concatenate(bar.waiters)
+            op = self.program.ops[int(s.pc[int(threads[0])])]
+            self.report("deadlock", op.line, threads,
+                        f"threads {format_ranges(s.tid_linear[threads].tolist())} wait ({op.instr.text}) for phase "
+                        f"{bar.phase} of the mbarrier at shared {bar.addr:#x} to complete; {bar.describe()}; no thread "
+                        "can arrive or complete a transaction", whole_cta=True, key=("mbarrier", bar.addr))
+            bar.waiters = []
+            units.wake(s, threads, True)
+        for w in units.cluster_waiters:
+            op = self.program.ops[int(s.pc[int(w[0])])]
+            self.report("deadlock", op.line, w, f"threads {format_ranges(s.tid_linear[w].tolist())} wait at "
+                        "barrier.cluster.wait for threads that cannot arrive", whole_cta=True, key="cluster")
+            units.wake(s, w, True)
+        units.cluster_waiters = []
+
     # ---- instructions the checks see before they run -------------------------------------------------
 
     def compiler(self) -> Compiler:
@@ -603,9 +687,15 @@ class Checker:
             if ins.opcode == "wgmma" and ins.mods[:1] == ("mma_async",):
                 d, a = ins.operands[0], ins.operands[1]
                 wgmma_regs |= {f"{op.function}::{n}" for n in _names(d) | (_names(a) if isinstance(a, A.Vec) else set())}
-        for op in self.program.ops:
+        ops = self.program.ops
+        if any(op.instr.opcode == "wgmma" and op.instr.mods[:1] == ("mma_async",) or op.instr.opcode == "cp" and
+               "bulk" in op.instr.mods for op in ops):
+            self.shadow.proxy_on()
+        for op in ops:
             ins = op.instr
             pre = []
+            if self.shadow.proxy and _proxy_fence(ins):
+                pre.append(self._proxy_fence)
             if op.collective and ins.opcode not in MASKED_WARP_OPS:
                 pre.append(self._whole_warps(op))
             if not self.stop and (ins.opcode in ("ldmatrix", "stmatrix") or ins.opcode == "cp" and
@@ -624,6 +714,10 @@ class Checker:
                     pre.append(self._wgmma_touch(op, frozenset(regs)))
             if pre:
                 op.run = _wrapped(op.run, pre)
+
+    def _proxy_fence(self, s, idx):
+        self.shadow.proxy_fence(idx)
+        return idx
 
     def _missing(self, s, w: int, here: np.ndarray) -> str:
         """Where the lanes of global warp ``w`` that are not in ``here`` (bool (32,)) are."""
@@ -812,6 +906,8 @@ class Checker:
                 X = int(s.cta[t]) * sh.ncell + np.unique(np.concatenate(cells)) if cells else np.zeros(0, np.int64)
                 if len(X):
                     self._wgmma_reads(s, ins.line, threads, X)
+                    if sh.proxy:
+                        self._proxy(X, np.unique(sh.t_cw[threads]), ins.line, lead, "wgmma.mma_async")
                     sh.wg_reads[X] += 1
                     sh.reading += 1
                 wg.flights.append(_Flight(ins.line, dset, aset, X))
@@ -836,6 +932,13 @@ class Checker:
             owner = np.arange(len(Xs))
             addrs = (Xs % sh.ncell) * sh.G
             self._hazards(h, Xs, owner, np.repeat(firsts, n), addrs, sh.G, False, line, "wgmma")
+
+
+def _proxy_fence(ins) -> bool:
+    """``fence.proxy.async`` (bidirectional or generic-to-async) covering shared memory."""
+    m = ins.mods
+    return ins.opcode == "fence" and m[:1] == ("proxy",) and len(m) > 1 and m[1].startswith("async") and \
+        "global" not in m[2:]
 
 
 def _reg_list(regs) -> str:

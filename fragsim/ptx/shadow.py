@@ -16,9 +16,22 @@ thread scheduling.
 **Cells.**  The shadow is kept per ``G``-byte cell, ``G`` the narrowest shared access of the kernel
 (1 to 16 bytes): every access is whole cells, since accesses are aligned to their width (checked).
 Per cell: the last writer (CTA-local thread, stamp, PTX line, whether atomic), per warp the stamp
-and the lanes of its latest reads since that write, the ``cp.async`` copy in flight into it, and
-how many ``wgmma`` in flight read it.  All of it is arrays updated by indexing, one access set at
-a time, never a loop over threads.
+and the lanes of its latest reads since that write, the ``cp.async`` or bulk copy in flight into it,
+and how many ``wgmma`` in flight read it.  All of it is arrays updated by indexing, one access set
+at a time, never a loop over threads.
+
+**Proxies** (only for kernels whose shared memory the async proxy reads: ``wgmma`` operands, bulk
+and tensor copies to global memory).  A write by the generic proxy (``st``, ``atom``, ``red``,
+``stmatrix``) is visible to the async proxy once a ``fence.proxy.async`` comes between them in
+causality order (PTX ISA, memory consistency model: proxy-preserved base causality order) -- a
+fence of any thread that the write is ordered before and that is ordered before the read.  Two
+more clocks per warp follow it through the same synchronisations as ``VC``: ``PV[cta, v, w]``, the
+latest stamp of warp ``w`` whose writes a fence ordered after them has made visible to the async
+proxy, as far as warp ``v`` knows (a fence by warp ``f`` covers what ``VC[f]`` covers), and
+``PF[cta, v, w]``, the number of fences warp ``w`` itself had executed, as far as ``v`` knows; each
+generic write records its warp's fence count, so a write followed by its own warp's fence is
+covered (lanes of a warp count as one here).  A fence starts a new stamp of its warp, so writes
+after it are not covered by it.
 """
 
 from __future__ import annotations
@@ -87,7 +100,7 @@ class Shadow:
         self.r_stamp = np.full((n, self.W), -1, np.int32)   # per warp: stamp of its reads since the write
         self.r_lanes = np.zeros((n, self.W), np.uint32)     # ... and the lanes that read
         self.r_line = np.zeros(n, np.int32)
-        self.pend = np.full(n, -1, np.int32)             # cp.async in flight: the issuing thread
+        self.pend = np.full(n, -1, np.int32)             # cp.async or bulk copy in flight: the issuing thread
         self.pend_line = np.zeros(n, np.int32)
         self.pending = 0                                 # cells with a copy in flight
         self.wg_reads = np.zeros(n, np.int16)            # wgmma in flight reading the cell
@@ -106,6 +119,27 @@ class Shadow:
         self.t_w = (state.tid_linear // WARP_LANES).astype(np.int64)
         self.t_tid = state.tid_linear.astype(np.int32)
         self.t_bit = _LANE_BITS[t % WARP_LANES]
+        self.proxy = False                               # the proxy clocks (proxy_on)
+
+    def proxy_on(self) -> None:
+        """Follow generic-proxy writes to the async proxy (the module docstring's **Proxies**)."""
+        n, nw = self.ctas * self.ncell, self.ctas * self.W
+        self.proxy = True
+        self.w_generic = np.zeros(n, bool)               # written by the generic proxy
+        self.w_fence = np.zeros(n, np.int32)             # ... when its warp had executed this many fences
+        self.F = np.zeros(nw, np.int32)                  # fences each warp executed
+        self.PV = np.full((nw, self.W), -1, np.int32)
+        self.PF = np.zeros((nw, self.W), np.int32)
+        self.pjoin = np.full((self.ctas, BARRIERS, 2, self.W), -1, np.int32)
+        self.mb_pjoin: dict[tuple, np.ndarray] = {}
+
+    def _proxy_rows(self, cw: np.ndarray) -> np.ndarray:
+        """(len(cw), 2, W): the PV and PF rows of warps ``cw``."""
+        return np.stack([self.PV[cw], self.PF[cw]], axis=1)
+
+    def _proxy_learn(self, cw: np.ndarray, rows: np.ndarray) -> None:
+        self.PV[cw] = np.maximum(self.PV[cw], rows[..., 0, :])
+        self.PF[cw] = np.maximum(self.PF[cw], rows[..., 1, :])
 
     # ---- who --------------------------------------------------------------------------------------
 
@@ -137,6 +171,8 @@ class Shadow:
         rows = self.VC[cw].copy()
         rows[np.arange(len(cw)), cw % self.W] = self.S[cw]
         np.maximum.at(self.join, (cw // self.W, b), rows)
+        if self.proxy:
+            np.maximum.at(self.pjoin, (cw // self.W, b), self._proxy_rows(cw))
         self.S[cw] += 1
         self._own(cw)
 
@@ -149,6 +185,9 @@ class Shadow:
         self.VC[cw] = np.maximum(self.VC[cw], self.join[c, b])
         self._own(cw)
         self.join[c, b] = -1
+        if self.proxy:
+            self._proxy_learn(cw, self.pjoin[c, b])
+            self.pjoin[c, b] = -1
         W, s = self.W, self.s
         live = (s.present & (s.status != EXITED)).reshape(-1, W, WARP_LANES).any(axis=2)   # (ctas, W)
         for cta in np.unique(c).tolist():
@@ -165,6 +204,32 @@ class Shadow:
         cw, _ = self._warps_of(threads)
         self.S[cw] += 1
         self._own(cw)
+
+    def proxy_fence(self, threads: np.ndarray) -> None:
+        """``fence.proxy.async`` (shared memory) by ``threads``: their warps' own writes so far, and the
+        writes ordered before them, are visible to the async proxy; later writes get a new stamp (the
+        lanes' ordering, ``VC``'s own entry, is left as it was)."""
+        cw, _ = self._warps_of(threads)
+        own = cw % self.W
+        row = self.VC[cw].copy()
+        row[np.arange(len(cw)), own] = self.S[cw]
+        self.PV[cw] = np.maximum(self.PV[cw], row)
+        self.F[cw] += 1
+        self.PF[cw, own] = self.F[cw]
+        self.S[cw] += 1
+
+    def unfenced(self, X: np.ndarray, cws: np.ndarray) -> np.ndarray:
+        """Entries ``X`` (cells of one CTA) that the async proxy reads for a warpgroup (or one thread's
+        warp) ``cws``: which hold a generic-proxy write that no fence.proxy.async has made visible to
+        it as far as any of ``cws`` knows."""
+        gen = self.w_generic[X]
+        if not gen.any():
+            return gen
+        w = self.w_tid[X] >> LANE_SHIFT
+        seen = np.zeros(len(X), bool)
+        for cw in np.asarray(cws).tolist():
+            seen |= (self.PV[cw, w] >= self.w_stamp[X]) | (self.PF[cw, w] > self.w_fence[X])
+        return gen & ~seen
 
     # ---- accesses ---------------------------------------------------------------------------------
 
@@ -199,7 +264,9 @@ class Shadow:
             v = cw % W
             st = self.S[cw]
             if isinstance(lanes, np.ndarray):
-                old = self.r_stamp[X, v] != st
+                # lanes of reads its own lanes are not ordered after yet are kept (a fence starts a new
+                # stamp without ordering them)
+                old = self.r_stamp[X, v] <= self.VC[cw, v]
                 self.r_lanes[X[old], v[old]] = 0
                 self.r_stamp[X, v] = st
                 np.bitwise_or.at(self.r_lanes, (X, v), lanes)
@@ -262,16 +329,20 @@ class Shadow:
             self.pend[X] = tid
             self.pend_line[X] = line
         else:
-            self._record(X, cw, tid, line, atomic)
+            self._record(X, cw, tid, line, atomic, generic=True)
         return h
 
-    def _record(self, X, cw, tid, line, atomic) -> None:
+    def _record(self, X, cw, tid, line, atomic, generic: bool = False) -> None:
         self.no_writes[cw // self.W] = False
         self.w_tid[X] = tid
         self.w_stamp[X] = self.S[cw]
         self.w_line[X] = line
         self.w_atomic[X] = atomic
         self.r_stamp[X] = -1
+        if self.proxy:
+            self.w_generic[X] = generic
+            if generic:
+                self.w_fence[X] = self.F[cw]
 
     # ---- mbarriers: an arrive releases, a wait that sees the phase complete acquires -------------------
 
@@ -285,6 +356,11 @@ class Shadow:
             rows = self.VC[ws].copy()
             rows[np.arange(len(ws)), ws % self.W] = self.S[ws]
             self._mb_join((*bar, ph), rows.max(axis=0))
+            if self.proxy:
+                key = (*bar, ph)
+                p = self._proxy_rows(ws).max(axis=0)
+                old = self.mb_pjoin.get(key)
+                self.mb_pjoin[key] = p if old is None else np.maximum(old, p)
             self.S[ws] += 1
             self._own(ws)
 
@@ -299,6 +375,8 @@ class Shadow:
             return
         ws = np.unique(self.t_cw[threads])
         self.VC[ws] = np.maximum(self.VC[ws], row)
+        if self.proxy and key in self.mb_pjoin:
+            self._proxy_learn(ws, self.mb_pjoin[key])
         # a copy this warp issued is released at this stamp: its lanes go on at the next, after it
         self.S[ws[row[ws % self.W] >= self.S[ws]]] += 1
         self._own(ws)
@@ -307,6 +385,7 @@ class Shadow:
         """Bytes a bulk or tensor copy (TMA) issued by ``thread`` wrote, released by its complete-tx into
         mbarrier phase ``key``: a write of the issuing warp, ordered before those that wait for the phase."""
         cw = self.t_cw[thread:thread + 1]
+        self._landed(X)
         self._record(X, np.repeat(cw, len(X)), np.full(len(X), self.t_tid[thread], np.int32), BULK_LINE, False)
         row = np.full(self.W, -1, np.int32)
         row[int(cw[0]) % self.W] = self.S[int(cw[0])]
@@ -315,16 +394,24 @@ class Shadow:
     def bulk(self, X: np.ndarray) -> None:
         """Bytes a bulk or tensor copy (TMA) wrote: written, by the async proxy, ordered before every
         access (their completion through mbarriers is not followed: documented in checks.py)."""
+        self._landed(X)
         self.w_tid[X] = ASYNC_PROXY         # (ordered before everything: no_writes may stay)
         self.w_stamp[X] = NEVER
         self.w_atomic[X] = False
         self.r_stamp[X] = -1
+        if self.proxy:
+            self.w_generic[X] = False
 
     def land(self, X: np.ndarray, cw: np.ndarray, tid: np.ndarray) -> None:
         """cp.async bytes land at the wait of the thread that issued them: its write, as of now."""
         self._record(X, cw, tid, self.pend_line[X], False)
-        self.pending -= int(np.count_nonzero(self.pend[X] >= 0))
-        self.pend[X] = -1
+        self._landed(X)
+
+    def _landed(self, X: np.ndarray) -> None:
+        """No copy is in flight into cells ``X`` any more."""
+        if self.pending:
+            self.pending -= int(np.count_nonzero(self.pend[X] >= 0))
+            self.pend[X] = -1
 
     def address(self, X: int) -> int:
         """The shared byte address of cell ``X``."""

@@ -244,6 +244,8 @@ def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             data = s.load("global", rows, BULK_ALIGN, np.full(len(rows), t), line).reshape(-1)
             flat = cta * s.smem.shape[1] + int(d[i]) + np.arange(int(n[i]))
             bar.flights.append(Flight(t, flat, data, int(n[i]), line))
+            if s.observers:
+                s.emit("bulk_issue", np.array([t]), flat=flat)
 
     def run_store(s: State, idx: np.ndarray) -> None:
         u = units(s)
@@ -255,6 +257,8 @@ def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             _global_inside(s, rows, BULK_ALIGN, t, line, text)
             data = s.smem[int(s.cta[t]), int(a[i]):int(a[i] + n[i])].reshape(-1, BULK_ALIGN).copy()
             u.stores.append(Store(t, -1, rows, data, line))
+            if s.observers:
+                s.emit("bulk_read", np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i]))
 
     return Op(ins, "", run_load if load else run_store)
 
@@ -292,6 +296,8 @@ def _reduce(ins: A.Instr, c: Compiler) -> Op:
             _global_inside(s, addrs, w, th, line, text)
             data = s.smem[int(s.cta[th]), int(a[i]):int(a[i] + n[i])].reshape(-1, w).copy()
             u.stores.append(Store(th, -1, addrs, data, line, combine))
+            if s.observers:
+                s.emit("bulk_read", np.array([th]), flat=int(s.cta[th]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i]))
     return Op(ins, "", run)
 
 
@@ -411,6 +417,8 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             values = load_values(box, s.load("global", addrs, tmap.element_bytes, np.full(len(addrs), t), line))
             flat = (cta * s.smem.shape[1] + box.shared_address[:, None] + lanes).reshape(-1)
             bar.flights.append(Flight(t, flat, values.reshape(-1), tmap.box_bytes, line))
+            if s.observers:
+                s.emit("bulk_issue", np.array([t]), flat=flat)
 
     def run_store(s: State, idx: np.ndarray) -> None:
         u = units(s)
@@ -427,6 +435,8 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             box, lanes, addrs, stored = box_of(s, t, tmap, start, int(at[i]), "store")
             rows = box.shared_address[stored][:, None] + lanes
             u.stores.append(Store(t, -1, addrs, s.smem[int(s.cta[t])][rows].copy(), line))
+            if s.observers:
+                s.emit("bulk_read", np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + rows.reshape(-1))
 
     return Op(ins, "", run_load if load else run_store)
 

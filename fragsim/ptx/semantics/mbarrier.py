@@ -56,6 +56,15 @@ name the mbarrier, ``phase`` numbers count from 0 at ``init``:
 ``bulk_land(s, idx, flat, cta, addr, phase)``
     a bulk or tensor copy issued by thread ``idx`` wrote its bytes into shared memory (``flat``: byte
     indices into ``State.smem`` flattened), its complete-tx counted in phase ``phase`` of the mbarrier.
+``bulk_issue(s, idx, flat)`` (semantics/bulk.py)
+    thread ``idx`` issued a bulk or tensor copy into shared memory bytes ``flat`` (they land later:
+    ``bulk_land``).
+``bulk_read(s, idx, flat)`` (semantics/bulk.py)
+    thread ``idx`` issued a bulk or tensor copy (or ``cp.reduce.async.bulk``) to global memory, which
+    reads shared memory bytes ``flat`` through the async proxy (fragsim reads them as it issues).
+
+With checks on (``fragsim.ptx.checks``), a deadlock is a finding instead of an error: the checker
+reports it and, going on, the suspended waits return True.
 """
 
 from __future__ import annotations
@@ -296,6 +305,9 @@ class Units:
                 threads = np.concatenate(bar.waiters)
                 bar.waiters = []
                 self.wake(s, threads, False)
+            return True
+        if s.checker is not None:
+            s.checker.mbarrier_deadlock(s, self, waiting)
             return True
         raise PtxRuntimeError(self.deadlock(s, waiting))
 

@@ -1,8 +1,8 @@
 // wgmma (sm_90a): accumulators or shared operands used while the wgmma is in flight, a missing
-// wgmma.fence, a descriptor reading past shared memory or setting bits no field uses (fragsim run
-// --check: wgmma_in_flight, wgmma_fence, out_of_bounds, invalid_descriptor), and the correct kernel
-// (wgmma_ok).  A line marked "BUG <kind>" is
-// where the finding must point.  One warpgroup (128 threads): D (64x8, f32) = A (64x16, bf16) *
+// wgmma.fence, a descriptor reading past shared memory or setting bits no field uses, operands
+// stored without a fence.proxy.async or without a barrier (fragsim run --check: wgmma_in_flight,
+// wgmma_fence, out_of_bounds, invalid_descriptor, proxy_fence, race), and the correct kernel
+// (wgmma_ok).  A line marked "BUG <kind>" is where the finding must point.  One warpgroup (128 threads): D (64x8, f32) = A (64x16, bf16) *
 // B (16x8, bf16), both K-major in shared memory without swizzle (core matrices 8 rows x 16 bytes,
 // LBO = 128 bytes along K, SBO = 256 bytes along M/N).
 #include <cstdint>
@@ -24,6 +24,9 @@ __device__ __forceinline__ uint64_t desc(const void *p) {
 #define COMMIT() asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory")
 #define WAIT() asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory")
 
+// every thread stores its part of A and B; then (SYNC) a barrier and (PROXY) a fence.proxy.async,
+// which makes the stores visible to wgmma's reads (the async proxy)
+template <bool SYNC = true, bool PROXY = true>
 __device__ __forceinline__ void stage(const unsigned short *A, const unsigned short *Bt, unsigned short *sa,
                                       unsigned short *sb) {
     int t = threadIdx.x;
@@ -35,8 +38,8 @@ __device__ __forceinline__ void stage(const unsigned short *A, const unsigned sh
         int r = i / 16, k = i % 16;
         sb[(k / 8) * 64 + r * 8 + k % 8] = Bt[i];
     }
-    __syncthreads();
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (SYNC) __syncthreads();
+    if (PROXY) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 __device__ __forceinline__ void store(float *D, const float *d) {
@@ -124,6 +127,36 @@ extern "C" __global__ void wgmma_bits_bug(const unsigned short *A, const unsigne
     PIN(d);
     FENCE();
     WGMMA(d, desc(sa), desc(sb) | (uint64_t(1) << 46));  // BUG invalid_descriptor
+    COMMIT();
+    WAIT();
+    PIN(d);
+    store(D, d);
+}
+
+// the stores reach wgmma through the generic proxy only: no fence.proxy.async after them
+extern "C" __global__ void wgmma_proxy_bug(const unsigned short *A, const unsigned short *Bt, float *D) {
+    __shared__ __align__(128) unsigned short sa[64 * 16];
+    __shared__ __align__(128) unsigned short sb[8 * 16];
+    stage<true, false>(A, Bt, sa, sb);
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    PIN(d);
+    FENCE();
+    WGMMA(d, desc(sa), desc(sb));  // BUG proxy_fence
+    COMMIT();
+    WAIT();
+    PIN(d);
+    store(D, d);
+}
+
+// each thread fences its own stores, but no barrier orders the other warps' stores before the wgmma
+extern "C" __global__ void wgmma_race_bug(const unsigned short *A, const unsigned short *Bt, float *D) {
+    __shared__ __align__(128) unsigned short sa[64 * 16];
+    __shared__ __align__(128) unsigned short sb[8 * 16];
+    stage<false, true>(A, Bt, sa, sb);
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+    PIN(d);
+    FENCE();
+    WGMMA(d, desc(sa), desc(sb));  // BUG race
     COMMIT();
     WAIT();
     PIN(d);
