@@ -47,7 +47,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -494,6 +494,51 @@ BY_NAME = {k.name: k for k in KERNELS}
 TMA_KERNELS = frozenset(k.name for k in KERNELS if "tma" in k.name)
 
 
+def _tma_check(swizzle: str) -> Callable[[dict[str, int], int], Launch]:
+    """tma_wgmma_check (tma_wgmma.cu with -D knobs on the descriptor side): tma_wgmma's launch, the maps'
+    swizzle mode ``swizzle``."""
+    def build(s: dict[str, int], seed: int) -> Launch:
+        g = _tma_wgmma(s, seed)
+        g.args = [replace(a, swizzle=swizzle) if isinstance(a, MapArg) else a for a in g.args]
+        return g
+    return build
+
+
+#: fragsim.check_tma_wgmma's injected mismatches on the H100 (``--forms tma_check`` only): name -> (PTX
+#: variant of src/tma_wgmma_check.cu, the maps' swizzle, the product the check predicts, its finding).
+TMA_CHECK = {
+    "tma_check_right": ("tma_wgmma_check.sm90a.ptx", "128B", "right", ""),
+    "tma_check_map_noswizzle": ("tma_wgmma_check.sm90a.ptx", "none", "wrong", "swizzle differs"),
+    "tma_check_sbo512": ("tma_wgmma_check.sbo512.sm90a.ptx", "128B", "wrong", "SBO"),
+    "tma_check_kadv16": ("tma_wgmma_check.kadv16.sm90a.ptx", "128B", "wrong", "k-step advance"),
+    "tma_check_swz64": ("tma_wgmma_check.swz64.sm90a.ptx", "128B", "wrong", "swizzle differs"),
+    "tma_check_shift384": ("tma_wgmma_check.shift384.sm90a.ptx", "128B", "right", ""),
+    "tma_check_shift384_base3": ("tma_wgmma_check.shift384_base3.sm90a.ptx", "128B", "wrong", "alignment"),
+    "tma_check_transb": ("tma_wgmma_check.transb.sm90a.ptx", "128B", "wrong", "K-major vs MN-major"),
+}
+CHECK_KERNELS = tuple(
+    Kernel(name, (file,), "tma_wgmma_check", _gemm_shapes((64, 64, 128)), (0,), _tma_check(swz),
+           f"check_tma_wgmma's case: product predicted {want}" + (f" ({kind})" if kind else ""))
+    for name, (file, swz, want, kind) in TMA_CHECK.items())
+#: Every kernel by name, the check cases included.
+KERNEL = {k.name: k for k in KERNELS + CHECK_KERNELS}
+#: Relative error (of |A| |B|) below which a product counts as right: a right one differs from the
+#: mma.sync reference in rounding only, a wrong operand read by O(1).
+PRODUCT_RTOL = 1e-3
+
+
+def product_verdict(g: Launch, D: np.ndarray) -> str:
+    """"right" or "wrong": tma_wgmma's D against fragsim.gemm's D = A Bt^T (bf16 m16n8k16 mma.sync)."""
+    from fragsim.facts.formats import to_float
+    from fragsim.sim.gemm import gemm
+    A, Bt = g.buffers["A"], g.buffers["Bt"]
+    ref = gemm("m16n8k16.row.col.f32.bf16.bf16.f32", A, np.ascontiguousarray(Bt.T)).view(np.float32)
+    scale = np.abs(to_float(A, "bf16")) @ np.abs(to_float(Bt, "bf16")).T
+    d = np.asarray(D).view(np.float32)
+    ok = np.abs(d.astype(np.float64) - ref) <= PRODUCT_RTOL * scale + 1e-30
+    return "right" if ok.all() else "wrong"
+
+
 @dataclass(frozen=True)
 class Case:
     """One comparison: ``kernel`` on ``file`` with shape ``shape`` (index) and ``seed``; fragsim runs
@@ -520,14 +565,16 @@ class Case:
         return f"{self.kernel}/{self.file}/shape{self.shape}/seed{self.seed}"
 
     def launch(self) -> Launch:
-        k = BY_NAME[self.kernel]
+        k = KERNEL[self.kernel]
         return k.build(k.shapes[self.shape], self.seed)
 
 
 def cases(forms: list[str] | None = None) -> list[Case]:
     """Every case of the family (``forms``: only kernels whose name contains one of them)."""
     out = []
-    for k in KERNELS:
+    # the check cases run only when a form names them (--forms tma_check), never with --forms tma
+    chosen = KERNELS + tuple(k for k in CHECK_KERNELS if forms and any("check" in f and f in k.name for f in forms))
+    for k in chosen:
         if forms and not any(f in k.name for f in forms):
             continue
         for si, shape in enumerate(k.shapes):
@@ -597,7 +644,7 @@ def fragsim_outputs(c: Case, g: Launch) -> dict[str, np.ndarray]:
             return Buffer(bufs[a], address=pins[a]) if a in pins else bufs[a]
         return a
     args = [arg(a) for a in g.args]
-    run_kernel(str(corpus() / c.file), BY_NAME[c.kernel].entry, grid=g.grid, block=g.block, args=args,
+    run_kernel(str(corpus() / c.file), KERNEL[c.kernel].entry, grid=g.grid, block=g.block, args=args,
                dynamic_smem=g.smem, ctas=None if c.ctas is None else list(c.ctas))
     return {name: bufs[name] for name in g.outputs}
 
@@ -633,6 +680,10 @@ def compare(entry: dict[str, Any], full: dict[str, np.ndarray] | None = None) ->
         return out | {"status": "error", "detail": f"{type(e).__name__}: {runner.one_line(e)}",
                       "seconds": round(time.time() - t0, 2)}
     bad = []
+    if c.kernel in TMA_CHECK:            # the product the check predicts, from fragsim's bits
+        out["product"] = product_verdict(g, mine["D"])
+        if out["product"] != TMA_CHECK[c.kernel][2]:
+            bad.append(f"product {out['product']}, check_tma_wgmma predicts {TMA_CHECK[c.kernel][2]}")
     for name, m in masks(c, g).items():
         if digest(mine[name] if m is None else mine[name][m]) != entry["outputs"][name]:
             hw = (full or {}).get(name)
@@ -766,7 +817,7 @@ class Device:
         cp, drv = self.cp, self.cp.cuda.driver
         import ctypes
         handle, _ = self.module(c.file)
-        entry = entry_of(c.file, BY_NAME[c.kernel].entry)
+        entry = entry_of(c.file, KERNEL[c.kernel].entry)
         fn = drv.moduleGetFunction(handle, entry.name)
         if g.smem > 48 * 1024:
             drv.funcSetAttribute(fn, getattr(drv, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8), g.smem)
@@ -902,7 +953,7 @@ class PtxKernelsFamily(RunnerFamily):
                 t0 = time.time()
                 try:
                     hw[c.launch_key] = dev.run(c, g)
-                    say(f"GPU {c.kernel} {c.file} shape {BY_NAME[c.kernel].shapes[c.shape]} seed {c.seed}: "
+                    say(f"GPU {c.kernel} {c.file} shape {KERNEL[c.kernel].shapes[c.shape]} seed {c.seed}: "
                         f"grid {g.grid}, {time.time() - t0:.2f} s ({dev.module(c.file)[1]})")
                 except Exception as ex:     # a launch the GPU refused: recorded as such, the run goes on
                     hw[c.launch_key] = f"{type(ex).__name__}: {runner.one_line(ex)}"
@@ -912,6 +963,11 @@ class PtxKernelsFamily(RunnerFamily):
                 rec.entries.append(self._entry(c, g, None, got))
                 continue
             rec.entries.append(self._entry(c, g, got, ""))
+            if c.kernel in TMA_CHECK:
+                rec.entries[-1]["product"] = product_verdict(g, got["D"])
+                rec.entries[-1]["predicted"] = TMA_CHECK[c.kernel][2]
+                say(f"GPU {c.kernel}: product {rec.entries[-1]['product']} (check_tma_wgmma predicts "
+                    f"{TMA_CHECK[c.kernel][2]})")
             rec.full[c.launch_id] = got
         rec.modules = {f: how for f, (_, how) in dev.modules.items()}
         if args.record:                  # what the GPU said is kept before fragsim's turn, which may be long
@@ -925,13 +981,16 @@ class PtxKernelsFamily(RunnerFamily):
         if args.record:
             self.save(args.record, rec, info, nvcc)
         gpu_errors = [{"id": e["id"], "detail": e["gpu_error"]} for e in rec.entries if e["gpu_error"]]
-        return _summary(results) | {"launches": sum(isinstance(v, dict) for v in hw.values()),
+        products = {e["kernel"]: {"gpu": e["product"], "predicted": e["predicted"]} for e in rec.entries
+                    if "product" in e}
+        checks = {"tma_check": products} if products else {}
+        return _summary(results) | checks | {"launches": sum(isinstance(v, dict) for v in hw.values()),
                                     "gpu_errors": gpu_errors, "nvcc": nvcc, "modules": rec.modules}
 
     @staticmethod
     def _entry(c: Case, g: Launch, hw: dict[str, np.ndarray] | None, error: str) -> dict[str, Any]:
         return {"id": c.id, "kernel": c.kernel, "file": c.file, "shape": c.shape,
-                "shape_dims": BY_NAME[c.kernel].shapes[c.shape], "seed": c.seed, "values": VALUES[c.seed % 3],
+                "shape_dims": KERNEL[c.kernel].shapes[c.shape], "seed": c.seed, "values": VALUES[c.seed % 3],
                 "ctas": None if c.ctas is None else [list(x) for x in c.ctas], "grid": list(g.grid),
                 "block": list(g.block), "smem": g.smem, "inputs": inputs_digest(g),
                 "outputs": output_digests(c, g, hw) if hw is not None else {}, "gpu_error": error}

@@ -171,3 +171,27 @@ def test_report_json_and_text():
     d = r.to_dict()
     assert d["check"] == "tma_wgmma" and d["loads"] == [{"coords": [0, 0], "dst": 0x400}]
     assert "WRONG: 3,072 of 4,096" in str(r)
+
+
+# gpu_check/ptx_kernels.py's TMA_CHECK cases (src/tma_wgmma_check.cu's -D knobs): the check's verdict on
+# each configuration is the product the H100 run is predicted to give (fragsim.run_kernel agrees)
+KNOBS = {"tma_check_right": {}, "tma_check_map_noswizzle": {"map": "none"}, "tma_check_sbo512": {"sbo": 512},
+         "tma_check_kadv16": {"kadv": 16}, "tma_check_swz64": {"swz": "64B"}, "tma_check_shift384": {"shift": 384},
+         "tma_check_shift384_base3": {"shift": 384, "base": 3}, "tma_check_transb": {"trans": True}}
+
+
+@pytest.mark.parametrize("name", sorted(KNOBS))
+def test_gpu_check_cases_verdict_and_finding(name):
+    P = pytest.importorskip("gpu_check.ptx_kernels")
+    _, swz, want, kind = P.TMA_CHECK[name]
+    kn = KNOBS[name]
+    tm = TensorMap("bf16", (128, 64), (256,), (64, 64), swizzle=kn.get("map", "128B"))
+    assert swz == tm.swizzle
+    dst = 0x400 + kn.get("shift", 0)
+    d = D(dst, 16, kn.get("sbo", 1024), kn.get("base", 0), kn.get("swz", "128B"))
+    for op in ("A", "B"):
+        major = "MN" if kn.get("trans") and op == "B" else "K"
+        r = check_tma_wgmma(tm, BF16, op, d, dst=dst, advance=kn.get("kadv", 32), major=major, k_dim=0)
+        assert r.ok == (want == "right") or op == "A" and kn.get("trans")
+        if want == "wrong" and not (op == "A" and kn.get("trans")):
+            assert kind in r.kinds and any("verified" in t for t in r.diagnosis)

@@ -9,6 +9,11 @@ for cu in *.cu; do
     nvcc -arch=sm_90a -lineinfo -ptx "$cu" -o "$out/$k.sm90a.lineinfo.ptx"
     case $k in wgmma_desc|tma_*) ;; *) nvcc -arch=sm_80 -ptx "$cu" -o "$out/$k.sm80.ptx" ;; esac
 done
+# tma_wgmma_check.cu's injected mismatches (fragsim.check_tma_wgmma; ptx_kernels --forms tma_check)
+for v in sbo512:-DDESC_SBO=512 kadv16:-DKADV=16 swz64:-DDESC_SWZ=2 shift384:-DSHIFT=384 \
+         shift384_base3:"-DSHIFT=384 -DBASE_OFF=3" transb:-DTRANS_B=1; do
+    nvcc -arch=sm_90a -ptx ${v#*:} tma_wgmma_check.cu -o "$out/tma_wgmma_check.${v%%:*}.sm90a.ptx"
+done
 for k in reduce_shfl devfunc_local; do
     nvcc -arch=sm_90a -G -ptx "$k.cu" -o "$out/$k.sm90a.G.ptx"
 done
