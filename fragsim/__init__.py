@@ -36,6 +36,7 @@ _LAZY = {
     "check_copy": ("fragsim.check", "check_copy"),
     "MatrixDescriptor": ("fragsim.layout.descriptor", "MatrixDescriptor"),
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
+    "check_tma_wgmma": ("fragsim.check.tma_wgmma", "check_tma_wgmma"),
     "run_kernel": ("fragsim.ptx.run", "run_kernel"),
     "Buffer": ("fragsim.ptx.memory", "Buffer"),
     "trace_fragments": ("fragsim.ptx.trace", "trace_fragments"),
