@@ -56,15 +56,16 @@ import numpy as np
 
 from fragsim.ptx import ast as A
 from fragsim.ptx.parse import parse
-from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS,
-                                 MISC_WAVEFRONTS, SHARED_WAVEFRONTS, ST_CONFLICTS, ST_WAVEFRONTS)
+from fragsim.ptx.traffic import (ATOM_CONFLICTS, ATOM_INST, ATOM_WAVEFRONTS, GMMA_WAVEFRONTS, INST_METRICS,
+                                 LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS, MISC_WAVEFRONTS, SHARED_WAVEFRONTS,
+                                 ST_CONFLICTS, ST_WAVEFRONTS, misc_cost)
 
 from . import ptx_kernels as PK
 from .family import RunnerFamily
 from . import record, runner
 from . import traffic_kernels as TK
 from .ncu_probe import NcuUnavailable
-from .ncu_run import COUNTERS, OP_MISC_WAVEFRONTS, figures, find_ncu, ncu_version, parse_ncu_csv
+from .ncu_run import COUNTERS, OP_MISC_WAVEFRONTS, find_ncu, ncu_version, parse_ncu_csv
 
 RECORD = "ptx_ncu.npz"
 RECORD_KIND = "ptx-ncu"
@@ -72,14 +73,24 @@ RECORD_KIND = "ptx-ncu"
 #: instructions per kind), op_misc, atomics, and the shared-memory totals
 METRICS = tuple(dict.fromkeys([m for pair in COUNTERS.values() for m in pair] + [OP_MISC_WAVEFRONTS]
                               + list(INST_METRICS.values())
-                              + [ATOM_INST, "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
-                                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum",
+                              + [ATOM_INST, ATOM_WAVEFRONTS, ATOM_CONFLICTS, GMMA_WAVEFRONTS,
+                                 "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum",
                                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
                                  "smsp__inst_executed_op_generic_ld.sum", "smsp__inst_executed_op_generic_st.sum",
                                  "smsp__inst_executed.sum"]))
 #: the counters run.totals states and the record is compared on
 COMPARED = (SHARED_WAVEFRONTS, LD_WAVEFRONTS, ST_WAVEFRONTS, MISC_WAVEFRONTS, LD_CONFLICTS, ST_CONFLICTS,
-            LDGSTS_CONFLICTS, *INST_METRICS.values(), ATOM_INST)
+            LDGSTS_CONFLICTS, *INST_METRICS.values(), ATOM_INST, ATOM_WAVEFRONTS, ATOM_CONFLICTS, GMMA_WAVEFRONTS)
+#: counters that hold op_misc: the barrier part of fragsim's figure is the most the hardware counts
+#: (``SharedReport.barrier_misc``), so these compare as a range
+BARRIER_BOUND = (SHARED_WAVEFRONTS, MISC_WAVEFRONTS)
+#: counters a -G build's helper functions (atomics, shuffles, ptxas -g's MEMBAR before each EXIT)
+#: change without a PTX instruction of their own: not compared for -G builds
+DEBUG_UNCOMPARED = (SHARED_WAVEFRONTS, MISC_WAVEFRONTS, ATOM_INST, ATOM_WAVEFRONTS, ATOM_CONFLICTS)
+#: counters an atomic that ptxas makes a compare-and-swap loop (LDS, ATOMS.CAST.SPIN, a branch back)
+#: changes by its trips: not compared for a launch with such a row (``SharedRow.modelled`` False)
+CAS_UNCOMPARED = (SHARED_WAVEFRONTS, MISC_WAVEFRONTS, LD_WAVEFRONTS, LD_CONFLICTS, INST_METRICS["ld"], ATOM_INST,
+                  ATOM_WAVEFRONTS, ATOM_CONFLICTS)
 #: the ``.file`` the rewritten PTX names: nvdisasm's line annotations of this file are PTX lines
 LINE_FILE = "ptx"
 #: SASS opcodes of each row kind of the report (generic ld/st compile to LD/ST)
@@ -87,6 +98,12 @@ SASS_OF = {"ld": ("LDS",), "st": ("STS",), "ldsm": ("LDSM",), "stsm": ("STSM",),
            "atom": ("ATOMS",), "wgmma": ("HGMMA", "IGMMA", "QGMMA", "BGMMA")}
 SASS_GENERIC = {"ld": ("LD",), "st": ("ST",), "atom": ("ATOM",)}
 SHARED_SASS = {"LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS"}
+WGMMA_SASS = SASS_OF["wgmma"]
+#: SASS with an op_misc cost of its own (fragsim.ptx.traffic.MISC_PER_*) -> the PTX opcodes fragsim
+#: counts it for; one on a line of any other instruction is ptxas's own (WARPSYNC where it cannot
+#: prove convergence, REDUX of a warp-aggregated atom.global.min/max, a -G build's MEMBAR): the
+#: comparison takes its executions from the source page and adds them to fragsim's op_misc
+MISC_SASS = {"SHFL": ("shfl",), "REDUX": ("redux",), "MEMBAR": ("membar", "fence"), "WARPSYNC": ()}
 #: source-page columns, as metric names or as the labels Nsight Compute prints by default
 COLUMNS = {"inst": ("inst_executed", "Instructions Executed", "Warp Instructions Executed"),
            "wavefronts": ("memory_l1_wavefronts_shared", "L1 Wavefronts Shared"),
@@ -110,7 +127,10 @@ class Item:
 
     @property
     def id(self) -> str:
-        return f"{self.kernel}/{self.file}" if self.kind == "corpus" else f"traffic/{self.kernel}"
+        if self.kind == "corpus":
+            return f"{self.kernel}/{self.file}"
+        batch = TK.BY_NAME[self.kernel].batch
+        return f"traffic{batch if batch > 1 else ''}/{self.kernel}"
 
     @property
     def name(self) -> str:
@@ -128,7 +148,8 @@ class Item:
         if self.kind == "corpus":
             k = PK.BY_NAME[self.kernel]
             return k.build(k.shapes[0], k.seeds[0])
-        return PK.Launch(PK.dims(1), PK.dims(TK.THREADS), 0, TK.buffers(), ["in", "out"], ("out",))
+        c = TK.BY_NAME[self.kernel]
+        return PK.Launch(PK.dims(1), PK.dims(c.block), 0, TK.buffers(threads=c.block), ["in", "out"], ("out",))
 
 
 def plan(forms: list[str] | None = None) -> list[Item]:
@@ -240,6 +261,16 @@ def launch(work: str) -> None:
     with open(os.path.join(work, "plan.json")) as f:
         entries = json.load(f)
     done = []
+    driver: list[Any] = []          # cuTensorMapEncodeTiled (gpu_check/tma_device.py), at the first tensor map
+
+    def encode(m: PK.MapArg, address: int) -> bytes:
+        if not driver:
+            from .tma_device import Driver
+            driver.append(Driver())
+        code, data = driver[0].encode(m.case(), address)
+        if code:
+            raise ValueError(f"cuTensorMapEncodeTiled refused {m} at {address:#x}: CUresult {code}")
+        return data
     for e in entries:
         if e.get("error"):
             done.append({"index": e["index"], "error": e["error"]})
@@ -254,7 +285,7 @@ def launch(work: str) -> None:
             dev = {k: cp.asarray(v) for k, v in g.buffers.items()}
             pointers = {k: int(v.data.ptr) for k, v in dev.items()}
             params = it.entry().params
-            raw = [PK.param_bytes(p.type, p.count, a, pointers, f"{it.id} parameter {k}")
+            raw = [PK.param_bytes(p.type, p.count, a, pointers, f"{it.id} parameter {k}", encode)
                    for k, (p, a) in enumerate(zip(params, g.args))]
             holders = [(ctypes.c_char * len(b)).from_buffer_copy(b) for b in raw]
             ptrs = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
@@ -407,19 +438,19 @@ class Sass:
         return self.text.startswith(NEVER)
 
 
-def sass_lines(text: str, function: str) -> list[Sass]:
-    """``nvdisasm -g`` text -> the instructions of ``function`` with their PTX lines (the annotations
-    of LINE_FILE: ``//## File "ptx", line N``)."""
-    out: list[Sass] = []
-    inside = False
+def sass_functions(text: str) -> dict[str, list[Sass]]:
+    """``nvdisasm -g`` text -> every function's instructions with their PTX lines (the annotations of
+    LINE_FILE: ``//## File "ptx", line N``), in the order nvdisasm prints the functions."""
+    out: dict[str, list[Sass]] = {}
+    cur: list[Sass] | None = None
     line = 0
     for raw in text.splitlines():
         m = re.match(r"\s*\.text\.(\S+):", raw)
         if m:
-            inside = m.group(1) == function
+            cur = out.setdefault(m.group(1), [])
             line = 0
             continue
-        if not inside:
+        if cur is None:
             continue
         m = re.search(r'//##\s+File\s+"([^"]*)",\s+line\s+(\d+)', raw)
         if m:
@@ -428,19 +459,26 @@ def sass_lines(text: str, function: str) -> list[Sass]:
             continue
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", raw)
         if m:
-            out.append(Sass(int(m.group(1), 16), m.group(2).strip(), line))
+            cur.append(Sass(int(m.group(1), 16), m.group(2).strip(), line))
     return out
+
+
+def sass_lines(text: str, function: str) -> list[Sass]:
+    """The instructions of ``function`` (``sass_functions``)."""
+    return sass_functions(text).get(function, [])
 
 
 @dataclass
 class SourceRow:
-    """One SASS row of Nsight Compute's source page: address, text, and the counters (-1: absent)."""
+    """One SASS row of Nsight Compute's source page: address, text, the counters (-1: absent) and the
+    address space the page names ("Shared", "Global", "Local"; "" where it names none)."""
 
     address: int
     text: str
     inst: int
     wavefronts: int
     ideal: int
+    space: str = ""
 
 
 def source_rows(text: str, name: str | None = None) -> list[SourceRow]:
@@ -464,14 +502,17 @@ def source_rows(text: str, name: str | None = None) -> list[SourceRow]:
             cols = {"address": names.index("Address"), "source": names.index("Source")}
             for key, spellings in COLUMNS.items():
                 cols[key] = next((names.index(s) for s in spellings if s in names), -1)
+            cols["space"] = names.index("Address Space") if "Address Space" in names else -1
             continue
         if not cols or len(row) <= max(cols.values()):
             continue
         a = row[cols["address"]].strip()
         if not re.fullmatch(r"(0x)?[0-9a-fA-F]+", a):
             continue
+        space = row[cols["space"]].strip() if cols["space"] >= 0 else ""
         rows.append(SourceRow(int(a, 16), row[cols["source"]].strip(), _number(row, cols["inst"]),
-                              _number(row, cols["wavefronts"]), _number(row, cols["ideal"])))
+                              _number(row, cols["wavefronts"]), _number(row, cols["ideal"]),
+                              "" if space == "-" else space))
     return rows
 
 
@@ -483,70 +524,124 @@ def _number(row: list[str], k: int) -> int:
         return -1
 
 
-# ---------------------------------------------------------------------------------------------
-# compare
+def _mnemonic(text: str) -> str:
+    return Sass(0, text, 0).opcode
+
+
+def page_rows(functions: dict[str, list[Sass]], rows: list[SourceRow], entry: str) -> tuple[dict, str]:
+    """The source page's row of each SASS instruction: {(function, offset): row}, and a note when they
+    do not match.  A page holds the kernel and every function it calls (a -G build's helpers), each a
+    run of consecutive addresses, in an order of its own: each run goes to the function of its length
+    whose mnemonics it repeats (the entry first)."""
+    runs: list[list[SourceRow]] = []
+    for r in rows:
+        if runs and r.address == runs[-1][-1].address + 16:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    out: dict[tuple[str, int], SourceRow] = {}
+    free = [entry] + [f for f in functions if f != entry]
+    for run in runs:
+        ops = [_mnemonic(r.text) for r in run]
+        fn = next((f for f in free if len(functions.get(f, ())) == len(run)
+                   and [s.opcode for s in functions[f]] == ops), None)
+        if fn is None:
+            return out, (f"a run of {len(run)} source-page rows at {run[0].address:#x} matches no function of the "
+                         f"SASS ({', '.join(f'{len(v)}' for v in functions.values())} instructions)")
+        free.remove(fn)
+        base = run[0].address
+        for r in run:
+            out[(fn, r.address - base)] = r
+    return out, ""
+
 
 @dataclass
 class LineFigures:
-    """A PTX line's shared-memory SASS instructions as Nsight Compute counted them."""
+    """A PTX line's shared-memory SASS instructions as Nsight Compute counted them; ``idle``: the
+    executions of copies that moved no data (no wavefront)."""
 
     sass: list[Sass] = field(default_factory=list)
     inst: int = 0
     wavefronts: int = 0
     ideal: int = 0
+    idle: int = 0
 
 
-def hardware_lines(sass: list[Sass], rows: list[SourceRow]) -> tuple[dict[int, LineFigures], str]:
-    """Per PTX line, its shared-memory SASS instructions (never-executed ones left out) with their
-    source-page counters; and a note when the source page and nvdisasm disagree."""
-    by_offset = {}
-    if rows:
-        base = min(r.address for r in rows)
-        by_offset = {r.address - base: r for r in rows}
-    note = ""
-    if rows and len(rows) != len(sass):
-        note = f"the source page has {len(rows)} SASS rows, nvdisasm {len(sass)}"
+def _touches_shared(s: Sass, r: SourceRow | None) -> bool:
+    if s.never:
+        return False
+    if s.opcode in SHARED_SASS or s.opcode in WGMMA_SASS:
+        return True
+    return s.opcode in ("LD", "ST", "ATOM") and (r is None or r.space in ("", "Shared"))
+
+
+def hardware_lines(functions: dict[str, list[Sass]], rows: list[SourceRow], entry: str,
+                   ) -> tuple[dict[int, LineFigures], dict, str]:
+    """Per PTX line, its shared-memory SASS instructions (never-executed ones left out; a generic
+    LD/ST/ATOM only where the page names the shared space) with their source-page counters; the
+    page's row of every SASS instruction; a note when the page and the SASS disagree."""
+    by, note = page_rows(functions, rows, entry) if rows else ({}, "")
+    on_page = {fn for fn, _ in by} or {entry}
     out: dict[int, LineFigures] = {}
-    for s in sass:
-        if s.never or (s.opcode not in SHARED_SASS and s.opcode not in ("LD", "ST", "ATOM", "HGMMA", "IGMMA",
-                                                                           "QGMMA", "BGMMA")):
+    for fn, sass in functions.items():
+        if fn not in on_page:
             continue
-        f = out.setdefault(s.line, LineFigures())
-        f.sass.append(s)
-        r = by_offset.get(s.offset)
-        if r is not None and r.text.split()[:1] != s.text.split()[:1]:
-            note = note or f"offset {s.offset:#x}: source page {r.text!r}, nvdisasm {s.text!r}"
-            r = None
-        if r is not None:
-            f.inst += max(r.inst, 0)
-            f.wavefronts += max(r.wavefronts, 0)
-            f.ideal += max(r.ideal, 0)
-    return out, note
+        for s in sass:
+            r = by.get((fn, s.offset))
+            if not _touches_shared(s, r):
+                continue
+            f = out.setdefault(s.line, LineFigures())
+            f.sass.append(s)
+            if r is not None:
+                f.inst += max(r.inst, 0)
+                f.wavefronts += max(r.wavefronts, 0)
+                f.ideal += max(r.ideal, 0)
+                if r.inst > 0 and r.wavefronts == 0:
+                    f.idle += r.inst
+    return out, by, note
 
 
 @dataclass
 class Comparison:
     """One launch: ``totals`` [(metric, fragsim, ncu)] that differ; per PTX line compared, the
-    (line, what, fragsim, ncu) that differ; the lines not compared, and why."""
+    (line, what, fragsim, ncu) that differ; the lines not compared, and why; ``adjusted``: what the
+    comparison took from the SASS because the PTX does not show it [(what, executions)]."""
 
     id: str
     totals: list[tuple[str, int, int]] = field(default_factory=list)
     lines: list[tuple[int, str, int, int]] = field(default_factory=list)
     compared: int = 0
     not_compared: list[tuple[int, str]] = field(default_factory=list)
+    adjusted: list[tuple[str, int]] = field(default_factory=list)
     note: str = ""
     error: str = ""
 
 
 def run_fragsim(it: Item, pointers: dict[str, int]):
-    """``run_kernel(report=True)`` of the launch, its buffers at the recorded device addresses."""
+    """``run_kernel(report=True)`` of the launch, its buffers (and tensor maps' tensors) at the recorded
+    device addresses."""
     from fragsim.ptx.memory import Buffer
     from fragsim.ptx.run import run_kernel
     g = it.launch()
-    bufs = {k: Buffer(v.copy(), address=pointers.get(k)) for k, v in g.buffers.items()}
-    args = [bufs[a] if isinstance(a, str) else a for a in g.args]
+    maps = [a.buffer for a in g.args if isinstance(a, PK.MapArg)]
+    at = {**{b: PK.PIN + i * PK.PIN_SLOT for i, b in enumerate(maps)}, **pointers}
+    bufs = {k: Buffer(v.copy(), address=at.get(k)) for k, v in g.buffers.items()}
+    passed = {a for a in g.args if isinstance(a, str)}
+
+    def arg(a):
+        if isinstance(a, PK.MapArg):      # a tensor map over the buffer at its device address
+            tm = a.tensor_map(at[a.buffer])
+            return tm if a.buffer in passed else (tm, bufs[a.buffer].data)
+        return bufs[a] if isinstance(a, str) else a
+    args = [arg(a) for a in g.args]
     ptx = str(PK.corpus() / it.file) if it.kind == "corpus" else TK.BY_NAME[it.kernel].ptx()
     return run_kernel(ptx, it.entry().name, grid=g.grid, block=g.block, args=args, dynamic_smem=g.smem, report=True)
+
+
+def _ptx_instructions(it: Item) -> dict[int, A.Instr]:
+    module = parse(it.text())
+    return {ins.line: ins for f in module.functions.values() if f.defined for ins in f.body
+            if isinstance(ins, A.Instr)}
 
 
 def compare_one(rec: dict[str, Any], k: int) -> Comparison:
@@ -559,46 +654,156 @@ def compare_one(rec: dict[str, Any], k: int) -> Comparison:
         return c
     run = run_fragsim(it, e["pointers"])
     assert run.shared is not None and run.totals is not None
-    m = rec["metrics"]
-    for metric in COMPARED:
-        if metric in m and m[metric][k] >= 0 and run.totals[metric] != int(m[metric][k]):
-            c.totals.append((metric, run.totals[metric], int(m[metric][k])))
-    wf, _ = figures(m, "ldgsts")
-    mine = sum(r.wavefronts for r in run.shared if r.kind == "ldgsts")
-    if wf[k] >= 0 and mine != int(wf[k]):
-        c.totals.append(("ldgsts wavefronts (shared total - op_misc - op_ld - op_st)", mine, int(wf[k])))
-    sass = sass_lines(rec["sass"].get(e["index"], ""), e["name"])
+    want = dict(run.totals)
+    functions = sass_functions(rec["sass"].get(e["index"], ""))
     page = rec["source"].get(e["index"], "")
-    if not sass or not page or page.startswith("ERROR"):
+    if not functions.get(e["name"]) or not page or page.startswith("ERROR"):
         c.note = "no per-instruction data: " + (page[:200] if page.startswith("ERROR") else "no source page or SASS")
-        return c
-    hw, c.note = hardware_lines(sass, source_rows(page, e["name"]))
+    else:
+        _compare_lines(c, run, it, functions, page, e["name"], want)
+    skip: tuple[str, ...] = DEBUG_UNCOMPARED if ".G." in it.file else ()
+    if any(not r.modelled for r in run.shared):
+        skip = skip + CAS_UNCOMPARED
+        c.note = (c.note + "; " if c.note else "") + "a compare-and-swap loop: its counters not compared"
+    _compare_totals(c, rec["metrics"], k, want, run.shared.barrier_misc, skip)
+    return c
+
+
+def _compare_lines(c: Comparison, run, it: Item, functions: dict[str, list[Sass]], page: str, name: str,
+                   want: dict[str, int]) -> None:
+    """Per PTX line against the source page; what the SASS shows that the PTX does not goes into ``want``
+    (the totals expected) and ``c.adjusted``."""
+    hw, by, c.note = hardware_lines(functions, source_rows(page, name), name)
+    on_page = {fn for fn, _ in by}              # the module's other kernels are not this launch's
+    functions = {fn: ss for fn, ss in functions.items() if fn in on_page}
+    ptx = _ptx_instructions(it)
+    misc = 0
+    for fn, sass in functions.items():          # op_misc SASS that no PTX instruction of its line explains
+        for s in sass:
+            r = by.get((fn, s.offset))
+            if s.opcode not in MISC_SASS or s.never or r is None or r.inst <= 0:
+                continue
+            ins = ptx.get(s.line)
+            if ins is not None and ins.opcode in MISC_SASS[s.opcode] and misc_cost(ins):
+                continue
+            misc += r.inst
+            c.adjusted.append((f"{s.opcode} at PTX line {s.line}" + (f" ({ins.opcode})" if ins else ""), r.inst))
     rows: dict[int, list] = {}
     for r in run.shared:
-        rows.setdefault(r.line, []).append(r)
+        if r.kind != "wgmma":
+            rows.setdefault(r.line, []).append(r)
     for line in sorted(set(rows) | set(hw)):
-        mine_rows, theirs = rows.get(line, []), hw.get(line, LineFigures())
-        kinds = {(r.kind, r.generic) for r in mine_rows}
-        ops = {s.opcode for s in theirs.sass}
-        if not mine_rows:
-            if theirs.inst > 0:
+        mine, theirs = rows.get(line, []), hw.get(line, LineFigures())
+        theirs_data = [s for s in theirs.sass if s.opcode not in WGMMA_SASS]
+        ops = {s.opcode for s in theirs_data}
+        if not mine:
+            if theirs_data and theirs.inst > 0 and ops:
                 c.lines.append((line, f"{'/'.join(sorted(ops))} executed, fragsim has no access", 0, theirs.inst))
             continue
-        if len(kinds) != 1 or not theirs.sass:
+        kinds = {(r.kind, r.generic) for r in mine}
+        if len(kinds) != 1 or not theirs_data:
             c.not_compared.append((line, f"fragsim {sorted(k for k, _ in kinds)}, SASS {sorted(ops) or 'none'}"))
             continue
         kind, generic = kinds.pop()
-        want = (SASS_GENERIC if generic else SASS_OF).get(kind, ())
-        if not ops <= set(want):
+        if not ops <= set((SASS_GENERIC if generic else SASS_OF).get(kind, ())):
             c.not_compared.append((line, f"fragsim {kind}, SASS {sorted(ops)}"))
             continue
+        f = _figures(theirs_data, by, functions)
         c.compared += 1
-        for what, a, b in (("executions", sum(r.executions for r in mine_rows), theirs.inst),
-                           ("wavefronts", sum(r.wavefronts for r in mine_rows), theirs.wavefronts),
-                           ("ideal", sum(r.ideal for r in mine_rows), theirs.ideal)):
-            if kind != "wgmma" and a != b:
+        ex = sum(r.executions for r in mine)
+        if ex != f.inst and len(theirs_data) > 1 and 0 < f.inst - ex <= f.idle:
+            # ptxas split the line into copies; those that ran with no lane on are idle executions
+            d = f.inst - ex
+            c.adjusted.append((f"{d} idle execution(s) of ptxas's copies of PTX line {line}", d))
+            metric = ATOM_INST if kind == "atom" else INST_METRICS.get(kind)
+            if metric and not generic:
+                want[metric] += d
+            misc += d
+        elif ex != f.inst:
+            c.lines.append((line, "executions", ex, f.inst))
+        if any(not r.modelled for r in mine):
+            c.not_compared.append((line, "an atomic ptxas makes a compare-and-swap loop (LDS, ATOMS.CAST.SPIN): "
+                                         "its trips depend on the lanes' contention"))
+            continue
+        if any(r.entry is not None and not r.entry.counted for r in mine):
+            c.not_compared.append((line, "cp.async.cg wavefronts: the source page shows Nsight Compute's "
+                                         "SASS-instrumented estimate; the hardware counts none (the totals check it)"))
+            continue
+        for what, a, b in (("wavefronts", sum(r.wavefronts for r in mine), f.wavefronts),
+                           ("ideal", sum(r.ideal for r in mine), f.ideal)):
+            if a != b:
                 c.lines.append((line, what, a, b))
-    return c
+    _compare_wgmma(c, run, functions, by)
+    want[MISC_WAVEFRONTS] += misc
+    want[SHARED_WAVEFRONTS] += misc
+
+
+def _figures(sass: list[Sass], by: dict, functions: dict[str, list[Sass]]) -> LineFigures:
+    """The page's figures summed over ``sass`` (instructions of any function)."""
+    f = LineFigures(sass=sass)
+    where = {id(s): fn for fn, ss in functions.items() for s in ss}
+    for s in sass:
+        r = by.get((where[id(s)], s.offset))
+        if r is None:
+            continue
+        f.inst += max(r.inst, 0)
+        f.wavefronts += max(r.wavefronts, 0)
+        f.ideal += max(r.ideal, 0)
+        if r.inst > 0 and r.wavefronts == 0:
+            f.idle += r.inst
+    return f
+
+
+def _compare_wgmma(c: Comparison, run, functions: dict[str, list[Sass]], by: dict) -> None:
+    """wgmma rows against the HGMMA (and kin) instructions in order: ptxas keeps the wgmma.mma_async
+    of the PTX in their order, but gives some the .loc of a neighbour (an add, a fence)."""
+    mine = [r for r in run.shared if r.kind == "wgmma"]
+    if not mine:
+        return
+    theirs = [(fn, s) for fn, ss in functions.items() for s in ss if s.opcode in WGMMA_SASS]
+    if len(theirs) != len(mine):
+        c.not_compared += [(r.line, f"wgmma: {len(mine)} in the PTX, {len(theirs)} HGMMA in the SASS") for r in mine]
+        return
+    for r, (fn, s) in zip(mine, theirs):
+        p = by.get((fn, s.offset))
+        if p is None:
+            continue
+        c.compared += 1
+        for what, a, b in (("executions", r.executions, p.inst), ("wavefronts", r.wavefronts, p.wavefronts),
+                           ("ideal", r.ideal, p.ideal)):
+            if a != b:
+                c.lines.append((r.line, f"wgmma {what} (SASS {s.offset:#x})", a, b))
+
+
+def _compare_totals(c: Comparison, m: dict[str, np.ndarray], k: int, want: dict[str, int], barrier: int,
+                    skip: tuple[str, ...]) -> None:
+    def got(metric: str) -> int:
+        return int(m[metric][k]) if metric in m and m[metric][k] >= 0 else -1
+
+    for metric in COMPARED:
+        n = got(metric)
+        if n < 0 or metric in skip:
+            continue
+        a = want[metric]
+        if metric in BARRIER_BOUND and barrier:
+            if not a - barrier <= n <= a:
+                c.totals.append((f"{metric} (fragsim: {a - barrier:,} to {a:,})", a, n))
+        elif a != n:
+            c.totals.append((metric, a, n))
+    # cp.async has no wavefront counter: the shared total less every other op's
+    rest = [got(x) for x in (SHARED_WAVEFRONTS, MISC_WAVEFRONTS, LD_WAVEFRONTS, ST_WAVEFRONTS)]
+    if min(rest) < 0 or SHARED_WAVEFRONTS in skip:
+        return
+    ncu = rest[0] - sum(rest[1:]) - max(got(ATOM_WAVEFRONTS), 0)
+    mine = want[SHARED_WAVEFRONTS] - want[MISC_WAVEFRONTS] - want[LD_WAVEFRONTS] - want[ST_WAVEFRONTS] \
+        - want[ATOM_WAVEFRONTS]
+    what = "ldgsts + gmma wavefronts (shared total - op_misc - op_ld - op_st - op_atom)"
+    if got(GMMA_WAVEFRONTS) >= 0:
+        ncu -= got(GMMA_WAVEFRONTS)
+        mine -= want[GMMA_WAVEFRONTS]
+        what = "ldgsts wavefronts (shared total - op_misc - op_ld - op_st - op_atom - op_gmma)"
+    if abs(mine - ncu) > barrier:      # the total and op_misc come from different replays: each its own barrier part
+        c.totals.append((what + (f" (fragsim: {mine - barrier:,} to {mine + barrier:,})" if barrier else ""), mine, ncu))
 
 
 def compare(folder: str, forms: list[str] | None = None, say=print, cases: int | None = None) -> list[Comparison]:
@@ -623,6 +828,8 @@ def compare(folder: str, forms: list[str] | None = None, say=print, cases: int |
             say(f"  PTX line {line} {what}: fragsim {a:,}, ncu {b:,}")
         for line, why in c.not_compared:
             say(f"  PTX line {line} not compared: {why}")
+        for what, n in c.adjusted:
+            say(f"  from the SASS: {what}: {n:,}")
     return out
 
 

@@ -3,11 +3,18 @@
 every instruction's figures with the bank model on the same access set; gpu_check/ptx_ncu.py runs
 them on the GPU under Nsight Compute.
 
-Every kernel is one CTA of ``THREADS`` threads (two warps) with a 16 KiB static shared array
-``smem``, an input buffer (cp.async reads it) and an output buffer (each thread stores what it
-loaded, so that ptxas keeps the loads).  ``Case.accesses`` lists the shared-memory instructions of
-the kernel in PTX order, each with its table entry and, per warp, its executions (the 32 lanes'
-byte offsets in ``smem`` and the mask of active lanes) -- the same arithmetic as the PTX, in Python.
+Every kernel is one CTA of ``THREADS`` threads (two warps; ``Case.threads`` where a case needs more)
+with a static shared array ``smem``, an input buffer (cp.async reads it) and an output buffer (each
+thread stores what it loaded, so that ptxas keeps the loads).  ``Case.accesses`` lists the
+shared-memory instructions of the kernel in PTX order, each with its table entry and, per warp, its
+executions (the 32 lanes' byte offsets in ``smem`` and the mask of active lanes; mask 0: the warp
+issues it with no lane on) -- the same arithmetic as the PTX, in Python.
+
+Two batches: the first (``batch`` 1, ids ``traffic/<name>``) is the H100 recording's, its kernels'
+text fixed (the recording's SASS names their lines); the second (``traffic2/<name>``) holds the
+kernels written after reading that recording, to test what was fitted on it: other strides and
+widths, idle warps, cp.async in loops and branches, the op_misc instructions, barriers, atomics,
+wgmma's other swizzles and shapes.
 """
 
 from __future__ import annotations
@@ -52,17 +59,24 @@ class Case:
     doc: str
     body: str
     accesses: tuple[Access, ...]
+    threads: int = 0
+    batch: int = 1
+    target: str = "sm_90"
 
     @property
     def entry(self) -> str:
         return "fs_traffic_" + self.name
 
+    @property
+    def block(self) -> int:
+        return self.threads or THREADS
+
     def ptx(self) -> str:
         """The kernel as a module of its own."""
-        return HEADER + self.entry_text()
+        return (HEADER if self.batch == 1 else HEADER2.format(target=self.target)) + self.entry_text()
 
     def entry_text(self) -> str:
-        return PROLOGUE.format(entry=self.entry) + self.body + EPILOGUE
+        return (PROLOGUE if self.batch == 1 else PROLOGUE2).format(entry=self.entry) + self.body + EPILOGUE
 
 
 HEADER = """.version 8.0
@@ -92,6 +106,15 @@ PROLOGUE = """
 	mov.u32 %r13, 0;
 	mov.u32 %r14, 0;
 """
+#: the second batch: more registers (wgmma's accumulators), more shared memory (its tiles)
+HEADER2 = """.version 8.0
+.target {target}
+.address_size 64
+
+.shared .align 1024 .b8 smem[32768];
+"""
+PROLOGUE2 = PROLOGUE.replace(".reg .pred %p<8>;", ".reg .pred %p<16>;").replace(
+    ".reg .b32 %r<64>;", ".reg .b32 %r<128>;").replace(".reg .b64 %rd<16>;", ".reg .b64 %rd<32>;\n\t.reg .f32 %f<72>;")
 EPILOGUE = """	mul.wide.u32 %rd3, %r1, 4;
 	add.s64 %rd4, %rd2, %rd3;
 	st.global.u32 [%rd4], %r30;
@@ -186,7 +209,7 @@ LOW, HIGH = int(np.sum((LANES < 16) << LANES)), int(np.sum((LANES >= 16) << LANE
 GENERIC = ("\tmov.u64 %rd6, smem;\n\tcvta.shared.u64 %rd6, %rd6;\n\tmul.wide.u32 %rd7, %r2, 8;\n"
            "\tadd.s64 %rd6, %rd6, %rd7;\n\tld.u32 %r11, [%rd6];\n\txor.b32 %r30, %r30, %r11;\n")
 
-CASES = (
+CASES: tuple[Case, ...] = (
     Case("ld_row", "ld.shared.b32, lane l at word l: one wavefront, no conflict",
          _addr(4, 128) + _ld("b32"), (Access("ld.shared.b32", affine(4, 128)),)),
     Case("ld_stride2", "ld.shared.b32 at 8-byte stride: lanes l and l + 16 share a bank, 2 wavefronts",
@@ -237,7 +260,7 @@ CASES = (
          (Access("ld.shared.b32", affine(8, 256, LOW)),)),
     Case("warp0_only", "@p ld.shared.b32 with p = warp 0: warp 1 runs it with no lane on",
          "\tsetp.eq.u32 %p1, %r3, 0;\n" + _addr(8, 0) + _ld("b32", guard="@%p1 "),
-         (Access("ld.shared.b32", lambda w: [(LANES * 8, FULL)] if w == 0 else []),)),
+         (Access("ld.shared.b32", lambda w: [(LANES * 8, FULL if w == 0 else 0)]),)),
     Case("branch", "if (lane < 16) read at 128-byte stride (16 wavefronts) else at word stride (1): each "
          "side one execution per warp", BRANCH,
          (Access("ld.shared.b32", affine(4, 0, HIGH)), Access("ld.shared.b32", affine(128, 0, LOW)))),
@@ -252,15 +275,298 @@ CASES = (
          _addr(0, 128) + "\tatom.shared.add.u32 %r11, [%r10], 1;\n\txor.b32 %r30, %r30, %r11;\n",
          (Access("atom", affine(0, 128)),)),
 )
+# ------------------------------------------------------------------------------------- the second batch
+
+#: Where the kernels read values ptxas must not fold (a loop's trip count): the last words of ``in``.
+CONTROL_AT = IN_BYTES - 64
+#: CONTROL[0]: the trip count of the cp.async loop (2)
+CONTROL = (2,)
+WARPGROUP = 128
+
+
+def _control(k: int, reg: str) -> str:
+    return f"\tld.global.u32 {reg}, [%rd1+{CONTROL_AT + 4 * k}];\n"
+
+
+def _masked(w_on: int) -> Executions:
+    """The warp ``w_on`` runs it with every lane, the other warp with none (an idle execution)."""
+    return lambda w: [(LANES * 8, FULL if w == w_on else 0)]
+
+
+def _matrix_op(op: str, num: int, trans: bool, store: bool) -> str:
+    regs = "{" + ", ".join(f"%r{11 + i}" for i in range(num)) + "}"
+    mods = f"m8n8.x{num}{'.trans' if trans else ''}.shared.b16"
+    if store:
+        return f"\tstmatrix.sync.aligned.{mods} [%r10], {{{', '.join(['%r1'] * num)}}};\n"
+    return (f"\tldmatrix.sync.aligned.{mods} {regs}, [%r10];\n"
+            + "".join(f"\txor.b32 %r30, %r30, %r{11 + i};\n" for i in range(num)))
+
+
+def _atom(addr: str, op: str = "add.u32", value: str = "1", guard: str = "") -> str:
+    rest = f"%r11, [%r10], {value}"
+    if op.startswith("cas"):
+        rest = f"%r11, [%r10], 0, {value}"
+    return addr + f"\t{guard}atom.shared.{op} {rest};\n\txor.b32 %r30, %r30, %r11;\n"
+
+
+def _lane_addr(expr: str) -> str:
+    """%r10 = smem + (expr of %r2 = lane, %r3 = warp, computed into %r10) ."""
+    return expr + "\tadd.u32 %r10, %r10, %r4;\n"
+
+
+PAIRS = "\tshr.u32 %r10, %r2, 1;\n\tshl.b32 %r10, %r10, 2;\n\tmad.lo.u32 %r10, %r3, 128, %r10;\n"
+QUADS = "\tshr.u32 %r10, %r2, 2;\n\tshl.b32 %r10, %r10, 2;\n\tmad.lo.u32 %r10, %r3, 128, %r10;\n"
+HALF_SAME = ("\tshl.b32 %r10, %r2, 2;\n\tsetp.lt.u32 %p2, %r2, 16;\n\tselp.b32 %r10, 0, %r10, %p2;\n"
+             "\tmad.lo.u32 %r10, %r3, 128, %r10;\n")
+
+
+def _atom_case(name: str, doc: str, lanes: np.ndarray, warp_mul: int, addr: str, op: str = "add.u32",
+               mask: int = FULL, guard: str = "", value: str = "1") -> Case:
+    width = 8 if op.endswith(("64", "u64", "s64", "b64")) else 4
+    return Case(name, doc, _atom(addr, op, value, guard),
+                (Access("atom" if width == 4 else "atom.64", lambda w: [(lanes + w * warp_mul, mask)]),), batch=2)
+
+
+def _misc(name: str, doc: str, body: str) -> Case:
+    return Case(name, doc, body, (), batch=2)
+
+
+#: spin: a dependent chain of %r5 trips (%r5 set before), so that warps reach what follows apart
+SPIN = ("\tmov.u32 %r6, 0;\n\tsetp.eq.u32 %p3, %r5, 0;\n\t@%p3 bra $L__spun;\n$L__spin:\n"
+        "\tmad.lo.u32 %r30, %r30, 1664525, 1013904223;\n\tadd.u32 %r6, %r6, 1;\n"
+        "\tsetp.lt.u32 %p3, %r6, %r5;\n\t@%p3 bra $L__spin;\n$L__spun:\n")
+
+
+def _bar(name: str, doc: str, threads: int, before: str = "", bar: str = "\tbar.sync 0;\n") -> Case:
+    return Case(name, doc, before + bar, (), threads=threads, batch=2)
+
+
+# wgmma: one warpgroup; A at smem + 0, B at smem + 8192 (both zeros: the traffic does not depend on
+# the values); descriptors = encode(address) | LBO << 16 | SBO << 32 | mode << 62 (fragsim.MatrixDescriptor)
+B_AT = 8192
+
+
+def _desc(reg: str, at: int, lbo: int, sbo: int, mode: int) -> str:
+    const = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (mode << 62)
+    return (f"\tadd.u32 %r40, %r4, {at};\n\tshr.u32 %r40, %r40, 4;\n\tand.b32 %r40, %r40, 16383;\n"
+            f"\tcvt.u64.u32 {reg}, %r40;\n\tor.b64 {reg}, {reg}, {const};\n")
+
+
+def _wgmma(n: int, a: str, b: str, trans_b: int = 0, k_steps: int = 1, b_step: int = 32, a_step: int = 32) -> str:
+    """wgmma.mma_async m64n{n}k16 f32 += bf16 * bf16: A from descriptor %rd20 (or registers when
+    ``a`` is "regs"), B from %rd21; ``k_steps`` in a row, the descriptors' start advancing by
+    ``a_step``/``b_step`` bytes (>> 4 in the descriptor)."""
+    regs = n // 2
+    d = "{" + ", ".join(f"%f{i}" for i in range(regs)) + "}"
+    out = "".join(f"\tmov.f32 %f{i}, 0f00000000;\n" for i in range(regs))
+    out += ("" if a == "regs" else a) + b + "\twgmma.fence.sync.aligned;\n"
+    for k in range(k_steps):
+        if a == "regs":
+            a_op, tail = "{%r11, %r12, %r13, %r14}", f"p, 1, 1, {trans_b}"
+        else:
+            a_op, tail = "%rd20", f"p, 1, 1, 0, {trans_b}"
+        out += ("\t{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %r1, 4096;\n"
+                f"\twgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {d}, {a_op}, %rd21, {tail};\n\t}}\n")
+        if k + 1 < k_steps:
+            out += f"\tadd.s64 %rd21, %rd21, {b_step >> 4};\n"
+            if a != "regs":
+                out += f"\tadd.s64 %rd20, %rd20, {a_step >> 4};\n"
+    out += "\twgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;\n"
+    out += "".join(f"\tmov.b32 %r41, %f{i};\n\txor.b32 %r30, %r30, %r41;\n" for i in range(0, regs, 7))
+    return out
+
+
+def _wg(name: str, doc: str, body: str) -> Case:
+    return Case(name, doc, "\tfence.proxy.async.shared::cta;\n\tbar.sync 0;\n" + body, (), threads=WARPGROUP,
+                batch=2, target="sm_90a")
+
+
+SW128, SW64, SW32, NONE = 1, 2, 3, 0
+CP_LOOP = (_control(0, "%r20") + "\tmov.u32 %r21, 0;\n$L__copy:\n" + _addr(16, 4096)
+           + "\tmad.lo.u32 %r10, %r21, 1024, %r10;\n\tmul.wide.u32 %rd5, %r1, 16;\n\tadd.s64 %rd5, %rd1, %rd5;\n"
+           "\tcp.async.ca.shared.global [%r10], [%rd5], 16;\n\tcp.async.commit_group;\n\tcp.async.wait_all;\n"
+           "\tadd.u32 %r21, %r21, 1;\n\tsetp.lt.u32 %p2, %r21, %r20;\n\t@%p2 bra $L__copy;\n")
+CP_TWO_BLOCKS = ("\tsetp.eq.u32 %p2, %r3, 0;\n\t@%p2 bra $L__first;\n" + _cp_async("ca", 16, 32)
+                 + "\tbra.uni $L__both;\n$L__first:\n" + _cp_async("ca", 4, 4) + "$L__both:\n"
+                 + _cp_async("ca", 16, 16).replace("%r10", "%r19"))
+
+
+def _cp_loop_executions(w: int) -> list:
+    return [(LANES * 16 + w * 4096 + i * 1024, FULL) for i in range(CONTROL[0])]
+
+
+CASES2 = (
+    # the bank model on strides and widths the first batch did not hold
+    Case("ld_stride12", "ld.shared.b32 at a 12-byte stride: an odd word stride, no conflict", _addr(12, 384)
+         + _ld("b32"), (Access("ld.shared.b32", affine(12, 384)),), batch=2),
+    Case("ld_stride64", "ld.shared.b32 at a 64-byte stride: lanes l and l + 2 share a bank, 16 wavefronts",
+         _addr(64, 4) + _ld("b32"), (Access("ld.shared.b32", affine(64, 4)),), batch=2),
+    Case("ld_u8_stride128", "ld.shared.u8 at a 128-byte stride: 32 words of bank 0, 32 wavefronts",
+         _addr(128, 1) + _ld("u8"), (Access("ld.shared.u8", affine(128, 1)),), batch=2),
+    Case("ld_u16_row", "ld.shared.u16, lane l at 2 l: one wavefront", _addr(2, 64) + _ld("u16"),
+         (Access("ld.shared.u16", affine(2, 64)),), batch=2),
+    Case("ld_v2_stride16", "ld.shared.v2.b32 at a 16-byte stride: each half-warp phase 2-way, 4 wavefronts",
+         _addr(16, 512) + _ld("v2.b32", 2), (Access("ld.shared.v2.b32", affine(16, 512)),), batch=2),
+    Case("ld_v4_same", "ld.shared.v4.b32, every lane at one address", _addr(0, 16) + _ld("v4.b32", 4),
+         (Access("ld.shared.v4.b32", affine(0, 16)),), batch=2),
+    Case("st_u16_row", "st.shared.u16, lane l at 2 l; then a read-back", _addr(2, 64) + _st("u16") + READ_BACK,
+         (Access("st.shared.u16", affine(2, 64)), read_back()), batch=2),
+    Case("st_v2_stride32", "st.shared.v2.b32 at a 32-byte stride; then a read-back",
+         _addr(32, 1024) + _st("v2.b32", 2) + READ_BACK, (Access("st.shared.v2.b32", affine(32, 1024)), read_back()),
+         batch=2),
+    Case("st_no_barrier", "st.shared.b32 at an 8-byte stride, nothing after it", _addr(8, 256) + _st("b32"),
+         (Access("st.shared.b32", affine(8, 256)),), batch=2),
+    Case("ldmatrix_x1", "ldmatrix.x1 of 64-byte rows: lanes 8.. name nothing", _matrix_addr(False)
+         + _matrix_op("ldmatrix", 1, False, False), (Access("ldmatrix.x1", _matrix(False)),), batch=2),
+    Case("ldmatrix_x2_trans", "ldmatrix.x2.trans of 64-byte rows", _matrix_addr(False)
+         + _matrix_op("ldmatrix", 2, True, False), (Access("ldmatrix.x2.trans", _matrix(False)),), batch=2),
+    Case("stmatrix_x2_trans", "stmatrix.x2.trans into swizzled rows; then a read-back", _matrix_addr(True)
+         + _matrix_op("stmatrix", 2, True, True) + READ_BACK,
+         (Access("stmatrix.x2.trans", _matrix(True)), read_back()), batch=2),
+    Case("generic_st", "st.u32 through a generic address into shared memory, 8-byte stride; a read-back",
+         GENERIC.replace("ld.u32 %r11, [%rd6];\n\txor.b32 %r30, %r30, %r11;\n", "st.u32 [%rd6], %r1;\n")
+         + READ_BACK, (Access("st.shared.b32", affine(8, 0)), read_back()), batch=2),
+    Case("cp_async_ca8", "cp.async.ca 8 bytes, lane l at 8 l", _cp_async("ca", 8, 8), (_cp("cp.async.ca.8", 8),),
+         batch=2),
+    Case("cp_async_cg16_row", "cp.async.cg 16 bytes in a row (its executions only: Nsight Compute's source page "
+         "estimates what the counters do not count)", _cp_async("cg", 16, 16), (_cp("cp.async.cg.16", 16),), batch=2),
+    Case("loop_unrolled", "for i < 4 (a constant trip count ptxas unrolls): read smem[i * 128 + 4 lane]",
+         "\tmov.u32 %r21, 0;\n$L__four:\n" + _addr(4, 0) + "\tmad.lo.u32 %r10, %r21, 128, %r10;\n" + _ld("b32")
+         + "\tadd.u32 %r21, %r21, 1;\n\tsetp.lt.u32 %p2, %r21, 4;\n\t@%p2 bra $L__four;\n",
+         (Access("ld.shared.b32", lambda w: [(LANES * 4 + i * 128, FULL) for i in range(4)]),), batch=2),
+    # a warp whose lanes are all off still issues the instruction
+    Case("st_warp0_only", "@p st.shared.b32 with p = warp 0: warp 1 issues it idle; then a read-back",
+         "\tsetp.eq.u32 %p1, %r3, 0;\n" + _addr(8, 0) + "\t@%p1 st.shared.b32 [%r10], %r1;\n" + READ_BACK,
+         (Access("st.shared.b32", _masked(0)), read_back()), batch=2),
+    Case("ldmatrix_warp0_only", "@p ldmatrix.x4 with p = warp 0 (uniform in each warp): warp 1 idle",
+         "\tsetp.eq.u32 %p1, %r3, 0;\n" + _matrix_addr(False) + _ldmatrix().replace("\tldmatrix", "\t@%p1 ldmatrix"),
+         (Access("ldmatrix.x4", lambda w: [(_matrix_rows(False) + w * 2048, FULL if w == 0 else 0)]),), batch=2),
+    Case("atom_warp0_only", "@p atom.shared.add.u32 with p = warp 0, lane l at word l: ptxas branches around "
+         "it, warp 1 does not issue it", "\tsetp.eq.u32 %p1, %r3, 0;\n" + _atom(_addr(4, 0), guard="@%p1 "),
+         (Access("atom", lambda w: [(LANES * 4, FULL)] if w == 0 else []),), batch=2),
+    Case("cp_async_warp0_only", "@p cp.async.ca 16 with p = warp 0: warp 1 issues it idle, and both run "
+         "ptxas's three never-executed LDS before it", "\tsetp.eq.u32 %p1, %r3, 0;\n"
+         + _cp_async("ca", 16, 16).replace("\tcp.async.ca.", "\t@%p1 cp.async.ca."),
+         (Access("cp.async.ca.16", lambda w: [(LANES * 16 + w * 4096, FULL if w == 0 else 0)],
+                 lambda w: (w * WARP_LANES + LANES) * 16),), batch=2),
+    # ptxas's never-executed LDS: per basic block with a cp.async, per time a warp runs it
+    Case("cp_async_loop2", "cp.async.ca 16 in a loop of 2 trips (read from memory): the block's 3 LDS run "
+         "each trip", CP_LOOP, (Access("cp.async.ca.16", _cp_loop_executions,
+                                       lambda w: (w * WARP_LANES + LANES) * 16),), batch=2),
+    Case("cp_async_two_blocks", "warp 0 copies in one block, warp 1 in another, both in a third: 3 + 3 + 6 "
+         "never-executed LDS", CP_TWO_BLOCKS,
+         (Access("cp.async.ca.16", lambda w: [(LANES * 32 + w * 4096, FULL)] if w else [],
+                 lambda w: (w * WARP_LANES + LANES) * 16),
+          Access("cp.async.ca.4", lambda w: [(LANES * 4 + w * 4096, FULL)] if not w else [],
+                 lambda w: (w * WARP_LANES + LANES) * 4),
+          Access("cp.async.ca.16", affine(16, 4096), lambda w: (w * WARP_LANES + LANES) * 16)), batch=2),
+    # instructions with an op_misc cost of their own (or none)
+    _misc("shfl3", "three shfl.sync.bfly of a lane's own value: 3 op_misc wavefronts per warp",
+          "\tmul.lo.u32 %r5, %r1, %r1;\n\tshfl.sync.bfly.b32 %r6, %r5, 1, 31, -1;\n\tadd.u32 %r6, %r6, %r5;\n"
+          "\tshfl.sync.bfly.b32 %r7, %r6, 2, 31, -1;\n\tmul.lo.u32 %r7, %r7, %r6;\n"
+          "\tshfl.sync.bfly.b32 %r8, %r7, 4, 31, -1;\n\txor.b32 %r30, %r30, %r8;\n"),
+    _misc("shfl_warp0_only", "@p shfl.sync with p = warp 0: warp 1 issues it idle",
+          "\tsetp.eq.u32 %p1, %r3, 0;\n\tmov.u32 %r5, 0;\n\t@%p1 shfl.sync.bfly.b32 %r5, %r1, 1, 31, -1;\n"
+          "\txor.b32 %r30, %r30, %r5;\n"),
+    _misc("redux3", "three redux.sync (REDUX)",
+          "\tredux.sync.add.u32 %r5, %r1, -1;\n\tredux.sync.max.u32 %r6, %r5, -1;\n\tredux.sync.or.b32 %r7, %r6, -1;\n"
+          "\txor.b32 %r30, %r30, %r7;\n"),
+    _misc("vote3", "three vote.sync.ballot (VOTE: no op_misc claimed)",
+          "\tsetp.lt.u32 %p2, %r2, 5;\n\tvote.sync.ballot.b32 %r5, %p2, -1;\n\tsetp.lt.u32 %p2, %r5, %r1;\n"
+          "\tvote.sync.ballot.b32 %r6, %p2, -1;\n\tsetp.lt.u32 %p2, %r6, %r2;\n\tvote.sync.ballot.b32 %r7, %p2, -1;\n"
+          "\txor.b32 %r30, %r30, %r7;\n"),
+    _misc("match1", "one match.any.sync (MATCH: no op_misc claimed)",
+          "\tand.b32 %r5, %r2, 3;\n\tmatch.any.sync.b32 %r6, %r5, -1;\n\txor.b32 %r30, %r30, %r6;\n"),
+    _misc("elect1", "one elect.sync with every lane (ELECT: no op_misc claimed)",
+          "\telect.sync %r5|%p2, -1;\n\tselp.u32 %r6, 1, 0, %p2;\n\txor.b32 %r30, %r30, %r6;\n\txor.b32 %r30, %r30, %r5;\n"),
+    _misc("membar_cta", "membar.cta (MEMBAR.SC.CTA): 1 op_misc wavefront per warp", "\tmembar.cta;\n"),
+    _misc("membar_gl", "membar.gl (MEMBAR.SC.GPU with ERRBAR, CGAERRBAR, CCTL.IVALL)", "\tmembar.gl;\n"),
+    _misc("fence_acq_rel_cta", "fence.acq_rel.cta (MEMBAR.ALL.CTA)", "\tfence.acq_rel.cta;\n"),
+    _misc("fence_proxy_async", "fence.proxy.async (MEMBAR.ALL.GPU + FENCE.VIEW.ASYNC.S)", "\tfence.proxy.async;\n"),
+    _misc("fence_proxy_shared", "fence.proxy.async.shared::cta (MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S)",
+          "\tfence.proxy.async.shared::cta;\n"),
+    _misc("fence_proxy_global", "fence.proxy.async.global (FENCE.VIEW.ASYNC.G only: none claimed)",
+          "\tfence.proxy.async.global;\n"),
+    _misc("warpsync_divergent", "shfl.sync with half the lanes in a branch: ptxas's WARPSYNC (from the SASS)",
+          "\tmov.u32 %r5, 0;\n\tsetp.lt.u32 %p2, %r2, 16;\n\t@!%p2 bra $L__past;\n"
+          "\tshfl.sync.bfly.b32 %r5, %r1, 1, 15, 0xffff;\n$L__past:\n\txor.b32 %r30, %r30, %r5;\n"),
+    # barriers: one op_misc wavefront per warp that waits, at most warps - 1
+    _bar("bar_one_warp", "bar.sync in a one-warp CTA: no warp waits", 32),
+    _bar("bar4_a", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),
+    _bar("bar4_b", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),
+    _bar("bar4_c", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),
+    _bar("bar4_staggered", "bar.sync after warp w spins 64 w trips: warps arrive one by one, 3 wait", 128,
+         "\tshl.b32 %r5, %r3, 6;\n" + SPIN),
+    _bar("bar4_late0", "bar.sync after warp 0 alone spins 256 trips: warps 1-3 wait", 128,
+         "\tsetp.eq.u32 %p2, %r3, 0;\n\tselp.u32 %r5, 256, 0, %p2;\n" + SPIN),
+    _bar("bar8_staggered", "bar.sync after warp w spins 64 w trips, 8 warps: 7 wait", 256, "\tshl.b32 %r5, %r3, 6;\n"
+         + SPIN),
+    _bar("bar4_twice", "two bar.sync in a row, 4 warps", 128, "", "\tbar.sync 0;\n\tbar.sync 0;\n"),
+    _bar("bar_named", "bar.sync 1, 64 by warps 0 and 1 of 4 (warps 2 and 3 pass it by)", 128,
+         "\tsetp.gt.u32 %p2, %r3, 1;\n\tshl.b32 %r5, %r3, 6;\n" + SPIN + "\t@%p2 bra $L__named;\n",
+         "\tbar.sync 1, 64;\n$L__named:\n"),
+    # atomics on shared memory: the most active lanes in one bank (traffic.ATOM_LANES_PER_BANK)
+    _atom_case("atom_stride8", "atom.shared.add.u32 at an 8-byte stride: 2 lanes per bank", LANES * 8, 256,
+               _addr(8, 256)),
+    _atom_case("atom_pairs", "atom.shared.add.u32, lanes 2k and 2k + 1 at one word", (LANES >> 1) * 4, 128,
+               _lane_addr(PAIRS)),
+    _atom_case("atom_quads", "atom.shared.add.u32, 4 lanes at each of 8 words", (LANES >> 2) * 4, 128,
+               _lane_addr(QUADS)),
+    _atom_case("atom_bank0", "atom.shared.add.u32 at a 128-byte stride: 32 words of one bank", LANES * 128, 4,
+               _addr(128, 4)),
+    _atom_case("atom_half_same", "atom.shared.add.u32: lanes 0-15 at one word, 16-31 at their own",
+               np.where(LANES < 16, 0, LANES * 4), 128, _lane_addr(HALF_SAME)),
+    _atom_case("atom_masked", "@p atom.shared.add.u32 with p = lane < 8, lane l at word l", LANES * 4, 128,
+               "\tsetp.lt.u32 %p2, %r2, 8;\n" + _addr(4, 128), mask=0xFF, guard="@%p2 "),
+    _atom_case("atom_cas_same", "atom.shared.cas.b32, every lane of a warp at one word", LANES * 0, 128,
+               _addr(0, 128), "cas.b32", value="%r1"),
+    _atom_case("atom_exch", "atom.shared.exch.b32, lane l at word l", LANES * 4, 128, _addr(4, 128), "exch.b32",
+               value="%r1"),
+    _atom_case("atom_min_same", "atom.shared.min.s32, every lane of a warp at one word", LANES * 0, 128,
+               _addr(0, 128), "min.s32", value="%r1"),
+    Case("red_same", "red.shared.add.u32 of 1, every lane of a warp at one word (ptxas: ATOMS.POPC.INC)", _addr(0, 128)
+         + "\tred.shared.add.u32 [%r10], 1;\n", (Access("atom", affine(0, 128)),), batch=2),
+    Case("atom_u64", "atom.shared.add.u64, lane l at 8 l: ptxas's compare-and-swap loop (not modelled)", _addr(8, 256)
+         + "\tcvt.u64.u32 %rd6, %r1;\n\tatom.shared.add.u64 %rd7, [%r10], %rd6;\n\tcvt.u32.u64 %r11, %rd7;\n"
+         "\txor.b32 %r30, %r30, %r11;\n", (Access("atom.64", affine(8, 256)),), batch=2),
+    Case("atom_u64_same", "atom.shared.add.u64, every lane at one 8-byte word: a compare-and-swap loop", _addr(0, 256)
+         + "\tcvt.u64.u32 %rd6, %r1;\n\tatom.shared.add.u64 %rd7, [%r10], %rd6;\n\tcvt.u32.u64 %r11, %rd7;\n"
+         "\txor.b32 %r30, %r30, %r11;\n", (Access("atom.64", affine(0, 256)),), batch=2),
+    Case("atom_f32", "atom.shared.add.f32, lane l at word l: a compare-and-swap loop (not modelled)", _addr(4, 128)
+         + "\tcvt.rn.f32.u32 %f1, %r1;\n\tatom.shared.add.f32 %f2, [%r10], %f1;\n\tmov.b32 %r11, %f2;\n"
+         "\txor.b32 %r30, %r30, %r11;\n", (Access("atom", affine(4, 128)),), batch=2),
+    # wgmma's operand reads through descriptors: other shapes, swizzles, A from registers, MN-major B
+    _wg("wgmma_n128_sw128", "m64n128k16 bf16, A and B K-major with the 128-byte swizzle",
+        _wgmma(128, _desc("%rd20", 0, 16, 1024, SW128), _desc("%rd21", B_AT, 16, 1024, SW128))),
+    _wg("wgmma_sw64", "m64n64k16 bf16, A and B K-major with the 64-byte swizzle",
+        _wgmma(64, _desc("%rd20", 0, 16, 512, SW64), _desc("%rd21", B_AT, 16, 512, SW64))),
+    _wg("wgmma_sw32", "m64n64k16 bf16, A and B K-major with the 32-byte swizzle",
+        _wgmma(64, _desc("%rd20", 0, 16, 256, SW32), _desc("%rd21", B_AT, 16, 256, SW32))),
+    _wg("wgmma_none", "m64n64k16 bf16, A and B K-major without swizzle: core matrices of 128 contiguous bytes, "
+        "the second k half 128 bytes on, the next 8 rows 256 on",
+        _wgmma(64, _desc("%rd20", 0, 128, 256, NONE), _desc("%rd21", B_AT, 128, 256, NONE))),
+    _wg("wgmma_none_spread", "m64n64k16 bf16 without swizzle, core matrices 1024 bytes apart",
+        _wgmma(64, _desc("%rd20", 0, 1024, 2048, NONE), _desc("%rd21", B_AT, 1024, 2048, NONE))),
+    _wg("wgmma_rs", "m64n64k16 bf16, A from registers, B K-major 128-byte swizzle",
+        _wgmma(64, "regs", _desc("%rd21", B_AT, 16, 1024, SW128))),
+    _wg("wgmma_mn_major", "m64n64k16 bf16, B MN-major (imm-trans-b) with the 128-byte swizzle",
+        _wgmma(64, _desc("%rd20", 0, 16, 1024, SW128), _desc("%rd21", B_AT, 8192, 1024, SW128), trans_b=1)),
+    _wg("wgmma_k2", "two k-steps of m64n64k16 bf16, 128-byte swizzle, the descriptors advanced by 32 bytes",
+        _wgmma(64, _desc("%rd20", 0, 16, 1024, SW128), _desc("%rd21", B_AT, 16, 1024, SW128), k_steps=2)),
+)
+CASES = CASES + CASES2
 BY_NAME = {c.name: c for c in CASES}
 
 
-def buffers(seed: int = 0) -> dict[str, np.ndarray]:
-    """The launch's buffers: ``in`` (cp.async sources, random bytes) and ``out`` (a word per thread)."""
+def buffers(seed: int = 0, threads: int = THREADS) -> dict[str, np.ndarray]:
+    """The launch's buffers: ``in`` (cp.async sources, random bytes; its last words the ``CONTROL``
+    values the kernels read where ptxas must not see a constant) and ``out`` (a word per thread)."""
     rng = np.random.default_rng(seed)
-    return {"in": rng.integers(0, 256, IN_BYTES, dtype=np.uint8), "out": np.zeros(THREADS, np.uint32)}
+    data = rng.integers(0, 256, IN_BYTES, dtype=np.uint8)
+    data[CONTROL_AT:CONTROL_AT + 4 * len(CONTROL)] = np.array(CONTROL, np.uint32).view(np.uint8)
+    return {"in": data, "out": np.zeros(threads, np.uint32)}
 
 
 def module_source() -> str:
-    """Every case's kernel in one module (one static ``smem`` shared by name)."""
-    return HEADER + "".join(c.entry_text() for c in CASES)
+    """The first batch's kernels in one module (one static ``smem`` shared by name)."""
+    return HEADER + "".join(c.entry_text() for c in CASES if c.batch == 1)

@@ -17,8 +17,11 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.gpu_check import ptx_kernels as P
 from fragsim.gpu_check import traffic_kernels as T
 from fragsim.ptx.memory import Buffer
-from fragsim.ptx.traffic import (ATOM_INST, INST_METRICS, LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS,
-                                 MISC_WAVEFRONTS, SHARED_WAVEFRONTS, ST_CONFLICTS, ST_WAVEFRONTS, by_warp)
+from fragsim.ptx import ast as A
+from fragsim.ptx import traffic as TR
+from fragsim.ptx.traffic import (ATOM_CONFLICTS, ATOM_INST, ATOM_WAVEFRONTS, GMMA_WAVEFRONTS, INST_METRICS,
+                                 LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS, MISC_WAVEFRONTS, SHARED_WAVEFRONTS,
+                                 ST_CONFLICTS, ST_WAVEFRONTS, by_warp)
 
 #: Where the generated kernels' input buffer sits (cp.async's source-line classes read the address).
 IN_ADDRESS = 0x7F00_0040_0000
@@ -26,28 +29,37 @@ IN_ADDRESS = 0x7F00_0040_0000
 
 def run_case(name: str, **kw) -> fragsim.ptx.run.Run:
     c = T.BY_NAME[name]
-    b = T.buffers()
-    return fragsim.run_kernel(c.ptx(), grid=1, block=T.THREADS, args=[Buffer(b["in"], address=IN_ADDRESS), b["out"]],
+    b = T.buffers(threads=c.block)
+    return fragsim.run_kernel(c.ptx(), grid=1, block=c.block, args=[Buffer(b["in"], address=IN_ADDRESS), b["out"]],
                               report=True, **kw)
 
 
 def model(access: T.Access) -> tuple[int, int, int]:
-    """(executions, wavefronts, ideal) of an access set by fragsim.bank_conflicts, warp by warp."""
+    """(executions, wavefronts, ideal) of an access set by fragsim.bank_conflicts (the atomics' rule for
+    "atom"; "atom.64": a compare-and-swap loop, no figures), warp by warp; an execution with mask 0
+    is an idle one (no wavefront)."""
     n = wf = ideal = 0
     for w in range(T.WARPS):
         for addrs, mask in access.executions(w):
+            n += 1
+            if mask == 0 or access.op == "atom.64":
+                continue
+            if access.op == "atom":
+                a, m = TR.atom_wavefronts(np.asarray([addrs]), np.array([mask], np.uint32))
+                wf, ideal = wf + int(a[0]), ideal + int(m[0])
+                continue
             src = None if access.src is None else IN_ADDRESS + access.src(w)
             r = fragsim.bank_conflicts(access.op, addrs, mask=None if access.op.startswith(("ldm", "stm")) else mask,
                                        src=src)
-            n, wf, ideal = n + 1, wf + r.wavefronts, ideal + r.ideal
+            wf, ideal = wf + r.wavefronts, ideal + r.ideal
     return n, wf, ideal
 
 
-@pytest.mark.parametrize("case", [c for c in T.CASES if c.accesses[0].op != "atom"], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in T.CASES if c.accesses and c.name != "atom_f32"], ids=lambda c: c.name)
 def test_every_instruction_of_a_kernel_has_the_bank_models_figures_for_its_accesses(case):
     run = run_case(case.name)
     rows = list(run.shared)
-    assert [r.op for r in rows] == [a.op for a in case.accesses], case.doc
+    assert [r.op if r.kind != "atom" else "atom" for r in rows] == [a.op.split(".6")[0] for a in case.accesses], case.doc
     for row, access in zip(rows, case.accesses):
         assert (row.executions, row.wavefronts, row.ideal) == model(access), f"{case.name}: {case.doc}"
 
@@ -102,10 +114,29 @@ def test_a_generic_load_that_lands_in_shared_memory_is_counted_as_a_shared_load(
     assert run_case("generic").totals[INST_METRICS["ld"]] == 0     # an LD, not an LDS
 
 
-def test_atomics_count_their_executions_once_per_warp_and_claim_no_wavefronts():
-    (row,) = run_case("atom_same").shared      # 32 lanes at one address: threads go one by one
-    assert (row.kind, row.executions, row.wavefronts, row.modelled) == ("atom", 2, 0, False)
-    assert run_case("atom_same").totals[ATOM_INST] == 2
+def test_a_4_byte_atomic_takes_a_wavefront_per_lane_in_its_busiest_bank():
+    (same,) = run_case("atom_same").shared      # 32 lanes at one word: they serialize
+    assert (same.kind, same.executions, same.wavefronts, same.ideal, same.modelled) == ("atom", 2, 64, 2, True)
+    (row,) = run_case("atom").shared            # lane l at word l
+    assert (row.wavefronts, row.ideal) == (2, 2)
+    (pairs,) = run_case("atom_pairs").shared    # two lanes at each word: the word's bank takes both
+    assert pairs.wavefronts == 2 * 2
+    t = run_case("atom_same").totals
+    assert (t[ATOM_INST], t[ATOM_WAVEFRONTS], t[ATOM_CONFLICTS]) == (2, 64, 62)
+    assert t[SHARED_WAVEFRONTS] == 64 + t[MISC_WAVEFRONTS]
+
+
+def test_an_atomic_ptxas_makes_a_compare_and_swap_loop_is_counted_but_not_modelled():
+    (row,) = run_case("atom_f32").shared        # atom.shared.add.f32: LDS, ATOMS.CAST.SPIN, a branch back
+    assert (row.executions, row.wavefronts, row.modelled) == (2, 0, False)
+    (row,) = run_case("atom_u64").shared
+    assert (row.executions, row.modelled) == (2, False)
+    assert "atom: not modelled" in run_case("atom_u64").shared.text()
+
+
+def test_a_guarded_atomic_is_a_branch_a_warp_with_no_lane_on_does_not_issue_it():
+    (row,) = run_case("atom_warp0_only").shared
+    assert (row.executions, row.idle) == (1, 0)
 
 
 def test_the_totals_are_the_rows_summed_under_nsight_computes_counters():
@@ -116,23 +147,73 @@ def test_the_totals_are_the_rows_summed_under_nsight_computes_counters():
     assert (t[LD_WAVEFRONTS], t[LD_CONFLICTS], t[INST_METRICS["ldsm"]], t[INST_METRICS["ld"]]) == (32, 24, 2, 0)
 
 
-def test_a_kernel_with_cp_async_counts_ptxas_three_never_executed_lds_per_warp_as_shared_loads():
-    t = run_case("cp_async_ca16_stride").totals
+def test_a_warp_whose_lanes_are_all_off_issues_a_load_store_ldmatrix_or_cp_async_idle():
+    """One execution and one op_misc wavefront, no data wavefront (MISC_PER_IDLE)."""
+    for name, kind in (("warp0_only", "ld"), ("st_warp0_only", "st"), ("ldmatrix_warp0_only", "ldsm"),
+                       ("cp_async_warp0_only", "ldgsts")):
+        run = run_case(name)
+        row = run.shared[0]
+        assert (row.kind, row.executions, row.idle) == (kind, 2, 1), name
+        without = run.totals[MISC_WAVEFRONTS] - run.shared.barrier_misc - 3 * 2 * (kind == "ldgsts")
+        assert without == T.WARPS + 1, name
+    assert run_case("warp0_only").totals[INST_METRICS["ld"]] == 2
+
+
+def test_ptxas_three_never_executed_lds_come_with_each_basic_blocks_first_cp_async_each_time_it_runs():
+    t = run_case("cp_async_ca16_stride").totals              # one block, once per warp
     assert t[INST_METRICS["ld"]] == 3 * T.WARPS
     assert t[INST_METRICS["ldgsts"]] == T.WARPS and t[LDGSTS_CONFLICTS] == 2 * (16 - 4)
+    t = run_case("cp_async_loop2").totals                    # a loop's block, two trips
+    assert t[INST_METRICS["ld"]] == 3 * T.WARPS * 2 and t[MISC_WAVEFRONTS] == T.WARPS * (1 + 3 * 2)
+    t = run_case("cp_async_two_blocks").totals               # warp 0 one block, warp 1 another, both a third
+    assert t[INST_METRICS["ld"]] == 3 + 3 + 3 * 2
+    t = run_case("cp_async_warp0_only").totals               # the block's first cp.async idle in warp 1
+    assert t[INST_METRICS["ld"]] == 3 * T.WARPS
 
 
-def test_misc_wavefronts_are_one_per_warp_one_per_warp_at_a_barrier_and_one_per_never_executed_lds():
+def test_the_first_cp_async_of_every_basic_block_of_hgemm_is_where_ptxas_puts_its_lds():
+    k = P.BY_NAME["hgemm_cpasync"]
+    g = k.build(k.shapes[0], k.seeds[0])
+    run = fragsim.run_kernel(str(P.corpus() / "hgemm_cpasync.sm90a.ptx"), grid=g.grid, block=g.block,
+                             dynamic_smem=g.smem, args=[g.buffers[a].copy() if isinstance(a, str) else a for a in g.args])
+    assert [op.line for op in TR.block_first_copies(run.program.ops)] == [332, 360, 388, 436]   # the SASS's @!PT LDS
+
+
+def test_misc_wavefronts_are_one_per_warp_and_one_per_warp_that_may_wait_at_a_barrier():
     assert run_case("ld_row").totals[MISC_WAVEFRONTS] == T.WARPS
-    t = run_case("st_stride2").totals             # one bar.sync
-    assert t[MISC_WAVEFRONTS] == T.WARPS + T.WARPS
+    run = run_case("st_stride2")                   # one bar.sync of two warps: one may wait
+    assert (run.totals[MISC_WAVEFRONTS], run.shared.barrier_misc) == (T.WARPS + 1, 1)
+    t = run.totals
     assert t[SHARED_WAVEFRONTS] == t[LD_WAVEFRONTS] + t[ST_WAVEFRONTS] + t[MISC_WAVEFRONTS]
+    assert run_case("bar_one_warp").shared.barrier_misc == 0
+    assert run_case("bar4_a").shared.barrier_misc == 3
+    assert run_case("bar8_staggered").shared.barrier_misc == 7
+    assert run_case("bar4_twice").shared.barrier_misc == 6
+    assert run_case("bar_named").shared.barrier_misc == 1          # bar.sync 1, 64: warps 0 and 1
     t = run_case("cp_async_ca16").totals          # cp.async: 3 LDS that never run
     assert t[MISC_WAVEFRONTS] == T.WARPS * (1 + 3)
     assert t[SHARED_WAVEFRONTS] == 2 * 4 + t[MISC_WAVEFRONTS]    # the copies' 4 wavefronts per warp
 
 
-def test_wgmma_reads_of_128_byte_swizzled_operands_are_modelled_without_conflict_and_left_out_of_the_totals():
+@pytest.mark.parametrize("name, per_warp", [("shfl3", 3), ("redux3", 3), ("membar_cta", 1), ("membar_gl", 1),
+                                            ("fence_acq_rel_cta", 1), ("fence_proxy_async", 1),
+                                            ("fence_proxy_shared", 1), ("fence_proxy_global", 0), ("vote3", 0),
+                                            ("match1", 0), ("elect1", 0)])
+def test_shfl_redux_and_membars_cost_an_op_misc_wavefront_per_warp_execution(name, per_warp):
+    assert run_case(name).totals[MISC_WAVEFRONTS] == T.WARPS * (1 + per_warp)
+
+
+@pytest.mark.parametrize("ptx, cost", [("shfl.sync.bfly.b32 a, b, 1, 31, -1;", 1), ("membar.sys;", 1),
+                                       ("fence.sc.gpu;", 1), ("fence.acq_rel.sys;", 1),
+                                       ("fence.proxy.async.shared::cta;", 1), ("fence.proxy.async;", 1),
+                                       ("fence.proxy.async.global;", 0), ("fence.mbarrier_init.release.cluster;", 0),
+                                       ("vote.sync.any.pred p, q, -1;", 0), ("bar.warp.sync -1;", 0)])
+def test_the_misc_cost_of_each_ptx_spelling(ptx, cost):
+    opcode = ptx.partition(" ")[0].rstrip(";").split(".")
+    assert TR.misc_cost(A.Instr(opcode[0], tuple(opcode[1:]), (), None, 1, None)) == cost
+
+
+def test_wgmma_reads_of_128_byte_swizzled_operands_count_in_the_gmma_and_shared_totals():
     k = P.BY_NAME["wgmma_desc"]
     g = k.build(k.shapes[0], k.seeds[0])
     run = fragsim.run_kernel(str(P.corpus() / k.files[0]), grid=g.grid, block=g.block,
@@ -140,8 +221,11 @@ def test_wgmma_reads_of_128_byte_swizzled_operands_are_modelled_without_conflict
     (w,) = [r for r in run.shared if r.kind == "wgmma"]
     assert w.executions == 4                               # one warpgroup: 4 warps
     assert w.wavefronts == w.ideal == (64 + 64) * 32 // 128   # A and B: 64 rows of 32 bytes each
-    assert sum(v for k_, v in run.totals.items()) == sum(v for k_, v in run.totals.items() if "wgmma" not in k_)
-    assert run.totals[LD_WAVEFRONTS] == 0
+    t = run.totals
+    assert t[GMMA_WAVEFRONTS] == w.wavefronts
+    assert t[SHARED_WAVEFRONTS] == t[LD_WAVEFRONTS] + t[ST_WAVEFRONTS] + t[MISC_WAVEFRONTS] + t[GMMA_WAVEFRONTS]
+    (r,) = [r for r in run_case("wgmma_rs").shared if r.kind == "wgmma"]
+    assert r.wavefronts == 64 * 32 // 128                  # A from registers: B's reads only
 
 
 def test_by_warp_puts_each_threads_value_in_its_warps_row_and_lane():

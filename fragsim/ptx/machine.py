@@ -79,6 +79,9 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
             act = idx[~g] if negated else idx[g]
             skipped = idx[g] if negated else idx[~g]
             pc[skipped] += 1
+            if s.observers and len(skipped):
+                s.op = op
+                s.emit("guard_off", idx, off=g if negated else ~g)
         if len(act):
             s.op = op
             op.run(s, act)
@@ -124,6 +127,9 @@ def converged(ops: list, batches: dict, s: State, idx: np.ndarray, cur: int, ste
                 return cur, steps
             else:
                 act = idx[~g] if negated else idx[g]
+            if s.observers and act is not idx:
+                s.op = op
+                s.emit("guard_off", idx, off=g if negated else ~g)
         if kind == "branch":                     # a branch moves its threads to its target, nothing else
             cur = op.target if act is not None else cur + 1
         else:

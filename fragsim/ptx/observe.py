@@ -45,6 +45,11 @@ Events (``idx``: the threads concerned, ascending global thread indices):
     a barrier lets its waiting threads go (``s.barrier[idx]`` still names the barrier each waited at).
 ``warp_sync(s, idx)``
     threads pass ``bar.warp.sync`` (``__syncwarp``).
+``guard_off(s, idx, off)``
+    threads ``idx`` reached a guarded instruction (``s.op``) and the guard is false for those where
+    ``off`` (bool, ``(len(idx),)``) is true; told before the instruction runs for the others, if any
+    (a warp whose lanes are all off may still issue the instruction on the hardware: the traffic
+    report counts such idle executions).
 
 An observer whose ``batch_mma`` attribute is true needs no ``mma`` events: with only such observers
 the machine keeps running consecutive ``mma.sync`` as one call of the arithmetic.

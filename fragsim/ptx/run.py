@@ -294,7 +294,7 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
         from .checks import Checker
         checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
         checker.install()
-    traffic = Traffic(module) if report else None
+    traffic = Traffic(module, program) if report else None
     state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
     if checker is not None:
         state.checker = checker

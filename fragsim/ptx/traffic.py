@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS, WARP_LANES, WARPGROUP_WARPS
+from fragsim.facts.hardware import (BANK_BYTES, MATRIX_ROW_BYTES, MATRIX_ROWS, NUM_BANKS, WARP_LANES,
+                                    WARPGROUP_WARPS)
 from fragsim.instructions.shared_op import NCU_METRICS, SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS, cp_async_op, matrix_op, plain_op
 
@@ -49,20 +50,69 @@ ST_WAVEFRONTS, ST_CONFLICTS = NCU_METRICS["st"]
 LDGSTS_CONFLICTS = NCU_METRICS["ldgsts"][1]
 #: executed warp instructions per kind ("ldsm", "stsm", "ld", "st", "ldgsts"), from the table
 INST_METRICS = {op.kind: op.ncu_inst_metric for op in SHARED_OPS.values()}
-#: atom/red on shared memory (ATOMS): executed warp instructions
+#: atom/red on shared memory (ATOMS): executed warp instructions, wavefronts, bank conflicts
 ATOM_INST = "smsp__inst_executed_op_shared_atom.sum"
-#: the shared-memory wavefronts of every op, and those of the "misc" op (no instruction of the PTX):
-#: one per warp of the launch, one per warp per barrier it passes, one per warp per never-executed
-#: LDS (docs/validation.md, "Odd counters": 1 in a one-warp probe, 4 with cp.async; 8 in a 4-warp
-#: kernel with one barrier, 20 with cp.async)
+ATOM_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum"
+ATOM_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"
+#: wgmma's shared-memory operand reads (HGMMA and its kin): their wavefronts
+GMMA_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
+#: the shared-memory wavefronts of every op (loads, stores, cp.async, atomics, wgmma reads and the
+#: "misc" op), and those of the misc op, which counts no data access of the PTX (below)
 SHARED_WAVEFRONTS = NCU_METRICS["ldgsts"][0]
 MISC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum"
+
+# ---- what the H100 counts that the PTX does not show (gpu_check/ptx_ncu.py, docs/traffic.md) ----
+#: op_misc: one wavefront per warp of the launch, whatever it runs (every measured launch: 1 in a
+#: one-warp kernel, 2 in every two-warp pattern kernel without other misc sources)
 MISC_PER_WARP = 1
-MISC_PER_BARRIER = 1
+#: A load, store, ldmatrix, stmatrix or cp.async whose guard is false for every lane of a warp that
+#: reaches it still issues: ptxas keeps their PTX guard as the SASS instruction's predicate, and
+#: Nsight Compute counts a warp-level execution whatever the predicate.  Issued so, it moves no data
+#: (no data wavefront) and costs one op_misc wavefront (traffic/warp0_only: warp 1's ``@!P0 LDS``).
+#: A guarded atom, red or shfl.sync ptxas compiles as a branch around it: a warp with no lane on
+#: skips it (``IDLE_ISSUES`` lists the opcodes that issue).
+MISC_PER_IDLE = 1
+IDLE_ISSUES = frozenset({"ld", "ldu", "st", "ldmatrix", "stmatrix", "cp"})
+#: ptxas puts ``SharedOp.phantom_lds`` (3) never-executed ``@!PT LDS RZ, [RZ]`` before the first
+#: cp.async of every basic block that holds one (a block starts at a label and after a branch, call,
+#: ret or exit): a warp that runs that cp.async (any lane, or none) executes them too -- three LDS
+#: executions and, as idle executions (``MISC_PER_IDLE``), three misc wavefronts.  Fitted on the
+#: pattern kernels, bgemm_128x128 and cutlass_sgemm; hgemm_cpasync's four blocks (two on paths
+#: not taken) and cutlass_wgmma's loop body (two trips) follow it.
+PHANTOM_LDS = max(e.phantom_lds for e in SHARED_OPS.values())
+#: op_misc wavefronts per warp-level execution of instructions that run through the shared-memory
+#: pipe without touching shared memory, by the SASS they become: SHFL (shfl.sync), REDUX
+#: (redux.sync), MEMBAR (membar.*; fence.sc/acq_rel.*; fence.proxy.async and .shared::* are
+#: MEMBAR.ALL + FENCE.VIEW.ASYNC.S, .global only a FENCE: none).  ERRBAR, CCTL, VOTE, ELECT,
+#: LDGDEPBAR/DEPBAR and BAR count none.  WARPSYNC counts one too, but ptxas puts it where it cannot
+#: prove a warp converged (before a bar.sync after divergent code, before an elect.sync or a
+#: partial-mask shfl.sync there): the PTX does not say where, and fragsim does not claim it.
+#: Fitted on reduce_shfl (85 SHFL and 8 REDUX), devfunc_local's -G build (5 MEMBAR, 5 ERRBAR) and
+#: wgmma_desc (4 MEMBAR.ALL.CTA).
+MISC_PER_SHFL = MISC_PER_REDUX = MISC_PER_MEMBAR = 1
+#: A barrier (bar.sync, barrier.sync) costs one op_misc wavefront per warp that has to wait at it --
+#: at most every warp but the last to arrive, which is what ``totals`` counts.  How many do wait
+#: depends on when each warp arrives: the H100 counted from 1 to the most (warps - 1) per barrier
+#: (two barriers of 4 warps: 2 in cutlass_sgemm, 6 in hgemm_cpasync), so the report gives this part
+#: apart (``SharedReport.barrier_misc``): the hardware's op_misc and shared total lie between the
+#: totals less it and the totals.
+MISC_PER_BARRIER_WAIT = 1
+#: atom/red on shared memory (ATOMS): the lanes of a 4-byte atomic go in one phase; every lane that
+#: hits a bank takes a wavefront of its own in that bank (``ATOM_LANES_PER_BANK``), lanes at one word
+#: too (atomics to one word serialize): wavefronts = the most active lanes in one bank, ideal = 1 (traffic/atom: 1 per warp,
+#: traffic/atom_same, 32 lanes at one word: 32).  Fitted on those two kernels only:
+#: gpu_check/ptx_ncu.py's second measurement holds the patterns that test it.  ptxas compiles
+#: atom.shared.add.f32 and the 8-byte adds as a compare-and-swap loop (an LDS, then ATOMS.CAST.SPIN
+#: until no lane lost), whose trips depend on the lanes' contention: those rows are not modelled
+#: (``NATIVE_ATOMS``: the operations an ATOMS runs, on 4-byte integers).
+ATOM_LANES_PER_BANK = 1
+NATIVE_ATOMS = frozenset({"add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"})
 #: What Nsight Compute counts for wgmma's shared-memory operand reads: metric -> the wgmma rows'
-#: figure it equals ("wavefronts", "ideal" or "executions").  Unknown until the H100 run of
-#: gpu_check/ptx_ncu.py is read: nothing claimed.
-WGMMA_METRICS: dict[str, str] = {}
+#: figure it equals.  The source page gives every HGMMA's warp-level execution a quarter of its
+#: warpgroup's wavefronts, which equal fragsim's ldmatrix phases over the core matrices each
+#: descriptor names (wgmma_desc, triton_matmul_sm90, cutlass_wgmma: operand bytes / 128 for their
+#: swizzled tiles), and the shared total adds them.
+WGMMA_METRICS: dict[str, str] = {GMMA_WAVEFRONTS: "wavefronts"}
 
 #: Address sets remembered per row with their figures (a loop's steps repeat a few).
 MEMO = 16
@@ -82,9 +132,10 @@ class SharedRow:
     ("ldmatrix.x4", "ld.shared.v4.b32", "cp.async.ca.16"; "atom.shared", "wgmma" for the rows outside
     the table); ``kind``: Nsight Compute's op ("ldsm", "stsm", "ld", "st", "ldgsts", "atom", "wgmma");
     ``generic``: a generic-address ld/st that reached shared memory.  ``executions``: warp-level
-    executions; ``wavefronts``/``ideal``/``conflicts`` (= wavefronts - ideal): Nsight Compute's
-    figures.  ``exact`` is False where the bank model is an estimate (cp.async outside its measured
-    domain); ``modelled`` False where wavefronts are not modelled (atom/red: 0 shown)."""
+    executions, ``idle`` of them with no lane on (``MISC_PER_IDLE``); ``wavefronts``/``ideal``/
+    ``conflicts`` (= wavefronts - ideal): Nsight Compute's figures.  ``exact`` is False where the
+    bank model is an estimate (cp.async outside its measured domain); ``modelled`` False where
+    wavefronts are not modelled (an atomic ptxas makes a compare-and-swap loop: 0 shown)."""
 
     line: int
     instruction: str
@@ -93,6 +144,7 @@ class SharedRow:
     source: str | None = None
     generic: bool = False
     executions: int = 0
+    idle: int = 0
     wavefronts: int = 0
     ideal: int = 0
     exact: bool = True
@@ -118,7 +170,7 @@ class SharedRow:
 
     def to_dict(self) -> dict:
         return {"line": self.line, "source": self.source, "instruction": self.instruction, "op": self.op,
-                "kind": self.kind, "generic": self.generic, "executions": self.executions,
+                "kind": self.kind, "generic": self.generic, "executions": self.executions, "idle": self.idle,
                 "wavefronts": self.wavefronts, "ideal": self.ideal, "conflicts": self.conflicts,
                 "exact": self.exact, "modelled": self.modelled}
 
@@ -160,14 +212,17 @@ class SourceLine:
 
 class SharedReport(Sequence):
     """``run.shared``: the rows (PTX order), the totals under Nsight Compute's names, and the views:
-    ``lines()`` (by source line, worst first), ``text()``, ``html()``, Jupyter's ``_repr_html_``."""
+    ``lines()`` (by source line, worst first), ``text()``, ``html()``, Jupyter's ``_repr_html_``.
+    ``barrier_misc``: the op_misc wavefronts of warps waiting at barriers in the totals, the most
+    there can be (``MISC_PER_BARRIER_WAIT``): the hardware counts as many or fewer."""
 
     def __init__(self, kernel: str, rows: list[SharedRow], totals: dict[str, int], warps: int,
-                 ptx_lines: list[str] | None, sources: dict[str, list[str] | None]):
+                 ptx_lines: list[str] | None, sources: dict[str, list[str] | None], barrier_misc: int = 0):
         self.kernel = kernel
         self.rows = rows
         self.totals = totals
         self.warps = warps
+        self.barrier_misc = barrier_misc
         self._ptx = ptx_lines
         self._sources = sources
 
@@ -330,18 +385,37 @@ def _picture(row: SharedRow) -> str:
 
 class Traffic:
     """The observer ``run_kernel(report=True)`` attaches: rows accumulate as the machine tells of
-    shared-memory accesses (``on_shared``, ``on_cp_async``, ``on_wgmma``) and barriers
-    (``on_bar_release``)."""
+    shared-memory accesses (``on_shared``, ``on_cp_async``, ``on_wgmma``), of guards that leave a
+    warp idle (``on_guard_off``) and of barriers (``on_bar_release``); the instructions with an op_misc
+    cost of their own (``misc_cost``) are counted as they run (their ``Op.run`` wrapped, as the checks
+    wrap theirs)."""
 
     #: mma.sync events are not needed: the machine may batch them
     batch_mma = True
 
-    def __init__(self, module: A.Module):
+    def __init__(self, module: A.Module, program=None):
         self.module = module
         self.rows: dict[int, SharedRow] = {}          # id(op) -> its row
-        self.barrier_warps = 0                         # warps released from a barrier, summed
+        self.barrier_waits = 0                         # warps that (at most) waited at barriers, summed
+        self.misc_ops = 0                              # op_misc wavefronts of MISC_PER_* instructions
+        self.phantom = 0                               # ptxas's never-executed LDS, executed
         self._memo: dict[int, dict[bytes, tuple]] = {}  # id(row) -> address sets -> their figures
-        self._atoms: dict[int, tuple[int, np.ndarray]] = {}     # atom rows: (step, warps counted in it)
+        self._atom: tuple | None = None                # (op, step, [idx], [addrs]) of the atom step open
+        self._phantom_ops: set[int] = set()            # id(op): the first cp.async of a basic block
+        self._misc: dict[int, int] = {}                # id(op) -> its op_misc cost per warp execution
+        if program is not None:
+            self._phantom_ops = {id(op) for op in block_first_copies(program.ops)}
+            for op in program.ops:
+                cost = misc_cost(op.instr)
+                if cost:
+                    self._misc[id(op)] = cost
+                    op.run = self._counting(op.run, cost)
+
+    def _counting(self, run, cost: int):
+        def counted(s, idx):
+            self.misc_ops += cost * warps_in(idx)
+            run(s, idx)
+        return counted
 
     # ---- rows
 
@@ -363,7 +437,8 @@ class Traffic:
             entry = plain_op("st" if ins.opcode == "st" else "ld", width)
         source = self._source(ins)
         if entry is None:      # atom / red
-            return SharedRow(ins.line, ins.text, f"{ins.opcode}.shared", ATOM, source, space is None, modelled=False)
+            native = width == 4 and "f32" not in ins.mods and bool(NATIVE_ATOMS & set(ins.mods))
+            return SharedRow(ins.line, ins.text, f"{ins.opcode}.shared", ATOM, source, space is None, modelled=native)
         return SharedRow(ins.line, ins.text, entry.name, entry.kind, source, space is None, entry=entry)
 
     def _source(self, ins: A.Instr) -> str | None:
@@ -410,8 +485,8 @@ class Traffic:
         if row.kind == "ldgsts":   # the cp_async event, which knows the sources, counts it
             return
         if row.kind == ATOM:
-            if not write:
-                self._atom(s, row, idx)
+            if not write:          # an atom reads then writes each address: its reads are its lanes
+                self._atom_lanes(s, idx, addrs)
             return
         if idx.ndim == 2:          # ldmatrix/stmatrix: (warps, address lanes), every lane executes
             w, al = addrs.shape
@@ -426,21 +501,68 @@ class Traffic:
         row = self._row(s, size, True)
         a, m, g = by_warp(idx, dst, src.astype(np.int64))
         self._add(row, a, m, g)
+        if id(s.op) in self._phantom_ops:
+            self.phantom += PHANTOM_LDS * len(a)
 
-    def _atom(self, s, row: SharedRow, idx: np.ndarray) -> None:
-        # an atom runs in rounds (threads sharing an address one after another): a warp counts once a step
-        warps = np.unique(idx // WARP_LANES)
-        step, seen = self._atoms.get(id(s.op), (-1, np.zeros(0, np.int64)))
-        if step == s.steps:
-            warps = np.setdiff1d(warps, seen)
-            seen = np.union1d(seen, warps)
-        else:
-            seen = warps
-        self._atoms[id(s.op)] = (s.steps, seen)
-        row.executions += len(warps)
+    def on_guard_off(self, s, idx: np.ndarray, off: np.ndarray) -> None:
+        """Warps whose lanes at ``s.op`` are all off: an idle execution of a shared-memory instruction
+        that issues so (``MISC_PER_IDLE``), and the never-executed LDS before a block's first cp.async."""
+        op = s.op
+        key = id(op)
+        ins = op.instr
+        shared = ins.opcode in IDLE_ISSUES and shared_instruction(ins, op.extra)
+        if not shared:
+            return
+        warp = idx // WARP_LANES
+        on = np.unique(warp[~off])
+        idle = np.setdiff1d(np.unique(warp[off]), on, assume_unique=True)
+        n = len(idle)
+        if not n:
+            return
+        if key in self._phantom_ops:
+            self.phantom += PHANTOM_LDS * n
+        if shared:
+            row = self.rows.get(key)
+            if row is None:
+                width = op.extra.get("width") or copy_size(ins)
+                row = self.rows[key] = self._new_row(ins, op.extra.get("space", "shared"), width,
+                                                     ins.opcode in ("st", "stmatrix", "cp"))
+            row.executions += n
+            row.idle += n
+
+    def _atom_lanes(self, s, idx: np.ndarray, addrs: np.ndarray) -> None:
+        """An atom runs in rounds (threads sharing an address one after another), each told apart:
+        the rounds of one step gather into the step's warp executions."""
+        cur = self._atom
+        if cur is not None and (cur[0] is not s.op or cur[1] != s.steps):
+            self._close_atom()
+            cur = None
+        if cur is None:
+            cur = self._atom = (s.op, s.steps, [], [])
+        cur[2].append(idx)
+        cur[3].append(addrs)
+
+    def _close_atom(self) -> None:
+        if self._atom is None:
+            return
+        op, _, idxs, addrs = self._atom
+        self._atom = None
+        idx = np.concatenate(idxs)
+        order = np.argsort(idx, kind="stable")
+        row = self.rows[id(op)]
+        a, m = by_warp(idx[order], np.concatenate(addrs)[order])
+        row.executions += len(a)
+        if row.modelled:
+            wf, ideal = atom_wavefronts(a, m)
+            row.wavefronts += int(wf.sum())
+            row.ideal += int(ideal.sum())
 
     def on_bar_release(self, s, idx: np.ndarray) -> None:
-        self.barrier_warps += len(np.unique(idx // WARP_LANES))
+        """Every warp but the last of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
+        key = s.cta[idx].astype(np.int64) * (1 << 8) + s.barrier[idx]
+        pairs = np.unique(np.stack([key, idx // WARP_LANES]), axis=1)
+        _, warps = np.unique(pairs[0], return_counts=True)
+        self.barrier_waits += int(np.maximum(warps - 1, 0).sum())
 
     def on_wgmma(self, s, idx: np.ndarray, form, a: np.ndarray, b: np.ndarray, trans_a: bool, trans_b: bool,
                  **_) -> None:
@@ -463,19 +585,19 @@ class Traffic:
     # ---- the end
 
     def report(self, run, ptx_lines: list[str] | None = None, ptx_path: str | None = None) -> SharedReport:
+        self._close_atom()
         rows = sorted(self.rows.values(), key=lambda r: r.line)
         warps = len(run.ctas) * -(-(run.block[0] * run.block[1] * run.block[2]) // WARP_LANES)
-        # ptxas's never-executed LDS: in every kernel with a cp.async copy, whatever their number
-        copies = any(op.instr.opcode == "cp" and op.instr.mods[1:2] in (("ca",), ("cg",)) for op in run.program.ops)
-        phantom = max(e.phantom_lds for e in SHARED_OPS.values() if e.kind == "ldgsts") if copies else 0
         sources = {}
         for r in rows:
             if r.source:
                 path = r.source.rpartition(":")[0]
                 if path not in sources:
                     sources[path] = read_source(path, ptx_path)
-        return SharedReport(run.kernel, rows, totals(rows, warps, phantom, self.barrier_warps), warps, ptx_lines,
-                            sources)
+        misc = warps * MISC_PER_WARP + self.misc_ops
+        barrier = self.barrier_waits * MISC_PER_BARRIER_WAIT
+        return SharedReport(run.kernel, rows, totals(rows, misc + barrier, self.phantom), warps, ptx_lines, sources,
+                            barrier_misc=barrier)
 
 
 def by_warp(idx: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -522,29 +644,105 @@ def wgmma_rows(desc: int, rows: int, k: int, elem_bits: int, major: str) -> np.n
     return cores.reshape(-1, WARP_LANES)
 
 
-def totals(rows: list[SharedRow], warps: int, phantom_lds: int, barrier_warps: int) -> dict[str, int]:
+def warps_in(idx: np.ndarray) -> int:
+    """How many warps threads ``idx`` (ascending) belong to."""
+    if not len(idx):
+        return 0
+    w = idx // WARP_LANES
+    return int(np.count_nonzero(w[1:] != w[:-1])) + 1
+
+
+def shared_instruction(ins: A.Instr, extra: dict) -> bool:
+    """Whether ``ins`` is a shared-memory instruction of the report whatever its lanes' addresses
+    (a generic ld/st is one only where an address lands in shared memory)."""
+    if ins.opcode in ("ldmatrix", "stmatrix"):
+        return True
+    if ins.opcode == "cp":
+        return ins.mods[1:2] in (("ca",), ("cg",))
+    return ins.opcode in ("ld", "ldu", "st", "atom", "red") and extra.get("space") == "shared"
+
+
+def copy_size(ins: A.Instr) -> int:
+    """A cp.async's cp-size (its third operand)."""
+    op = ins.operands[2] if len(ins.operands) > 2 else None
+    return int(op.value) if isinstance(op, A.Imm) else 0
+
+
+def block_first_copies(ops) -> list:
+    """The ops that are the first cp.async copy of a basic block (``PHANTOM_LDS``): a block starts at a
+    branch target and after a branch, call, ret or exit."""
+    out = []
+    seen = True
+    labels = {op.target for op in ops if op.kind in ("branch", "call")}
+    prev = None
+    for pc, op in enumerate(ops):
+        if pc in labels or prev is None or prev.kind in ("branch", "call", "ret", "exit") \
+                or prev.function != op.function:
+            seen = False
+        if op.instr.opcode == "cp" and op.instr.mods[1:2] in (("ca",), ("cg",)) and not seen:
+            out.append(op)
+            seen = True
+        prev = op
+    return out
+
+
+def misc_cost(ins: A.Instr) -> int:
+    """The op_misc wavefronts one warp-level execution of ``ins`` costs (``MISC_PER_SHFL`` ...)."""
+    op, mods = ins.opcode, ins.mods
+    if op == "shfl":
+        return MISC_PER_SHFL
+    if op == "redux":
+        return MISC_PER_REDUX
+    if op == "membar":
+        return MISC_PER_MEMBAR
+    if op == "fence":
+        if "proxy" in mods:
+            rest = [m for m in mods if m not in ("proxy", "async")]
+            return MISC_PER_MEMBAR if "async" in mods and all(m.startswith("shared") for m in rest) else 0
+        return MISC_PER_MEMBAR if {"sc", "acq_rel"} & set(mods) and "mbarrier_init" not in mods else 0
+    return 0
+
+
+def atom_wavefronts(addrs: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, ideal) per warp execution of a 4-byte shared-memory atomic (``ATOM_LANES_PER_BANK``):
+    ``addrs`` (w, 32) byte offsets, ``masks`` (w,) active lanes."""
+    on = (masks[:, None] >> np.arange(WARP_LANES, dtype=np.uint32)) & 1 == 1       # (w, 32)
+    bank = (addrs // BANK_BYTES) % NUM_BANKS
+    w = np.broadcast_to(np.arange(len(addrs))[:, None], bank.shape)
+    hits = np.zeros((len(addrs), NUM_BANKS), np.int64)
+    np.add.at(hits, (w[on], bank[on]), ATOM_LANES_PER_BANK)
+    return hits.max(axis=1, initial=0), on.any(axis=1).astype(np.int64)
+
+
+def totals(rows: list[SharedRow], misc: int, phantom: int) -> dict[str, int]:
     """Nsight Compute's whole-kernel counters from the rows: wavefronts and bank conflicts of loads
-    (ld.shared, ldmatrix), stores (st.shared, stmatrix) and cp.async, executed instructions per kind
-    (``phantom_lds`` never-executed LDS per warp of the ``warps`` launched added to the loads), atoms'
-    executions, the misc wavefronts (``barrier_warps``: warps released from barriers) and the shared
-    total, and what ``WGMMA_METRICS`` says wgmma's reads count as."""
+    (ld.shared, ldmatrix), stores (st.shared, stmatrix), cp.async and atomics, wgmma's reads
+    (``WGMMA_METRICS``), executed instructions per kind (``phantom``: ptxas's never-executed LDS,
+    executed, with the loads), the misc wavefronts (``misc``: those of the warps, barriers and
+    MISC_PER_* instructions; the idle executions' and the never-executed LDS' added here) and the
+    shared total."""
     def total(what: str, pick) -> int:
         return sum(getattr(r, what) for r in rows if pick(r))
 
     ld_wf = total("wavefronts", lambda r: _COUNTER.get(r.kind) == "ld")
     st_wf = total("wavefronts", lambda r: _COUNTER.get(r.kind) == "st")
-    misc = warps * (MISC_PER_WARP + phantom_lds) + barrier_warps * MISC_PER_BARRIER
-    out = {SHARED_WAVEFRONTS: ld_wf + st_wf + misc + total("wavefronts", lambda r: r.kind == "ldgsts"),
-           LD_WAVEFRONTS: ld_wf, ST_WAVEFRONTS: st_wf, MISC_WAVEFRONTS: misc,
+    atom_wf = total("wavefronts", lambda r: r.kind == ATOM and not r.generic)
+    misc += (total("idle", lambda r: not r.generic) + phantom) * MISC_PER_IDLE
+    out = {SHARED_WAVEFRONTS: 0, LD_WAVEFRONTS: ld_wf, ST_WAVEFRONTS: st_wf, MISC_WAVEFRONTS: misc,
            LD_CONFLICTS: total("conflicts", lambda r: _COUNTER.get(r.kind) == "ld"),
            ST_CONFLICTS: total("conflicts", lambda r: _COUNTER.get(r.kind) == "st"),
            LDGSTS_CONFLICTS: total("conflicts", lambda r: r.kind == "ldgsts")}
     for kind, metric in INST_METRICS.items():
         out[metric] = sum(r.executions for r in rows if r.kind == kind and not r.generic)
-    out[INST_METRICS["ld"]] += phantom_lds * warps
+    out[INST_METRICS["ld"]] += phantom
     out[ATOM_INST] = total("executions", lambda r: r.kind == ATOM and not r.generic)
+    out[ATOM_WAVEFRONTS] = atom_wf
+    out[ATOM_CONFLICTS] = total("conflicts", lambda r: r.kind == ATOM and not r.generic)
+    gmma = 0
     for metric, what in WGMMA_METRICS.items():
-        out[metric] = out.get(metric, 0) + total(what, lambda r: r.kind == WGMMA)
+        out[metric] = total(what, lambda r: r.kind == WGMMA)
+        gmma += out[metric] if what == "wavefronts" else 0
+    out[SHARED_WAVEFRONTS] = ld_wf + st_wf + atom_wf + gmma + misc + total("wavefronts", lambda r: r.kind == "ldgsts")
     return out
 
 
