@@ -5,6 +5,8 @@ finding its line marked "// BUG <kind>" names, at that CUDA line, and its correc
 fields of a finding (CTA, warp, lanes, address, buffer) are those of the faulting access; "continue"
 goes on as documented; the kernels of the PTX corpus come out clean but for their documented bugs."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,22 @@ def test_continuing_a_deadlock_lets_the_waiting_threads_go_on():
     assert np.array_equal(out, np.arange(64) // 32)
 
 
+def test_continuing_an_mbarrier_deadlock_lets_the_waits_return_true():
+    c = S.BY_NAME["bulk_tx_bug"]              # expects 16 bytes more than it copies
+    inp, out = c.args(np.random.default_rng(0))
+    r = run_kernel(str(c.ptx()), c.name, block=c.block, args=[inp, out], check="continue")
+    assert r.issues[0].kind == "deadlock" and "tx-count 16" in r.issues[0].message
+    assert np.array_equal(out, inp[::-1][:64])           # the copy landed; the reads went on
+    with pytest.raises(PtxRuntimeError, match="deadlock: .* wait .* for phase 0 to complete"):
+        run_kernel(str(c.ptx()), c.name, block=c.block, args=[inp, out])
+
+
+def test_a_bulk_copy_read_before_its_mbarrier_wait_names_the_copy():
+    issues = S.run_cpu(S.BY_NAME["bulk_early_bug"]).issues
+    assert [(i.kind, i.warp) for i in issues] == [("cp_async_in_flight", 0), ("cp_async_in_flight", 1)]
+    assert all("the bulk copy of line" in i.message and "has not completed" in i.message for i in issues)
+
+
 @pytest.mark.parametrize("bad,error", [("sometimes", ValueError), ("stop,continue", ValueError), (5, TypeError),
                                        ("", ValueError)])
 def test_check_takes_stop_continue_and_uninitialized(bad, error):
@@ -313,6 +331,26 @@ def test_the_corpus_kernels_are_clean_but_for_their_documented_bugs_and_checks_c
     checked, r = corpus_run(case, "continue,uninitialized", monkeypatch)
     assert {i.kind for i in r.issues} == set(S.CORPUS.get(case.kernel, ()))
     assert all(np.array_equal(plain[k].view(np.uint8), checked[k].view(np.uint8)) for k in plain)
+
+
+def test_a_wgmma_reading_tma_boxes_before_their_mbarrier_completes_is_caught(monkeypatch):
+    """tma_wgmma with its mbarrier waits taken out: each wgmma reads boxes whose tensor copies
+    (cp.async.bulk.tensor) have not completed."""
+    case = next(c for c in FILES if c.kernel == "tma_wgmma")
+    text = (P.corpus() / case.file).read_text()
+    ptx, n = re.subn(r"mbarrier\.try_wait\.parity\.shared::cta\.b64 done, \[%r\d+\], %r\d+;",
+                     "setp.eq.u32 done, 0, 0;", text)
+    assert n >= 2
+    runs = []
+
+    def mutated(path, *args, **kw):
+        runs.append(run_kernel(ptx, *args, **kw, check="continue"))
+        return runs[-1]
+
+    monkeypatch.setattr("fragsim.ptx.run.run_kernel", mutated)
+    P.fragsim_outputs(case, case.launch())
+    assert {i.kind for i in runs[0].issues} == {"cp_async_in_flight"}
+    assert all(i.message.startswith("wgmma.mma_async reads") for i in runs[0].issues)
 
 
 # ---- the command line -------------------------------------------------------------------------------
