@@ -43,6 +43,7 @@ _MODULES = {
     "ptx_cvt": "ptx_cvt",
     "ptx_float": "ptx_float",
     "ptx_kernels": "ptx_kernels",
+    "ptx_ncu": "ptx_ncu",
     "ptx": "ptx_all",
     "tma": "tma",
 }

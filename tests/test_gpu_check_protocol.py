@@ -29,12 +29,13 @@ RECORDINGS = {
     "ptx_cvt": (DATA / "ptx" / "cvt", ["--forms", "f16.f32", "--cases", "64"]),
     "ptx_float": (DATA / "ptx" / "float", ["--forms", "add.rn.f32", "setp.CMP.and.f16x2", "--cases", "4096"]),
     "ptx_kernels": (DATA / "ptx" / "kernels", ["--forms", "struct_param", "--cases", "3"]),
+    "ptx_ncu": (DATA / "ptx" / "ncu", ["--cases", "3"]),
     "ptx": (DATA / "ptx", ["--forms", "shfl", "struct_param", "--cases", "8"]),
     "tma": (DATA / "tma" / "run1", ["--cases", "40"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module
-PTX_MODULES = ("ptx_cvt",)
+PTX_MODULES = ("ptx_cvt", "ptx_ncu")
 #: families that run other families (their source is their members'; --cases 0 means each member's default)
 AGGREGATES = ("ptx",)
 

@@ -43,6 +43,7 @@ from fragsim.instructions.shared_op import NCU_METRICS, SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS, cp_async_op, matrix_op, plain_op
 
 from . import ast as A
+from .state import BARRIERS
 
 #: Nsight Compute's counters (the instruction table's names, ``SharedOp.metrics``).
 LD_WAVEFRONTS, LD_CONFLICTS = NCU_METRICS["ld"]
@@ -559,9 +560,12 @@ class Traffic:
 
     def on_bar_release(self, s, idx: np.ndarray) -> None:
         """Every warp but the last of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
-        key = s.cta[idx].astype(np.int64) * (1 << 8) + s.barrier[idx]
-        pairs = np.unique(np.stack([key, idx // WARP_LANES]), axis=1)
-        _, warps = np.unique(pairs[0], return_counts=True)
+        if not len(idx):
+            return
+        warp = idx // WARP_LANES                  # ascending: a warp's threads are neighbours
+        first = np.r_[True, warp[1:] != warp[:-1]]
+        key = s.cta[idx[first]].astype(np.int64) * BARRIERS + s.barrier[idx[first]]
+        _, warps = np.unique(key, return_counts=True)
         self.barrier_waits += int(np.maximum(warps - 1, 0).sum())
 
     def on_wgmma(self, s, idx: np.ndarray, form, a: np.ndarray, b: np.ndarray, trans_a: bool, trans_b: bool,
