@@ -63,16 +63,18 @@ Kinds (``KINDS``) and what ``"continue"`` does after each:
   it and are in its mask; the barriers go on as modelled.
 - ``uninitialized`` (opt-in): shared bytes read that nothing in this run wrote.
 
-mbarriers order accesses as PTX defines (``fragsim.ptx.semantics.mbarrier``'s events): an arrive-on
-releases the arriving warp's earlier accesses (all its lanes': one elected lane's arrive covers its
-warp here), a test_wait/try_wait that sees the phase complete acquires them; a bulk or tensor copy
-(``cp.async.bulk``, TMA) writes its bytes as the issuing warp, released by its complete-tx into the
-mbarrier's phase, so reading them before the wait that observes that phase is a read-after-write race.
 - ``deadlock``: threads wait at a barrier that can never complete (others exited, or wait at another
   barrier), or at an mbarrier phase that can never complete (arrivals or a tx-count that nothing
   will bring to zero: an ``expect_tx`` larger than the copies, a wait for the wrong phase parity);
   the finding says who waits where.  After it the waiting threads go on as if their barriers had
   completed (the hardware would hang).
+
+mbarriers order accesses as PTX defines (``fragsim.ptx.semantics.mbarrier``'s events): an arrive-on
+releases the arriving warp's earlier accesses (all its lanes': one elected lane's arrive covers its
+warp here), a test_wait/try_wait that sees the phase complete acquires them; a bulk or tensor copy
+(``cp.async.bulk``, TMA) writes its bytes as the issuing warp, released by its complete-tx into the
+mbarrier's phase, so reading them before the wait that observes that phase is a read-after-write race
+(before it lands: ``cp_async_in_flight``).
 
 Cost: the checks see no ``mma.sync`` events, so the machine keeps running them in batches; shared
 accesses update the shadow by array indexing.  ``benchmarks/bench_run.py --check`` measures it.
