@@ -33,8 +33,14 @@ DIFFERENCES: dict[tuple[str, str], tuple[frozenset, str]] = {
         "s[lane ^ 1] (line 71) races with the store (line 69), a WARNING-level hazard. fragsim reports the "
         "cause (divergent) and lets any bar.warp.sync order the whole warp")),
     ("corpus:cutlass_wgmma_sm90_tn", "racecheck"): (frozenset(), (
-        "the race is between other threads' cp.async bytes and the wgmma that reads them with no "
-        f"__syncthreads() between; {RACECHECK_WGMMA}")),
+        "the race is between other threads' cp.async bytes (racecheck follows cp.async: cp_async_barrier_bug) "
+        f"and the wgmma that reads them with no __syncthreads() between; {RACECHECK_WGMMA}")),
+    # not measured yet (the tests of a case skip until the record has it): the same as the two above
+    ("corpus:cutlass_wgmma_sm90_nt", "racecheck"): (frozenset(), (
+        f"the TN kernel's race, with MN-major operands; {RACECHECK_WGMMA}")),
+    ("wgmma_race_bug", "racecheck"): (frozenset(), (
+        "the operands are stored with st.shared and read by another warp's wgmma with no barrier between: "
+        f"{RACECHECK_WGMMA}")),
 }
 #: Differences of a record made with CuPy's memory pool (before measure allocated each buffer exactly).
 POOLED: dict[tuple[str, str], tuple[frozenset, str]] = {
@@ -108,9 +114,11 @@ def test_each_tool_reports_what_fragsims_findings_imply_or_the_difference_says_w
             "explain the difference in DIFFERENCES")
 
 
-def test_every_difference_is_one_the_record_has():
+def test_every_difference_is_one_of_a_known_kernel_and_tool_and_differs():
     data = record()
     rows = {r["case"]: r for r in S.table(data)}
     for (case, tool), (said, why) in differences(data).items():
-        assert case in rows and tool in rows[case]["tools"], (case, tool)
-        assert set(said) != S.expected(rows[case]["fragsim"], tool) and why, (case, tool)
+        assert case in NAMES and tool in S.TOOLS and why, (case, tool)
+        assert set(said) != S.expected(S.fragsim_kinds(case), tool), (case, tool)
+        if case in rows:
+            assert tool in rows[case]["tools"], (case, tool)
