@@ -298,6 +298,8 @@ class SharedReport(Sequence):
         out.append("Nsight Compute:")
         width = max((len(k) for k in self.totals), default=0)
         out += [f"  {k:<{width}}  {v:,}" for k, v in self.totals.items()]
+        if self.barrier_misc:
+            out.append(f"  ({BARRIER_NOTE.format(self.barrier_misc)})")
         return "\n".join(out)
 
     def html(self, pictures: int = 10, page: bool = True) -> str:
@@ -327,7 +329,7 @@ class SharedReport(Sequence):
                 "<th>line</th><th></th><th>source</th></tr>" + "".join(rows) + "</table>"
                 "<h3>Nsight Compute</h3><table class=\"fs-totals\">"
                 + "".join(f"<tr><td><code>{esc(k)}</code></td><td>{v:,}</td></tr>" for k, v in self.totals.items())
-                + "</table>")
+                + "</table>" + (f"<p>{esc(BARRIER_NOTE.format(self.barrier_misc))}</p>" if self.barrier_misc else ""))
         if not page:
             return f"<div>{_STYLE}{body}</div>"
         return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{esc(self.kernel)}: shared-memory "
@@ -344,6 +346,9 @@ _STYLE = ("<style>table.fs-lines, table.fs-totals {border-collapse: collapse; fo
           " tr.detail img {max-width: 900px}</style>")
 
 
+#: what the totals say of the barrier part of op_misc
+BARRIER_NOTE = ("op_misc and the shared total count {:,} wavefront(s) of warps that may wait at barriers: the "
+                "hardware counts that many or fewer, as the warps arrive")
 #: the longest kernel name and source text the text report shows whole (CuTe's mangled names run to
 #: thousands of characters)
 NAME_CHARS = 80
