@@ -14,7 +14,8 @@ Two batches: the first (``batch`` 1, ids ``traffic/<name>``) is the H100 recordi
 text fixed (the recording's SASS names their lines); the second (``traffic2/<name>``) holds the
 kernels written after reading that recording, to test what was fitted on it: other strides and
 widths, idle warps, cp.async in loops and branches, the op_misc instructions, barriers, atomics,
-wgmma's other swizzles and shapes.
+wgmma's other swizzles and shapes.  A batch's text is fixed once it is recorded (the recording's SASS
+names its PTX lines): new kernels go into a new batch.
 """
 
 from __future__ import annotations

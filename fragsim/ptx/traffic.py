@@ -11,18 +11,18 @@ to Nsight Compute's counters for ld/st.shared of every width, ldmatrix, stmatrix
 warps of a step in one call: a row sums, over the run, its warp-level executions, wavefronts, ideal
 wavefronts and bank conflicts (wavefronts - ideal, which Nsight Compute's source page calls excessive
 wavefronts).  A warp executes an instruction once per step that reaches it with an active lane:
-divergent paths and loops with differing trip counts count each time, as the hardware issues them.
+divergent paths and loops with differing trip counts count each time, as the hardware issues them;
+a load, store, ldmatrix, stmatrix or cp.async also when its guard turns every lane off
+(``MISC_PER_IDLE``).  Atomics on shared memory by ``ATOM_LANES_PER_BANK``; wgmma's operand reads as
+ldmatrix phases over the core matrices its descriptors name (``WGMMA_METRICS``).
 
 ``totals`` names the figures as Nsight Compute's metrics, including what the hardware counts that
-the PTX does not show: the never-executed ``LDS`` ptxas puts into every kernel that uses cp.async
-(``SharedOp.phantom_lds`` per warp of the launch in ``smsp__inst_executed_op_shared_ld``) and the
-"misc" wavefronts (``MISC_WAVEFRONTS``: per warp of the launch, per warp at a barrier, per
-never-executed LDS), which the shared-memory total adds to the loads', stores' and copies'.
-``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the counters do.  What is not in the
-model stays out of the totals: atom/red on shared memory (their executions are counted, their
-wavefronts are not modelled) and wgmma's shared-memory operand reads (rows of their own, modelled as
-ldmatrix phases over the core matrices the descriptors name; which counter, if any, counts them is
-``WGMMA_METRICS``, filled in from the H100 measurement of gpu_check/ptx_ncu.py).
+the PTX does not show, each a named fact below: ptxas's never-executed ``LDS`` before each basic
+block's first cp.async (``PHANTOM_LDS``), and the "misc" wavefronts (``MISC_WAVEFRONTS``: per warp,
+per idle execution, per SHFL/REDUX/MEMBAR, per warp that may wait at a barrier -- that part at most,
+``SharedReport.barrier_misc``), which the shared-memory total adds to the loads', stores', copies',
+atomics' and wgmma reads'.  ``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the
+counters do.  gpu_check/ptx_ncu.py measures all of it on the H100 (docs/traffic.md).
 
 Source lines come from the PTX's ``.loc``/``.file`` directives (``nvcc -lineinfo``); without them
 the report is by PTX line.
