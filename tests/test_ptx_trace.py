@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fragsim.ptx import trace_passes as T
+from fragsim.ptx import trace_ids as T
+from fragsim.ptx.trace_passes import make_plan
 from fragsim.ptx.trace import trace_fragments
 
 DATA = Path(__file__).parent / "data" / "ptx"
@@ -240,9 +241,9 @@ def test_coordinates_wider_than_one_identity_take_one_pass_per_digit(monkeypatch
 
 def test_the_plan_sends_rows_and_columns_then_k_and_d_from_the_pass_that_completes_them():
     c16 = T.CODES[16]
-    p = T.make_plan(64, 64, 64, c16, c16, 2048)             # f16 output: D places 0..4095 in 2 digits
+    p = make_plan(64, 64, 64, c16, c16, 2048)               # f16 output: D places 0..4095 in 2 digits
     assert p.kinds == ("rc", "k") and p.d_first == 0 and p.d_digits == 2
-    p = T.make_plan(40000, 64, 64, c16, c16, 1 << 24)        # rows need 2 digits of 15 bits
+    p = make_plan(40000, 64, 64, c16, c16, 1 << 24)          # rows need 2 digits of 15 bits
     assert p.kinds == ("rc", "rc", "k") and p.d_first == 1
 
 

@@ -1,8 +1,18 @@
 """``fragsim.trace_fragments``: is each ``mma.sync``/``wgmma`` of a kernel fed the right elements?
 
-The passes and the checks are ``fragsim.ptx.trace_passes`` (how the identities travel, what is
-checked); the diagnosis of the first inconsistent mma and its verification on the kernel are
-``fragsim.ptx.trace_diagnose``.  The manual: docs/trace.md.
+The kernel runs once per pass with element identities in its GEMM's inputs (its arrays copied),
+and every mma's operands are decoded and checked; the modules, in the order a trace uses them:
+
+- ``trace_args``: which arguments are A, B and D, the GEMM's shape;
+- ``trace_ids``: element identities in bits, their digits combined over the passes;
+- ``trace_passes``: the plan of the passes, the runs, what each mma received (``trace_operands``:
+  an mma's operands as element words);
+- ``trace_checks``: the per-mma checks and k coverage; ``trace_stores``: where the epilogue put D;
+- ``trace_suspects`` and ``trace_report``: the first inconsistent mma, what it should have held,
+  reported as a ``BadMma`` (``trace_result``: ``Trace``, ``BadMma``, ``Element``);
+- ``trace_diagnose``: its diagnosis in ``fragsim check``'s words, verified on the kernel.
+
+The manual: docs/trace.md.
 """
 
 from __future__ import annotations
@@ -11,11 +21,17 @@ import time
 
 from fragsim.facts.arch import DEFAULT_ARCH
 
+from . import ast as A
 from .machine import MAX_STEPS
 from .run import _dims, _entry, _module
+from .trace_args import gemm_shape, parse_matrix
+from .trace_checks import Analysis
 from .trace_diagnose import diagnose as explain
-from .trace_passes import (CODES, EXACT, Analysis, Launch, Observer, Trace, Tracing, out_formats, gemm_shape, ptx_text,
-                           accumulators, first_bad, fragment_report, make_plan, parse_matrix)
+from .trace_ids import CODES
+from .trace_passes import Launch, Observer, Tracing, make_plan
+from .trace_report import first_bad, fragment_report
+from .trace_result import Trace
+from .trace_stores import EXACT, out_formats
 
 __all__ = ["trace_fragments"]
 
@@ -65,3 +81,33 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     nctas = len(ctas) if ctas is not None else g[0] * g[1] * g[2]
     return Trace(entry.name, g, bl, nctas, plan.passes, sum(len(ev.first) for ev in tracing.events), first is None,
                  first, an.counts, an.untraced, time.time() - t0, an.stored)
+
+
+def accumulators(entry: A.Function) -> list[str]:
+    """The D formats of the entry's mma.sync and wgmma instructions."""
+    from fragsim.instructions import lookup
+    from fragsim.instructions.wgmma import lookup_wgmma
+
+    out = set()
+    for ins in entry.instructions:
+        try:
+            if ins.opcode == "mma":
+                out.add(lookup(".".join(m for m in ins.mods if m not in ("sync", "aligned"))).fmt("D").name)
+            elif ins.opcode == "wgmma" and ins.mods[:1] == ("mma_async",):
+                out.add(lookup_wgmma(".".join(ins.mods[3:])).fmt("D").name)
+        except ValueError:
+            continue               # a form the run refuses, with its own message
+    return sorted(out)
+
+
+def ptx_text(ptx) -> str | None:
+    """The PTX text of ``ptx`` (a .ptx path or the text itself; None for a parsed module)."""
+    import os
+
+    if isinstance(ptx, os.PathLike) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
+        try:
+            with open(os.fspath(ptx)) as f:
+                return f.read()
+        except OSError as e:
+            raise ValueError(f"ptx: cannot read {os.fspath(ptx)}: {e.strerror or e}") from None
+    return ptx if isinstance(ptx, str) else None

@@ -1,4 +1,4 @@
-"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.ptx.trace_passes``), in the words of
+"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.ptx.trace_report``), in the words of
 ``fragsim check``, and its verification on the kernel.
 
 mma.sync operands: the CTA runs again (one run per pass) with an observer that follows, for the
@@ -34,7 +34,13 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.check.report import Finding
 
 from . import ast as A
-from .trace_passes import NONE, Analysis, BadMma, Launch, Suspect, elements, operand_names
+from .trace_checks import Analysis
+from .trace_ids import NONE, combine
+from .trace_operands import operand_names, wgmma_operands
+from .trace_passes import Launch
+from .trace_report import elements
+from .trace_result import BadMma
+from .trace_suspects import Suspect
 
 #: Pitches tried beyond the line's own: up to this many 16-byte paddings.
 PADDINGS = 8
@@ -159,8 +165,6 @@ class Follow:
                                 for op, k in (("A", 1), ("B", 2))}}
 
     def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
-        from .trace_passes import wgmma_operands
-
         result["d"] = np.zeros_like(c)           # D does not matter here
 
         first = np.asarray(idx)[::4 * WARP_LANES]
@@ -233,8 +237,6 @@ def follow(launch: Launch, bad_e: int, u: int, fixes=None, descriptors=None, maj
 def decoded(launch: Launch, runs: list, operand: str, what) -> np.ndarray | None:
     """Per run's value ``what`` (an operand's element words or a shared-memory snapshot), the
     matrix coordinates (..., 2) of operand ``operand`` it holds: (row, col) of A, (k, col) of B."""
-    from .trace_passes import combine
-
     t = launch.tracing
     code = t.ca if operand == "A" else t.cb
     rc: list = []
