@@ -58,7 +58,7 @@ from fragsim.ptx import ast as A
 from fragsim.ptx.parse import parse
 from fragsim.ptx.traffic import (ATOM_CONFLICTS, ATOM_INST, ATOM_WAVEFRONTS, GMMA_WAVEFRONTS, INST_METRICS,
                                  LD_CONFLICTS, LD_WAVEFRONTS, LDGSTS_CONFLICTS, MISC_WAVEFRONTS, SHARED_WAVEFRONTS,
-                                 ST_CONFLICTS, ST_WAVEFRONTS, misc_cost)
+                                 ST_CONFLICTS, ST_WAVEFRONTS)
 
 from . import ptx_kernels as PK
 from .family import RunnerFamily
@@ -100,10 +100,16 @@ SASS_GENERIC = {"ld": ("LD",), "st": ("ST",), "atom": ("ATOM",)}
 SHARED_SASS = {"LDS", "STS", "LDSM", "STSM", "LDGSTS", "ATOMS"}
 WGMMA_SASS = SASS_OF["wgmma"]
 #: SASS with an op_misc cost of its own (fragsim.ptx.traffic.MISC_PER_*) -> the PTX opcodes fragsim
-#: counts it for; one on a line of any other instruction is ptxas's own (WARPSYNC where it cannot
-#: prove convergence, REDUX of a warp-aggregated atom.global.min/max, a -G build's MEMBAR): the
-#: comparison takes its executions from the source page and adds them to fragsim's op_misc
+#: counts it for; one on a line of any other instruction is ptxas's own (REDUX of a warp-aggregated
+#: atom.global.min/max, a -G build's MEMBAR): the comparison takes its executions from the source
+#: page and adds them to fragsim's op_misc
 MISC_SASS = {"SHFL": ("shfl",), "REDUX": ("redux",), "MEMBAR": ("membar", "fence"), "WARPSYNC": ()}
+#: the PTX opcodes on whose lines ptxas's WARPSYNC costs no op_misc: a shfl.sync's or an ldmatrix's
+#: (traffic2/shfl_warp0_only, ldmatrix_warp0_only, warpsync_divergent).  Elsewhere (after an
+#: mbarrier try_wait loop, before elect.sync or bar.sync) a warp may wait at it, and it costs up to
+#: one per warp execution: it joins the range part (tma_wgmma 4 of 4, cutlass_wgmma_tma 6 of 8,
+#: cutlass_wgmma_sm90 and tma_bulk every one)
+WARPSYNC_FREE_ON = ("shfl", "ldmatrix")
 #: source-page columns, as metric names or as the labels Nsight Compute prints by default
 COLUMNS = {"inst": ("inst_executed", "Instructions Executed", "Warp Instructions Executed"),
            "wavefronts": ("memory_l1_wavefronts_shared", "L1 Wavefronts Shared"),
@@ -613,6 +619,7 @@ class Comparison:
     compared: int = 0
     not_compared: list[tuple[int, str]] = field(default_factory=list)
     adjusted: list[tuple[str, int]] = field(default_factory=list)
+    waits: int = 0          # of ``adjusted``: WARPSYNC executions, op_misc the hardware may not count
     note: str = ""
     error: str = ""
 
@@ -665,7 +672,7 @@ def compare_one(rec: dict[str, Any], k: int) -> Comparison:
     if any(not r.modelled for r in run.shared):
         skip = skip + CAS_UNCOMPARED
         c.note = (c.note + "; " if c.note else "") + "a compare-and-swap loop: its counters not compared"
-    _compare_totals(c, rec["metrics"], k, want, run.shared.barrier_misc, skip)
+    _compare_totals(c, rec["metrics"], k, want, run.shared.barrier_misc + c.waits, skip)
     return c
 
 
@@ -684,9 +691,12 @@ def _compare_lines(c: Comparison, run, it: Item, functions: dict[str, list[Sass]
             if s.opcode not in MISC_SASS or s.never or r is None or r.inst <= 0:
                 continue
             ins = ptx.get(s.line)
-            if ins is not None and ins.opcode in MISC_SASS[s.opcode] and misc_cost(ins):
+            if ins is not None and ins.opcode in MISC_SASS[s.opcode]:
+                continue
+            if s.opcode == "WARPSYNC" and ins is not None and ins.opcode in WARPSYNC_FREE_ON:
                 continue
             misc += r.inst
+            c.waits += r.inst if s.opcode == "WARPSYNC" else 0
             c.adjusted.append((f"{s.opcode} at PTX line {s.line}" + (f" ({ins.opcode})" if ins else ""), r.inst))
     rows: dict[int, list] = {}
     for r in run.shared:

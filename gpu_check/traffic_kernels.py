@@ -322,10 +322,12 @@ HALF_SAME = ("\tshl.b32 %r10, %r2, 2;\n\tsetp.lt.u32 %p2, %r2, 16;\n\tselp.b32 %
 
 
 def _atom_case(name: str, doc: str, lanes: np.ndarray, warp_mul: int, addr: str, op: str = "add.u32",
-               mask: int = FULL, guard: str = "", value: str = "1") -> Case:
+               mask: int = FULL, guard: str = "", value: str = "1", kind: str = "atom") -> Case:
+    """``kind``: the Access's op -- "atom", "atom.cas" (``ATOM_CAS_WAVEFRONTS``), "atom.popc"
+    (ptxas's ATOMS.POPC.INC: ``popc_inc``); 8-byte ops "atom.64"."""
     width = 8 if op.endswith(("64", "u64", "s64", "b64")) else 4
     return Case(name, doc, _atom(addr, op, value, guard),
-                (Access("atom" if width == 4 else "atom.64", lambda w: [(lanes + w * warp_mul, mask)]),), batch=2)
+                (Access(kind if width == 4 else "atom.64", lambda w: [(lanes + w * warp_mul, mask)]),), batch=2)
 
 
 def _misc(name: str, doc: str, body: str) -> Case:
@@ -520,13 +522,13 @@ CASES2 = (
     _atom_case("atom_masked", "@p atom.shared.add.u32 with p = lane < 8, lane l at word l", LANES * 4, 128,
                "\tsetp.lt.u32 %p2, %r2, 8;\n" + _addr(4, 128), mask=0xFF, guard="@%p2 "),
     _atom_case("atom_cas_same", "atom.shared.cas.b32, every lane of a warp at one word", LANES * 0, 128,
-               _addr(0, 128), "cas.b32", value="%r1"),
+               _addr(0, 128), "cas.b32", value="%r1", kind="atom.cas"),
     _atom_case("atom_exch", "atom.shared.exch.b32, lane l at word l", LANES * 4, 128, _addr(4, 128), "exch.b32",
                value="%r1"),
     _atom_case("atom_min_same", "atom.shared.min.s32, every lane of a warp at one word", LANES * 0, 128,
                _addr(0, 128), "min.s32", value="%r1"),
     Case("red_same", "red.shared.add.u32 of 1, every lane of a warp at one word (ptxas: ATOMS.POPC.INC)", _addr(0, 128)
-         + "\tred.shared.add.u32 [%r10], 1;\n", (Access("atom", affine(0, 128)),), batch=2),
+         + "\tred.shared.add.u32 [%r10], 1;\n", (Access("atom.popc", affine(0, 128)),), batch=2),
     Case("atom_u64", "atom.shared.add.u64, lane l at 8 l: ptxas's compare-and-swap loop (not modelled)", _addr(8, 256)
          + "\tcvt.u64.u32 %rd6, %r1;\n\tatom.shared.add.u64 %rd7, [%r10], %rd6;\n\tcvt.u32.u64 %r11, %rd7;\n"
          "\txor.b32 %r30, %r30, %r11;\n", (Access("atom.64", affine(8, 256)),), batch=2),

@@ -145,9 +145,9 @@ def test_a_source_page_of_several_kernels_gives_each_its_own_rows():
     assert [(r.text, r.inst) for r in N.source_rows(page, "fs4__k")] == [("STS [R2], R1", 5), ("EXIT", 5)]
 
 
-@pytest.mark.parametrize("fewer, agrees", [(0, True), (1, True), (2, False), (-1, False)])
+@pytest.mark.parametrize("fewer, agrees", [(0, True), (1, True), (2, True), (3, False), (-1, False)])
 def test_op_misc_and_the_shared_total_compare_within_the_barrier_part(tmp_path, fewer, agrees):
-    """st_stride2: two warps meet at one bar.sync; the one that arrives first may wait (1 wavefront)."""
+    """st_stride2: two warps meet at one bar.sync; each may wait (up to 2 wavefronts)."""
     shift = {N.MISC_WAVEFRONTS: -fewer, N.SHARED_WAVEFRONTS: -fewer}
     c = N.compare_one(N.load(_fake_record(tmp_path, "st_stride2", shift=shift)), 0)
     assert (not c.totals) == agrees, c.totals
@@ -158,8 +158,18 @@ def test_a_warpsync_ptxas_adds_is_taken_from_the_sass_as_op_misc(tmp_path):
     shift = {N.MISC_WAVEFRONTS: 2, N.SHARED_WAVEFRONTS: 2}
     c = N.compare_one(N.load(_fake_record(tmp_path, "st_stride2", extra=(("WARPSYNC.ALL", bar, 2),), shift=shift)), 0)
     assert not c.totals and c.adjusted == [(f"WARPSYNC at PTX line {bar} (bar)", 2)]
+    assert c.waits == 2                        # a warp may wait at it: in the range part
     c = N.compare_one(N.load(_fake_record(tmp_path, "st_stride2", shift=shift)), 0)
     assert c.totals and c.totals[0][0].startswith(N.SHARED_WAVEFRONTS)
+
+
+def test_a_warpsync_on_a_shfl_line_costs_nothing():
+    """traffic2/shfl_warp0_only, warpsync_divergent (run2): WARPSYNC before a SHFL, no op_misc."""
+    assert "shfl" in N.WARPSYNC_FREE_ON and "ldmatrix" in N.WARPSYNC_FREE_ON
+    rec = RECORDS["run2"]
+    k = next(i for i, e in enumerate(rec["meta"]["plan"]) if e["id"] == "traffic2/warpsync_divergent")
+    c = N.compare_one(rec, k)
+    assert not c.totals and c.adjusted == []
 
 
 def test_the_idle_copies_of_a_line_ptxas_split_are_taken_from_the_sass(tmp_path):

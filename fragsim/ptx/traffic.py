@@ -43,7 +43,6 @@ from fragsim.instructions.shared_op import NCU_METRICS, SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS, cp_async_op, matrix_op, plain_op
 
 from . import ast as A
-from .state import BARRIERS
 
 #: Nsight Compute's counters (the instruction table's names, ``SharedOp.metrics``).
 LD_WAVEFRONTS, LD_CONFLICTS = NCU_METRICS["ld"]
@@ -82,22 +81,27 @@ IDLE_ISSUES = frozenset({"ld", "ldu", "st", "ldmatrix", "stmatrix", "cp"})
 #: not taken) and cutlass_wgmma's loop body (two trips) follow it.
 PHANTOM_LDS = max(e.phantom_lds for e in SHARED_OPS.values())
 #: op_misc wavefronts per warp-level execution of instructions that run through the shared-memory
-#: pipe without touching shared memory, by the SASS they become: SHFL (shfl.sync), REDUX
-#: (redux.sync), MEMBAR (membar.*; fence.sc/acq_rel.*; fence.proxy.async and .shared::* are
-#: MEMBAR.ALL + FENCE.VIEW.ASYNC.S, .global only a FENCE: none).  ERRBAR, CCTL, VOTE, ELECT,
-#: LDGDEPBAR/DEPBAR and BAR count none.  WARPSYNC counts one too, but ptxas puts it where it cannot
-#: prove a warp converged (before a bar.sync after divergent code, before an elect.sync or a
-#: partial-mask shfl.sync there): the PTX does not say where, and fragsim does not claim it.
-#: Fitted on reduce_shfl (85 SHFL and 8 REDUX), devfunc_local's -G build (5 MEMBAR, 5 ERRBAR) and
-#: wgmma_desc (4 MEMBAR.ALL.CTA).
-MISC_PER_SHFL = MISC_PER_REDUX = MISC_PER_MEMBAR = 1
-#: A barrier (bar.sync, barrier.sync) costs one op_misc wavefront per warp that has to wait at it --
-#: at most every warp but the last to arrive, which is what ``totals`` counts.  How many do wait
-#: depends on when each warp arrives: the H100 counted from 1 to the most (warps - 1) per barrier
-#: (two barriers of 4 warps: 2 in cutlass_sgemm, 6 in hgemm_cpasync), so the report gives this part
-#: apart (``SharedReport.barrier_misc``): the hardware's op_misc and shared total lie between the
-#: totals less it and the totals.
-MISC_PER_BARRIER_WAIT = 1
+#: pipe without touching shared memory, by the SASS ptxas makes of them (``fence_sass``): SHFL
+#: (shfl.sync: shfl3, reduce_shfl's 85), a GPU/system-scope MEMBAR (membar.gl/.sys, fence.sc/acq_rel
+#: at .gpu/.cluster/.sys, fence.proxy.async and .shared::cluster: traffic2/fence_proxy_async), the
+#: CCTL.IVALL that ends a GPU-scope fence.sc/acq_rel (its ERRBAR and CGAERRBAR count none:
+#: traffic2/membar_gl 2 per warp, devfunc_local -G's MEMBAR.SC.VC + ERRBAR + CGAERRBAR 1) and the
+#: FENCE.VIEW.ASYNC.S of a fence.proxy.async on shared memory (traffic2/fence_proxy_async and
+#: fence_proxy_shared).  redux.sync's REDUX counts none (traffic2/redux3: 3 REDUX in 2 warps, no
+#: wavefront), nor do VOTE, ELECT, ERRBAR, FENCE.VIEW.ASYNC.G, LDGDEPBAR/DEPBAR and WARPSYNC
+#: (traffic2/shfl_warp0_only, ldmatrix_warp0_only and warpsync_divergent: WARPSYNC.ALL and a
+#: WARPSYNC of a partial mask, none).
+MISC_PER_SHFL = MISC_PER_MEMBAR_GPU = MISC_PER_CCTL_IVALL = MISC_PER_FENCE_VIEW_ASYNC = 1
+MISC_PER_REDUX = 0
+#: A warp that has to wait -- at a barrier (bar.sync, barrier.sync: ``on_bar_release``), or at a
+#: CTA-scope MEMBAR (membar.cta, fence.sc/acq_rel.cta, fence.proxy.async.shared::cta) for its own
+#: memory operations -- may cost one op_misc wavefront; whether it does depends on timing.  The
+#: H100 counted from none to one per warp: barriers of 4 warps 0 to 3, bar_one_warp's one warp 1,
+#: membar_cta's and fence_acq_rel_cta's 2 warps 1, fence_proxy_shared's 1 of 2, wgmma_desc's 4
+#: MEMBAR.ALL.CTA none.  ``totals`` counts every such warp, the report gives this part apart
+#: (``SharedReport.barrier_misc``): the hardware's op_misc and shared total lie between the totals
+#: less it and the totals.
+MISC_PER_BARRIER_WAIT = MISC_PER_MEMBAR_CTA_WAIT = 1
 #: atom/red on shared memory (ATOMS): the lanes of a 4-byte atomic go in one phase; every lane that
 #: hits a bank takes a wavefront of its own in that bank (``ATOM_LANES_PER_BANK``), lanes at one word
 #: too (atomics to one word serialize): wavefronts = the most active lanes in one bank, ideal = 1 (traffic/atom: 1 per warp,
@@ -107,6 +111,14 @@ MISC_PER_BARRIER_WAIT = 1
 #: until no lane lost), whose trips depend on the lanes' contention: those rows are not modelled
 #: (``NATIVE_ATOMS``: the operations an ATOMS runs, on 4-byte integers).
 ATOM_LANES_PER_BANK = 1
+#: atom.shared.cas (ATOMS.CAS): two wavefronts per round of the rule above, ideal 2, and one bank
+#: conflict per round after the first (traffic2/atom_cas_same: 32 lanes at one word, 64 wavefronts
+#: per warp, ideal 2, 31 conflicts).
+ATOM_CAS_WAVEFRONTS = 2
+#: red.shared.add of the immediate 1 ptxas makes ATOMS.POPC.INC: the lanes at one word add their
+#: count in one go, so lanes at one word count once in their bank (traffic2/red_same: 32 lanes at
+#: one word, 1 wavefront per warp, no conflict); ``popc_inc``.
+POPC_INC_ADDEND = 1
 NATIVE_ATOMS = frozenset({"add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"})
 #: What Nsight Compute counts for wgmma's shared-memory operand reads: metric -> the wgmma rows'
 #: figure it equals.  The source page gives every HGMMA's warp-level execution a quarter of its
@@ -150,13 +162,16 @@ class SharedRow:
     ideal: int = 0
     exact: bool = True
     modelled: bool = True
+    #: wavefronts per round of bank conflicts (``ATOM_CAS_WAVEFRONTS`` for atom.cas, else 1):
+    #: Nsight Compute's conflict counter counts rounds
+    per_round: int = 1
     #: the execution with the most conflicts: (conflicts, addrs (32,), mask, src (32,) or None)
     worst: tuple | None = field(default=None, repr=False)
     entry: SharedOp | None = field(default=None, repr=False)
 
     @property
     def conflicts(self) -> int:
-        return self.wavefronts - self.ideal
+        return (self.wavefronts - self.ideal) // self.per_round
 
     def worst_report(self):
         """The ``fragsim.bank_conflicts`` report of the execution with the most conflicts (None for
@@ -403,23 +418,24 @@ class Traffic:
         self.module = module
         self.rows: dict[int, SharedRow] = {}          # id(op) -> its row
         self.barrier_waits = 0                         # warps that (at most) waited at barriers, summed
+        self.waits = 0                                 # op_misc of warps that may wait at a CTA MEMBAR
         self.misc_ops = 0                              # op_misc wavefronts of MISC_PER_* instructions
         self.phantom = 0                               # ptxas's never-executed LDS, executed
         self._memo: dict[int, dict[bytes, tuple]] = {}  # id(row) -> address sets -> their figures
         self._atom: tuple | None = None                # (op, step, [idx], [addrs]) of the atom step open
         self._phantom_ops: set[int] = set()            # id(op): the first cp.async of a basic block
-        self._misc: dict[int, int] = {}                # id(op) -> its op_misc cost per warp execution
         if program is not None:
             self._phantom_ops = {id(op) for op in block_first_copies(program.ops)}
             for op in program.ops:
-                cost = misc_cost(op.instr)
-                if cost:
-                    self._misc[id(op)] = cost
-                    op.run = self._counting(op.run, cost)
+                cost, wait = misc_cost(op.instr), misc_wait(op.instr)
+                if cost or wait:
+                    op.run = self._counting(op.run, cost, wait)
 
-    def _counting(self, run, cost: int):
+    def _counting(self, run, cost: int, wait: int):
         def counted(s, idx):
-            self.misc_ops += cost * warps_in(idx)
+            n = warps_in(idx)
+            self.misc_ops += cost * n
+            self.waits += wait * n
             run(s, idx)
         return counted
 
@@ -444,7 +460,8 @@ class Traffic:
         source = self._source(ins)
         if entry is None:      # atom / red
             native = width == 4 and "f32" not in ins.mods and bool(NATIVE_ATOMS & set(ins.mods))
-            return SharedRow(ins.line, ins.text, f"{ins.opcode}.shared", ATOM, source, space is None, modelled=native)
+            return SharedRow(ins.line, ins.text, f"{ins.opcode}.shared", ATOM, source, space is None, modelled=native,
+                             per_round=ATOM_CAS_WAVEFRONTS if "cas" in ins.mods else 1)
         return SharedRow(ins.line, ins.text, entry.name, entry.kind, source, space is None, entry=entry)
 
     def _source(self, ins: A.Instr) -> str | None:
@@ -559,19 +576,16 @@ class Traffic:
         a, m = by_warp(idx[order], np.concatenate(addrs)[order])
         row.executions += len(a)
         if row.modelled:
-            wf, ideal = atom_wavefronts(a, m)
+            wf, ideal = atom_wavefronts(a, m, distinct=popc_inc(op.instr))
+            wf, ideal = wf * row.per_round, ideal * row.per_round
             row.wavefronts += int(wf.sum())
             row.ideal += int(ideal.sum())
 
     def on_bar_release(self, s, idx: np.ndarray) -> None:
-        """Every warp but the last of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
+        """Every warp of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
         if not len(idx):
             return
-        warp = idx // WARP_LANES                  # ascending: a warp's threads are neighbours
-        first = np.r_[True, warp[1:] != warp[:-1]]
-        key = s.cta[idx[first]].astype(np.int64) * BARRIERS + s.barrier[idx[first]]
-        _, warps = np.unique(key, return_counts=True)
-        self.barrier_waits += int(np.maximum(warps - 1, 0).sum())
+        self.barrier_waits += warps_in(idx)
 
     def on_wgmma(self, s, idx: np.ndarray, form, a: np.ndarray, b: np.ndarray, trans_a: bool, trans_b: bool,
                  **_) -> None:
@@ -604,7 +618,7 @@ class Traffic:
                 if path not in sources:
                     sources[path] = read_source(path, ptx_path)
         misc = warps * MISC_PER_WARP + self.misc_ops
-        barrier = self.barrier_waits * MISC_PER_BARRIER_WAIT
+        barrier = self.barrier_waits * MISC_PER_BARRIER_WAIT + self.waits
         return SharedReport(run.kernel, rows, totals(rows, misc + barrier, self.phantom), warps, ptx_lines, sources,
                             barrier_misc=barrier)
 
@@ -695,27 +709,63 @@ def block_first_copies(ops) -> list:
     return out
 
 
+#: op_misc wavefronts per warp execution of the SASS a fence becomes (``fence_sass``)
+FENCE_SASS_COST = {"MEMBAR.GPU": MISC_PER_MEMBAR_GPU, "CCTL.IVALL": MISC_PER_CCTL_IVALL,
+                   "FENCE.VIEW.ASYNC.S": MISC_PER_FENCE_VIEW_ASYNC, "MEMBAR.CTA": 0}
+
+
+def fence_sass(ins: A.Instr) -> tuple[str, ...]:
+    """The SASS ptxas (CUDA 13, sm_90a) makes of a membar/fence that costs op_misc, by its scope:
+    membar.cta, fence.sc/acq_rel.cta: MEMBAR.CTA; membar.gl/.sys, fence.sc/acq_rel at .gpu, .cluster
+    or .sys: MEMBAR.GPU (or .SYS) + ERRBAR + CGAERRBAR + CCTL.IVALL; fence.proxy.async (generic or
+    .shared::cluster): MEMBAR.ALL.GPU + FENCE.VIEW.ASYNC.S, .shared::cta: MEMBAR.ALL.CTA +
+    FENCE.VIEW.ASYNC.S, .global: FENCE.VIEW.ASYNC.G only; fence.mbarrier_init: nothing."""
+    mods = set(ins.mods)
+    if ins.opcode == "membar":
+        return ("MEMBAR.CTA",) if "cta" in mods else ("MEMBAR.GPU", "CCTL.IVALL")
+    if ins.opcode != "fence" or "mbarrier_init" in mods:
+        return ()
+    if "proxy" in mods:
+        if "async" not in mods or any(m.startswith("global") for m in mods):
+            return ()
+        cta = any(m.startswith("shared") and m.endswith("cta") for m in mods)
+        return ("MEMBAR.CTA" if cta else "MEMBAR.GPU", "FENCE.VIEW.ASYNC.S")
+    if not {"sc", "acq_rel"} & mods:
+        return ()
+    return ("MEMBAR.CTA",) if "cta" in mods else ("MEMBAR.GPU", "CCTL.IVALL")
+
+
 def misc_cost(ins: A.Instr) -> int:
-    """The op_misc wavefronts one warp-level execution of ``ins`` costs (``MISC_PER_SHFL`` ...)."""
-    op, mods = ins.opcode, ins.mods
-    if op == "shfl":
+    """The op_misc wavefronts one warp-level execution of ``ins`` surely costs (``MISC_PER_SHFL`` ...)."""
+    if ins.opcode == "shfl":
         return MISC_PER_SHFL
-    if op == "redux":
+    if ins.opcode == "redux":
         return MISC_PER_REDUX
-    if op == "membar":
-        return MISC_PER_MEMBAR
-    if op == "fence":
-        if "proxy" in mods:
-            rest = [m for m in mods if m not in ("proxy", "async")]
-            return MISC_PER_MEMBAR if "async" in mods and all(m.startswith("shared") for m in rest) else 0
-        return MISC_PER_MEMBAR if {"sc", "acq_rel"} & set(mods) and "mbarrier_init" not in mods else 0
-    return 0
+    return sum(FENCE_SASS_COST[x] for x in fence_sass(ins))
 
 
-def atom_wavefronts(addrs: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def misc_wait(ins: A.Instr) -> int:
+    """The op_misc wavefronts one warp-level execution of ``ins`` may cost, by when its memory
+    operations complete (``MISC_PER_MEMBAR_CTA_WAIT``)."""
+    return MISC_PER_MEMBAR_CTA_WAIT * fence_sass(ins).count("MEMBAR.CTA")
+
+
+def popc_inc(ins: A.Instr) -> bool:
+    """Whether ptxas makes the atomic ``ins`` an ATOMS.POPC.INC (``POPC_INC_ADDEND``)."""
+    value = ins.operands[-1]
+    return (ins.opcode == "red" and "add" in ins.mods and isinstance(value, A.Imm)
+            and value.value == POPC_INC_ADDEND)
+
+
+def atom_wavefronts(addrs: np.ndarray, masks: np.ndarray, distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(wavefronts, ideal) per warp execution of a 4-byte shared-memory atomic (``ATOM_LANES_PER_BANK``):
-    ``addrs`` (w, 32) byte offsets, ``masks`` (w,) active lanes."""
+    ``addrs`` (w, 32) byte offsets, ``masks`` (w,) active lanes; ``distinct``: lanes at one word
+    count once (``popc_inc``)."""
     on = (masks[:, None] >> np.arange(WARP_LANES, dtype=np.uint32)) & 1 == 1       # (w, 32)
+    if distinct:         # an active lane that an earlier active lane shares its word with counts none
+        word = addrs // BANK_BYTES
+        same = (word[:, :, None] == word[:, None, :]) & on[:, None, :] & np.tri(WARP_LANES, k=-1, dtype=bool)
+        on = on & ~same.any(axis=2)
     bank = (addrs // BANK_BYTES) % NUM_BANKS
     w = np.broadcast_to(np.arange(len(addrs))[:, None], bank.shape)
     hits = np.zeros((len(addrs), NUM_BANKS), np.int64)
