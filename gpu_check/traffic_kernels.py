@@ -557,7 +557,107 @@ CASES2 = (
     _wg("wgmma_k2", "two k-steps of m64n64k16 bf16, 128-byte swizzle, the descriptors advanced by 32 bytes",
         _wgmma(64, _desc("%rd20", 0, 16, 1024, SW128), _desc("%rd21", B_AT, 16, 1024, SW128), k_steps=2)),
 )
-CASES = CASES + CASES2
+
+#: guard: p = warp 0 (uniform in each warp)
+WARP0 = "\tsetp.eq.u32 %p1, %r3, 0;\n"
+
+
+def _case3(name: str, doc: str, body: str, accesses: tuple = (), threads: int = 0) -> Case:
+    return Case(name, doc, body, accesses, threads=threads, batch=3)
+
+
+def _atom3(name: str, doc: str, lanes: np.ndarray, addr: str, op: str, value: str, kind: str,
+           red: bool = False) -> Case:
+    """An atom (``red``: a red) of every lane of both warps, warp w at ``lanes`` + 128 w."""
+    body = (addr + f"\tred.shared.{op} [%r10], {value};\n") if red else _atom(addr, op, value)
+    return _case3(name, doc, body, (Access(kind, lambda w: [(lanes + w * 128, FULL)]),))
+
+
+#: the third batch: variants of the rules run2 refitted (fences by scope, redux, atomics ptxas
+#: aggregates or runs twice, guard-off warps of other ops, barriers of 2 and 3 warps), none of them
+#: in the first two batches
+CASES3 = (
+    # fences: the SASS of each spelling (traffic.fence_sass) and what it costs
+    _case3("membar_sys", "membar.sys (MEMBAR.SC.SYS + ERRBAR + CGAERRBAR + CCTL.IVALL): 2 per warp",
+           "\tmembar.sys;\n"),
+    _case3("fence_sc_cta", "fence.sc.cta (MEMBAR.SC.CTA): a warp may wait", "\tfence.sc.cta;\n"),
+    _case3("fence_acq_rel_gpu", "fence.acq_rel.gpu (MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR + CCTL.IVALL)",
+           "\tfence.acq_rel.gpu;\n"),
+    _case3("fence_sc_cluster", "fence.sc.cluster (MEMBAR.SC.GPU + ERRBAR + CGAERRBAR + CCTL.IVALL)",
+           "\tfence.sc.cluster;\n"),
+    _case3("fence_proxy_cluster", "fence.proxy.async.shared::cluster (MEMBAR.ALL.GPU + FENCE.VIEW.ASYNC.S)",
+           "\tfence.proxy.async.shared::cluster;\n"),
+    _case3("fence_mbarrier_init", "fence.mbarrier_init.release.cluster (no SASS)",
+           "\tfence.mbarrier_init.release.cluster;\n"),
+    _case3("membar_cta3", "three membar.cta in a row: each warp may wait at each", "\tmembar.cta;\n" * 3),
+    _case3("membar_cta_after_st", "st.shared then membar.cta: the store outstanding at the MEMBAR",
+           _addr(4, 128) + _st("b32") + "\tmembar.cta;\n", (Access("st.shared.b32", affine(4, 128)),)),
+    _case3("membar_cta_4warps", "membar.cta in a CTA of 4 warps", "\tmembar.cta;\n", threads=128),
+    _case3("membar_gl_4warps", "membar.gl in a CTA of 4 warps: 2 per warp", "\tmembar.gl;\n", threads=128),
+    _case3("fence_mix", "fence.proxy.async, membar.cta, fence.acq_rel.gpu, fence.proxy.async.global",
+           "\tfence.proxy.async;\n\tmembar.cta;\n\tfence.acq_rel.gpu;\n\tfence.proxy.async.global;\n"),
+    # redux.sync
+    _case3("redux_min1", "one redux.sync.min.s32 (REDUX): none", "\tredux.sync.min.s32 %r5, %r1, -1;\n"
+           "\txor.b32 %r30, %r30, %r5;\n"),
+    _case3("redux_half", "redux.sync.add.u32 of the lanes < 16, in a branch (membermask 0xffff)",
+           "\tmov.u32 %r5, 0;\n\tsetp.lt.u32 %p2, %r2, 16;\n\t@!%p2 bra $L__past;\n"
+           "\tredux.sync.add.u32 %r5, %r1, 0xffff;\n$L__past:\n\txor.b32 %r30, %r30, %r5;\n"),
+    _case3("redux_warp0_only", "@p redux.sync with p = warp 0", WARP0 + "\tmov.u32 %r5, 0;\n"
+           "\t@%p1 redux.sync.add.u32 %r5, %r1, -1;\n\txor.b32 %r30, %r30, %r5;\n"),
+    # atomics: red.add of 1 (ATOMS.POPC.INC), other red/atom, cas at other spreads
+    _atom3("red1_row", "red.shared.add.u32 of 1, lane l at word l: POPC.INC, one wavefront", LANES * 4,
+           _addr(4, 128), "add.u32", "1", "atom.popc", red=True),
+    _atom3("red1_pairs", "red.shared.add.u32 of 1, lanes 2k and 2k+1 at word k", (LANES // 2) * 4, PAIRS
+           + "\tadd.u32 %r10, %r10, %r4;\n", "add.u32", "1", "atom.popc", red=True),
+    _atom3("red1_bank0", "red.shared.add.u32 of 1 at a 128-byte stride: 32 words of bank 0", LANES * 128,
+           _addr(128, 0), "add.u32", "1", "atom.popc", red=True),
+    _atom3("red3_same", "red.shared.add.u32 of 3, every lane at one word (not an increment)", LANES * 0,
+           _addr(0, 128), "add.u32", "3", "atom", red=True),
+    _atom3("red_reg_same", "red.shared.add.u32 of a register, every lane at one word", LANES * 0,
+           _addr(0, 128), "add.u32", "%r1", "atom", red=True),
+    _atom3("red_min_same", "red.shared.min.u32, every lane at one word", LANES * 0, _addr(0, 128), "min.u32",
+           "%r1", "atom", red=True),
+    _atom3("red_or_row", "red.shared.or.b32, lane l at word l", LANES * 4, _addr(4, 128), "or.b32", "%r1", "atom",
+           red=True),
+    _atom3("atom1_same", "atom.shared.add.u32 of 1 (result used), every lane at one word", LANES * 0,
+           _addr(0, 128), "add.u32", "1", "atom"),
+    _atom3("atom_inc_same", "atom.shared.inc.u32, every lane at one word", LANES * 0, _addr(0, 128), "inc.u32",
+           "1000", "atom"),
+    _atom3("cas_row", "atom.shared.cas.b32, lane l at word l: one round", LANES * 4, _addr(4, 128), "cas.b32",
+           "%r1", "atom.cas"),
+    _atom3("cas_pairs", "atom.shared.cas.b32, lanes 2k and 2k+1 at word k: two rounds", (LANES // 2) * 4,
+           PAIRS + "\tadd.u32 %r10, %r10, %r4;\n", "cas.b32", "%r1", "atom.cas"),
+    _atom3("cas_stride8", "atom.shared.cas.b32 at an 8-byte stride: 2 lanes a bank", LANES * 8, _addr(8, 0),
+           "cas.b32", "%r1", "atom.cas"),
+    # a warp whose guard turns every lane off, on other ops
+    _case3("ld_v4_warp0_only", "@p ld.shared.v4.b32 with p = warp 0: warp 1 idle",
+           WARP0 + _addr(16, 0) + _ld("v4.b32", 4, guard="@%p1 "),
+           (Access("ld.shared.v4.b32", lambda w: [(LANES * 16, FULL if w == 0 else 0)]),)),
+    _case3("stmatrix_warp0_only", "@p stmatrix.x4 with p = warp 0: warp 1 idle", WARP0 + _matrix_addr(False)
+           + _matrix_op("stmatrix", 4, False, True).replace("\tstmatrix", "\t@%p1 stmatrix"),
+           (Access("stmatrix.x4", lambda w: [(_matrix_rows(False) + w * 2048, FULL if w == 0 else 0)]),)),
+    _case3("red_warp0_only", "@p red.shared.add.u32 of 1 with p = warp 0", WARP0 + _addr(4, 0)
+           + "\t@%p1 red.shared.add.u32 [%r10], 1;\n",
+           (Access("atom.popc", lambda w: [(LANES * 4, FULL)] if w == 0 else []),)),
+    _case3("cas_warp0_only", "@p atom.shared.cas.b32 with p = warp 0, lane l at word l",
+           WARP0 + _atom(_addr(4, 0), "cas.b32", "%r1", guard="@%p1 "),
+           (Access("atom.cas", lambda w: [(LANES * 4, FULL)] if w == 0 else []),)),
+    _case3("membar_warp0_only", "@p membar.gl with p = warp 0", WARP0 + "\t@%p1 membar.gl;\n"),
+    _case3("shfl_idx_warp1_only", "@p shfl.sync.idx with p = warp 1", "\tsetp.eq.u32 %p1, %r3, 1;\n"
+           "\tmov.u32 %r5, 0;\n\t@%p1 shfl.sync.idx.b32 %r5, %r1, 3, 31, -1;\n\txor.b32 %r30, %r30, %r5;\n"),
+    # barriers of 2 and 3 warps
+    Case("bar2", "bar.sync, 2 warps arriving together", "\tbar.sync 0;\n", (), threads=64, batch=3),
+    Case("bar3", "bar.sync, 3 warps arriving together", "\tbar.sync 0;\n", (), threads=96, batch=3),
+    Case("bar3_staggered", "bar.sync after warp w spins 64 w trips, 3 warps", "\tshl.b32 %r5, %r3, 6;\n" + SPIN
+         + "\tbar.sync 0;\n", (), threads=96, batch=3),
+    Case("bar2_twice", "two bar.sync, 2 warps", "\tbar.sync 0;\n\tbar.sync 0;\n", (), threads=64, batch=3),
+    Case("barrier_aligned3", "barrier.sync.aligned 0, 3 warps", "\tbarrier.sync.aligned 0;\n", (), threads=96,
+         batch=3),
+    Case("bar_arrive_sync", "warp 0 bar.arrive 1, 64; warp 1 bar.sync 1, 64", WARP0 + "\t@!%p1 bra $L__waiter;\n"
+         "\tbar.arrive 1, 64;\n\tbra.uni $L__after;\n$L__waiter:\n\tbar.sync 1, 64;\n$L__after:\n", (),
+         batch=3),
+)
+CASES = CASES + CASES2 + CASES3
 BY_NAME = {c.name: c for c in CASES}
 
 
