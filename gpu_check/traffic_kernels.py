@@ -471,7 +471,7 @@ CASES2 = (
     _misc("shfl_warp0_only", "@p shfl.sync with p = warp 0: warp 1 issues it idle",
           "\tsetp.eq.u32 %p1, %r3, 0;\n\tmov.u32 %r5, 0;\n\t@%p1 shfl.sync.bfly.b32 %r5, %r1, 1, 31, -1;\n"
           "\txor.b32 %r30, %r30, %r5;\n"),
-    _misc("redux3", "three redux.sync (REDUX)",
+    _misc("redux3", "three redux.sync (REDUX: run2, none)",
           "\tredux.sync.add.u32 %r5, %r1, -1;\n\tredux.sync.max.u32 %r6, %r5, -1;\n\tredux.sync.or.b32 %r7, %r6, -1;\n"
           "\txor.b32 %r30, %r30, %r7;\n"),
     _misc("vote3", "three vote.sync.ballot (VOTE: no op_misc claimed)",
@@ -482,7 +482,7 @@ CASES2 = (
           "\tand.b32 %r5, %r2, 3;\n\tmatch.any.sync.b32 %r6, %r5, -1;\n\txor.b32 %r30, %r30, %r6;\n"),
     _misc("elect1", "one elect.sync with every lane (ELECT: no op_misc claimed)",
           "\telect.sync %r5|%p2, -1;\n\tselp.u32 %r6, 1, 0, %p2;\n\txor.b32 %r30, %r30, %r6;\n\txor.b32 %r30, %r30, %r5;\n"),
-    _misc("membar_cta", "membar.cta (MEMBAR.SC.CTA): 1 op_misc wavefront per warp", "\tmembar.cta;\n"),
+    _misc("membar_cta", "membar.cta (MEMBAR.SC.CTA): a warp may wait (run2: 1 of 2)", "\tmembar.cta;\n"),
     _misc("membar_gl", "membar.gl (MEMBAR.SC.GPU with ERRBAR, CGAERRBAR, CCTL.IVALL)", "\tmembar.gl;\n"),
     _misc("fence_acq_rel_cta", "fence.acq_rel.cta (MEMBAR.ALL.CTA)", "\tfence.acq_rel.cta;\n"),
     _misc("fence_proxy_async", "fence.proxy.async (MEMBAR.ALL.GPU + FENCE.VIEW.ASYNC.S)", "\tfence.proxy.async;\n"),
@@ -490,11 +490,11 @@ CASES2 = (
           "\tfence.proxy.async.shared::cta;\n"),
     _misc("fence_proxy_global", "fence.proxy.async.global (FENCE.VIEW.ASYNC.G only: none claimed)",
           "\tfence.proxy.async.global;\n"),
-    _misc("warpsync_divergent", "shfl.sync with half the lanes in a branch: ptxas's WARPSYNC (from the SASS)",
+    _misc("warpsync_divergent", "shfl.sync with half the lanes in a branch: ptxas's WARPSYNC (run2: none)",
           "\tmov.u32 %r5, 0;\n\tsetp.lt.u32 %p2, %r2, 16;\n\t@!%p2 bra $L__past;\n"
           "\tshfl.sync.bfly.b32 %r5, %r1, 1, 15, 0xffff;\n$L__past:\n\txor.b32 %r30, %r30, %r5;\n"),
-    # barriers: one op_misc wavefront per warp that waits, at most warps - 1
-    _bar("bar_one_warp", "bar.sync in a one-warp CTA: no warp waits", 32),
+    # barriers: one op_misc wavefront per warp that waits, at most every warp
+    _bar("bar_one_warp", "bar.sync in a one-warp CTA (run2: 1 wavefront)", 32),
     _bar("bar4_a", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),
     _bar("bar4_b", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),
     _bar("bar4_c", "bar.sync with 4 warps arriving together (a, b and c: the same kernel thrice)", 128),

@@ -13,16 +13,18 @@ wavefronts and bank conflicts (wavefronts - ideal, which Nsight Compute's source
 wavefronts).  A warp executes an instruction once per step that reaches it with an active lane:
 divergent paths and loops with differing trip counts count each time, as the hardware issues them;
 a load, store, ldmatrix, stmatrix or cp.async also when its guard turns every lane off
-(``MISC_PER_IDLE``).  Atomics on shared memory by ``ATOM_LANES_PER_BANK``; wgmma's operand reads as
+(``MISC_PER_IDLE``).  Atomics on shared memory by ``ATOM_LANES_PER_BANK`` (``ATOM_CAS_WAVEFRONTS``,
+``POPC_INC_ADDEND``); wgmma's operand reads as
 ldmatrix phases over the core matrices its descriptors name (``WGMMA_METRICS``).
 
 ``totals`` names the figures as Nsight Compute's metrics, including what the hardware counts that
 the PTX does not show, each a named fact below: ptxas's never-executed ``LDS`` before each basic
 block's first cp.async (``PHANTOM_LDS``), and the "misc" wavefronts (``MISC_WAVEFRONTS``: per warp,
-per idle execution, per SHFL/REDUX/MEMBAR, per warp that may wait at a barrier -- that part at most,
-``SharedReport.barrier_misc``), which the shared-memory total adds to the loads', stores', copies',
-atomics' and wgmma reads'.  ``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the
-counters do.  gpu_check/ptx_ncu.py measures all of it on the H100 (docs/traffic.md).
+per idle execution, per SHFL, per fence by the SASS it becomes (``fence_sass``), per warp that may
+wait at a barrier or a CTA-scope MEMBAR -- that part at most, ``SharedReport.barrier_misc``),
+which the shared-memory total adds to the loads', stores', copies', atomics' and wgmma reads'.
+``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the counters do.  gpu_check/ptx_ncu.py
+measures all of it on the H100 (docs/traffic.md).
 
 Source lines come from the PTX's ``.loc``/``.file`` directives (``nvcc -lineinfo``); without them
 the report is by PTX line.
