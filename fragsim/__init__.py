@@ -68,5 +68,5 @@ def __getattr__(name):
 __all__ = ["mma", "movmatrix", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "stmatrix", "ld_shared", "st_shared", "cp_async",
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
-           "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "run_kernel", "Buffer",
-           "TensorMap", "tma_load", "tma_store"]
+           "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "check_tma_wgmma", "run_kernel",
+           "Buffer", "TensorMap", "tma_load", "tma_store"]

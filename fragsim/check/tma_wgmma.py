@@ -14,13 +14,16 @@ mode) -- and every fix named is verified by running this check again with it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from fragsim import validate
 from fragsim.facts.hardware import MATRIX_ROW_BYTES, MATRIX_ROWS
-from fragsim.layout.descriptor import MAJORS, SWIZZLE_BYTES, MatrixDescriptor, check_shape, operand_addresses
+from fragsim.facts.smem import smem_limit, smem_per_cta
+from fragsim.facts.tma import COORD_BITS
+from fragsim.layout.descriptor import ADDRESS_LIMIT, MAJORS, SWIZZLE_BYTES, MatrixDescriptor, check_shape, operand_addresses
 from .report import Finding
 from .wgmma import WgmmaReport, _diagnose, _fix, _step_descriptors, parse_form
 
@@ -28,6 +31,9 @@ __all__ = ["check_tma_wgmma", "TmaWgmmaReport", "TmaWgmmaMismatch"]
 
 #: The swizzle pattern repeats every 8 swizzle rows (1024 bytes for 128B).
 PATTERN_ROWS = 8
+#: Bytes of working arrays per box element and coordinate (int64 coords, addresses, owners, copies).
+_BYTES_PER_ELEMENT = 16
+_COORD_MIN, _COORD_MAX = -(1 << (COORD_BITS - 1)), (1 << (COORD_BITS - 1)) - 1
 
 
 @dataclass(frozen=True)
@@ -111,10 +117,6 @@ def _smem(tmap, loads) -> _Smem:
     return _Smem(owner, byte, coords, address)
 
 
-def _keys(coords: np.ndarray, lo: np.ndarray, span: np.ndarray) -> np.ndarray:
-    return np.ravel_multi_index(tuple((coords - lo).T), tuple(span))
-
-
 @dataclass(frozen=True)
 class _Problem:
     """Everything but the descriptors and the map: what the kernel intends."""
@@ -145,16 +147,18 @@ def _run(tmap, loads, descs, p: _Problem, major: str | None = None):
     rank = sm.coords.shape[1]
     alive = sm.owner[sm.address] == np.arange(sm.address.size)
     mism, steps_ok, wants = [], [], []
-    all_wanted = np.concatenate([p.wanted(s).reshape(-1, rank) for s in range(p.steps)])
-    lo = np.minimum(sm.coords.min(0), all_wanted.min(0))
-    span = np.maximum(sm.coords.max(0), all_wanted.max(0)) - lo + 1
-    keys = _keys(sm.coords[alive], lo, span)
-    order = np.argsort(keys, kind="stable")
-    skeys, saddr = keys[order], sm.address[alive][order]
+    wanted = [p.wanted(s) for s in range(p.steps)]
+    held = sm.coords[alive]
+    # one key per distinct coordinate tuple (its rank among them all): no product of the spans to overflow
+    _, key = np.unique(np.concatenate([held] + [w.reshape(-1, rank) for w in wanted]), axis=0, return_inverse=True)
+    key = key.reshape(-1)
+    order = np.argsort(key[:len(held)], kind="stable")
+    skeys, saddr = key[:len(held)][order], sm.address[alive][order]
+    wkeys = np.split(key[len(held):], p.steps)
     eb = p.bits // 8
     for s, d in enumerate(descs):
-        want_c = p.wanted(s)
-        wk = _keys(want_c.reshape(-1, rank), lo, span)
+        want_c = wanted[s]
+        wk = wkeys[s]
         i = np.clip(np.searchsorted(skeys, wk), 0, max(len(skeys) - 1, 0))
         found = skeys[i] == wk if len(skeys) else np.zeros(wk.shape, bool)
         wants.append(np.where(found, saddr[i] if len(saddr) else -1, -1).reshape(p.rows, p.k))
@@ -205,16 +209,21 @@ def _loads(tmap, dst, coords, boxes) -> list:
             out.append((b[0], b[1]))
     else:
         if dst is None:
-            raise TypeError("check_tma_wgmma: dst (the box's shared address) is required")
+            raise TypeError("check_tma_wgmma: dst (the box's shared address) or boxes=[(coords, dst), ...] is required")
         out = [((0,) * tmap.rank if coords is None else coords, dst)]
+    # what the boxes' layouts and shared-memory owners take, per element: refused before the first is made
+    n = math.prod(tmap.smem_box)
+    validate.working_memory(len(out) * n * _BYTES_PER_ELEMENT * (tmap.rank + 4),
+                            f"check_tma_wgmma: {len(out):,} boxes of {n:,} elements",
+                            "check fewer boxes at a time")
     from fragsim.tma import box_layout
 
     checked = []
-    for c, d in out:
+    for i, (c, d) in enumerate(out):
         try:
             b = box_layout(tmap, c, d)      # the TMA's own refusals (alignment, coords), one line each
         except (ValueError, TypeError) as e:
-            raise type(e)(f"check_tma_wgmma: {e}") from None
+            raise type(e)(f"check_tma_wgmma: {f'boxes[{i}]: ' if boxes is not None else ''}{e}") from None
         checked.append((b.start, b.dst))
     return checked
 
@@ -246,20 +255,22 @@ def check_tma_wgmma(tmap, form, operand, descriptor, *, dst=None, coords=None, b
     check_shape(rows, k, bits, major, "check_tma_wgmma")
     if tm.element_bytes * 8 != bits:
         raise ValueError(f"check_tma_wgmma: tmap holds {tm.dtype} ({tm.element_bytes}-byte) elements; operand {op} "
-                         f"of {info.ptx} is .{info.types[op]} ({bits // 8}-byte)")
+                         f"of form {info.ptx} is .{info.types[op]} ({bits // 8}-byte)")
     if tm.rank < 2:
         raise ValueError(f"check_tma_wgmma: tmap has rank {tm.rank}; an operand needs 2 dimensions (K and M/N)")
     loads = _loads(tm, dst, coords, boxes)
     kd = (0 if major == "K" else 1) if k_dim is None else validate.integer(k_dim, "k_dim", (0, 1))
     dims = (1 - kd, kd)
-    start = tuple(validate.integer(v, f"at[{i}]") for i, v in enumerate(_at(at, tm.rank))) if at is not None \
-        else loads[0][0]
+    start = _at(at, tm.rank) if at is not None else loads[0][0]
     single = not (isinstance(descriptor, (str, list, tuple)) or callable(descriptor)
                   and not isinstance(descriptor, MatrixDescriptor)
                   or isinstance(descriptor, dict) and any(isinstance(v, str) and n != "swizzle"
                                                           for n, v in descriptor.items()))
     if advance is not None:
         advance = validate.integer(advance, "advance", hint="bytes added to the start address per k-step")
+        if not -ADDRESS_LIMIT < advance < ADDRESS_LIMIT:      # no k-step but the first would be in a descriptor's reach
+            raise ValueError(f"check_tma_wgmma: advance {advance} bytes per k-step is past the {ADDRESS_LIMIT:#x} bytes of "
+                             "shared memory a descriptor's start address reaches")
         if not single:
             raise ValueError("check_tma_wgmma: advance goes with one descriptor (that of k-step 0); this descriptor "
                              "already gives every k-step")
@@ -275,11 +286,17 @@ def check_tma_wgmma(tmap, form, operand, descriptor, *, dst=None, coords=None, b
     steps = validate.integer(steps, "steps", hint="the number of k-steps")
     if steps < 1:
         raise ValueError(f"check_tma_wgmma: steps {steps} must be at least 1")
+    if steps * rows * k * bits // 8 > smem_per_cta():
+        raise ValueError(f"check_tma_wgmma: steps {steps}: {steps} k-steps of {rows} x {k} .{info.types[op]} read "
+                         f"{steps * rows * k * bits // 8:,} bytes of distinct elements, more than {smem_limit()}")
     if isinstance(descriptor, (list, tuple)) and len(descriptor) != steps:
         raise ValueError(f"descriptor: {len(descriptor)} descriptors for {steps} k-steps; give one per k-step")
     if advance is not None:
         d0 = _step_descriptors(descriptor, 1, variables)[0][0]
-        descs = [d0.advance(s * advance) for s in range(steps)]
+        try:
+            descs = [d0.advance(s * advance) for s in range(steps)]
+        except ValueError as e:
+            raise ValueError(f"check_tma_wgmma: advance {advance} over {steps} k-steps: {e}") from None
     else:
         descs = _step_descriptors(descriptor, steps, variables)[0]
     p = _Problem(op, rows, k, bits, major, dims, start, steps)
@@ -299,11 +316,15 @@ def check_tma_wgmma(tmap, form, operand, descriptor, *, dst=None, coords=None, b
                           steps_ok, tma_fix, loads)
 
 
-def _at(at, rank):
-    if isinstance(at, (tuple, list)) and len(at) == rank:
-        return at
-    raise TypeError(f"at must be the global coordinates of the operand's first element, {rank} integers "
-                    f"(innermost first), got {validate.show(at)}")
+def _at(at, rank) -> tuple:
+    if not (isinstance(at, (tuple, list)) and len(at) == rank):
+        raise TypeError(f"at must be the global coordinates of the operand's first element, {rank} integers "
+                        f"(innermost first), got {validate.show(at)}")
+    out = tuple(validate.integer(v, f"at[{i}]") for i, v in enumerate(at))
+    for i, v in enumerate(out):
+        if not _COORD_MIN <= v <= _COORD_MAX:
+            raise ValueError(f"at[{i}] = {v} is outside the tensor coordinates' .s{COORD_BITS} range")
+    return out
 
 
 # -- the diagnosis -----------------------------------------------------------------------------------
