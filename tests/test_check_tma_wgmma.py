@@ -182,7 +182,7 @@ KNOBS = {"tma_check_right": {}, "tma_check_map_noswizzle": {"map": "none"}, "tma
 
 @pytest.mark.parametrize("name", sorted(KNOBS))
 def test_gpu_check_cases_verdict_and_finding(name):
-    P = pytest.importorskip("gpu_check.ptx_kernels")
+    from fragsim.gpu_check import ptx_kernels as P
     _, swz, want, kind = P.TMA_CHECK[name]
     kn = KNOBS[name]
     tm = TensorMap("bf16", (128, 64), (256,), (64, 64), swizzle=kn.get("map", "128B"))
