@@ -1,7 +1,9 @@
 """The compiled fp8 driver (``fragsim.arith.kernel_fp8``) and the compiled m8n8k4 .f16 trees
 (``fragsim.arith.chain``) compute bit for bit what their NumPy reference models computed: the
 reference implementations are kept here as the oracles, run on random register words and on words
-built from special values (NaN, Inf, max, subnormals, signed zeros, sums that overflow or tie)."""
+built from special values (NaN, Inf, max, subnormals, signed zeros, sums that overflow or tie).
+The m16n8 column kernel (``fragsim.arith.kernel16``, what ``fragsim.mma`` runs for those forms)
+computes bit for bit what the row kernel (``fragsim.arith.kernel``) computes, on the same operands."""
 
 import zlib
 
@@ -10,7 +12,8 @@ import pytest
 
 import fragsim
 from fragsim import FORMS, lookup
-from fragsim.arith import index_maps, kernel, plan
+from fragsim.arith import index_maps, kernel, kernel16, plan
+from fragsim.facts.arch import ARCHS
 from fragsim.arith.fp8 import byte_table
 
 FP8 = [n for n, f in FORMS.items() if f.types["A"] in ("e4m3", "e5m2")]
@@ -91,6 +94,8 @@ def m884_reference(pl, a, b, c):
 
 # -- operands ----------------------------------------------------------------------------------
 
+BF16_SPECIAL = [0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x3F81, 0x7F7F, 0xFF7F, 0x7F80,
+                0xFF80, 0x7FC0, 0x7F81, 0xFFC0, 0x4B80, 0x3380, 0x0100, 0x8080, 0x5F00, 0x2000]
 F16_SPECIAL = [0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3C01, 0x7BFF, 0xFBFF, 0x7C00,
                0xFC00, 0x7E00, 0x7C01, 0xFE00, 0x5BFF, 0x6800, 0x1400, 0x0200]
 F32_SPECIAL = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0xBF800000,
@@ -113,7 +118,8 @@ def _words(rng, n, width, special, kind):
 def _operands(form, kind, seed):
     f = lookup(form)
     rng = np.random.default_rng(seed)
-    ab = (FP8_SPECIAL, 8) if f.types["A"] in ("e4m3", "e5m2") else (F16_SPECIAL, 16)
+    ab = {"e4m3": (FP8_SPECIAL, 8), "e5m2": (FP8_SPECIAL, 8), "bf16": (BF16_SPECIAL, 16),
+          "tf32": (F32_SPECIAL, 32)}.get(f.types["A"], (F16_SPECIAL, 16))
     cs = (F32_SPECIAL, 32) if f.types["C"] == "f32" else (F16_SPECIAL, 16)
     out = []
     for op, (sp, w) in zip("ABC", (ab, ab, cs)):
@@ -141,3 +147,55 @@ def test_m8n8k4_compiled_tree_is_the_numpy_float32_tree(form, kind):
     want = m884_reference(pl, a, b, c)
     got = fragsim.arith.run(pl, a, b, c)
     assert np.array_equal(got, want)
+
+
+# the m16n8 forms of the float model on every architecture row, and rows with the open choices changed
+# (kernel16 reads them as parameters: E_max, the rounding, subnormal results, chained blocks)
+def _column_plan(form, arch) -> bool:
+    try:
+        return kernel16.supports(plan(form, arch))
+    except ValueError:          # no model of the form on the row (m8n8k4 .f16 on sm_80), or a newer form
+        return False
+
+
+COLUMN_PLANS = [(n, a) for n in FORMS for a in ("sm_90", "sm_80") if _column_plan(n, a)]
+CHOICES = {"c_subnormal_exp": "exact", "tf32_nan_low_bits": True, "round_f16": "rz", "round_f32": "rne",
+           "e_zero_f32": -60, "e_zero_f16": -5, "frac_bits": 20}
+
+
+def test_the_column_kernel_takes_every_m16n8_form_of_the_float_model():
+    assert {n for n, _ in COLUMN_PLANS} == {n for n, f in FORMS.items() if f.shape[:2] == (16, 8)
+                                            and f.types["A"] in ("f16", "bf16", "tf32")}
+
+
+@pytest.mark.parametrize("kind", ["uniform", "special"])
+@pytest.mark.parametrize("form,arch", COLUMN_PLANS)
+def test_column_kernel_is_the_row_kernel(form, arch, kind):
+    pl = plan(form, arch)
+    a, b, c = _operands(form, kind, zlib.crc32(f"{form} {arch} {kind}".encode()))
+    want = kernel.run(pl, index_maps(pl.form), a, b, c, parallel=False)
+    assert np.array_equal(kernel16.run(pl, a, b, c, parallel=False), want)
+    assert np.array_equal(fragsim.arith.run(pl, a, b, c), want)          # fragsim.mma's path, threads too
+
+
+@pytest.mark.parametrize("choice", list(CHOICES))
+def test_column_kernel_is_the_row_kernel_with_an_open_choice_changed(choice):
+    for form in ("m16n8k16.row.col.f16.f16.f16.f16", "m16n8k16.row.col.f32.bf16.bf16.f32",
+                 "m16n8k8.row.col.f32.tf32.tf32.f32"):
+        pl = plan(form, ARCHS["sm_80"].with_(**{choice: CHOICES[choice]}))
+        assert kernel16.supports(pl)
+        a, b, c = _operands(form, "special", zlib.crc32(f"{form} {choice}".encode()))
+        want = kernel.run(pl, index_maps(pl.form), a, b, c, parallel=False)
+        assert np.array_equal(kernel16.run(pl, a, b, c, parallel=False), want)
+
+
+def test_plans_the_column_kernel_cannot_take_run_the_row_kernel():
+    """IEEE zero signs (the int sums keep none), odd or too many blocks: fragsim.mma runs kernel.py."""
+    form = "m16n8k16.row.col.f32.bf16.bf16.f32"
+    for row in (ARCHS["sm_90"].with_(zero_sign="ieee"), ARCHS["sm_90"].with_(block_16bit=1),
+                ARCHS["sm_90"].with_(block_16bit=2)):
+        pl = plan(form, row)
+        assert not kernel16.supports(pl)
+        a, b, c = _operands(form, "special", 7)
+        assert np.array_equal(fragsim.arith.run(pl, a, b, c),
+                              kernel.run(pl, index_maps(pl.form), a, b, c, parallel=False))

@@ -5,8 +5,9 @@ f64 forms an ``exact.IntPlan`` / ``exact.F64Plan`` (their arithmetic is not this
 ``fragsim.arith.exact``), for the others a ``Plan``: input and
 accumulator formats, block length L, F, e_zero, rounding and the open-choice switches of
 the ``ArchParams`` row, plus the index maps between per-lane registers and matrix elements.
-``run(plan, a, b, c)`` computes D registers.  The numba kernels live in ``fragsim.arith.kernel``
-and ``kernel_exact`` and load only when ``fragsim.mma`` is first called;
+``run(plan, a, b, c)`` computes D registers.  The numba kernels live in ``fragsim.arith.kernel16``
+(the m16n8 forms of the float model), ``kernel`` (the float model's other plans, and the reference the
+first is tested against) and ``kernel_exact``, and load only when ``fragsim.mma`` is first called;
 ``fragsim.arith.explain`` retraces one output element of the float model in pure Python.
 """
 
@@ -75,6 +76,9 @@ def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
     from .jit import listen
     listen()
     if isinstance(pl, Plan):
+        from . import kernel16
+        if kernel16.supports(pl):
+            return kernel16.run(pl, a, b, c, parallel=parallel)
         from . import kernel
         return kernel.run(pl, index_maps(pl.form), a, b, c, parallel=parallel)
     if isinstance(pl, Fp8Plan):

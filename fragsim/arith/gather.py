@@ -58,3 +58,76 @@ def index_maps(form) -> dict[str, np.ndarray]:
         assert (v >= 0).all(), f"{f.name}: fragment map {name} does not cover the matrix"
         v.setflags(write=False)
     return out
+
+
+#: Rows of D one 16-lane vector of ``fragsim.arith.kernel16`` holds (a column of an m16n8 D).
+COLUMN_ROWS = 16
+#: Columns of D (n8).
+COLUMNS = 8
+
+
+def _owners(f, op: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """(word, bit offset) of every element of operand ``op``, as matrices shaped like it: word
+    lane * nregs + reg (lane-major, as fragsim.mma takes registers), and the elements per register."""
+    rows, cols = f.coords(op)
+    nregs, epr = rows.shape[1], rows.shape[2]
+    lane, reg, half = np.meshgrid(np.arange(WARP_LANES), np.arange(nregs), np.arange(epr), indexing="ij")
+    word = np.full(f.matrix_shape(op), -1, np.int64)
+    shift = np.full(f.matrix_shape(op), -1, np.int64)
+    word[rows, cols] = lane * nregs + reg
+    shift[rows, cols] = half * f.fmt(op).storage_bits
+    return word, shift, epr
+
+
+@lru_cache(maxsize=None)
+def column_maps(form) -> dict[str, np.ndarray] | None:
+    """Where each element of an m16n8 form sits in the registers, as ``fragsim.arith.kernel16`` reads and
+    writes them (int32 index arrays, read-only); None for a form whose fragments do not fit its scheme.
+
+    The kernel keeps a column of D (16 rows) in one 16-lane vector, so it wants A by columns (a k of
+    every row) and B by rows.  A register of a 16-bit format holds two consecutive k of one row of A
+    (of one column of B): a "group" of ``epr`` k (2, or 1 for tf32), the register's halves.  'a_src':
+    per group of A, the 16 words holding it, row by row.  'b_src': per pair of groups of B, the 16
+    words holding them (lanes 0-7: columns 0-7 of the first group, lanes 8-15 of the second).  The
+    kernel stores the decoded k of B in *slots*, in the order it decodes them (half h of B vector v:
+    slots 2*(v*epr + h) and 2*(v*epr + h) + 1); 'slot' gives the slot of each k, where A's k go too.
+    The k of a block of the arithmetic must fill a range of slots (each block of ``block`` k, for
+    every block length given in ``blocks``).  'c_src', 'c_sh': per column of C, the 16 words and bit
+    offsets of its rows.  'd_lo', 'd_hi': per D word, the element in its low / high half as the
+    index n * 16 + m of a column-major D (one element per word: both the same).
+    """
+    f = lookup(form)
+    M, N, K = f.shape
+    if (M, N) != (COLUMN_ROWS, COLUMNS) or f.groups != 1:
+        return None
+    aw, ash, epr = _owners(f, "A")
+    bw, bsh, bepr = _owners(f, "B")
+    bits = f.fmt("A").storage_bits
+    if bepr != epr or K % (2 * epr):
+        return None
+    h = np.arange(K) % epr
+    g = np.arange(K) - h                                 # first k of each k's group
+    # a group: its epr k in one register, the k-th at bits (k % epr) * bits, in A (per row) and B (per column)
+    if not ((aw == aw[:, g]).all() and (ash == h * bits).all() and (bw == bw[g, :]).all()
+            and (bsh == h[:, None] * bits).all()):
+        return None
+    groups = np.arange(0, K, epr)
+    b_src = np.concatenate([np.concatenate([bw[k], bw[k + epr]]) for k in groups[::2]])
+    slot_k = [k + hh + j * epr for k in groups[::2] for hh in range(epr) for j in range(2)]
+    slot = np.argsort(slot_k)
+    cw, csh, _ = _owners(f, "C")
+    rows, cols = f.coords("D")
+    col = (cols * M + rows).reshape(-1, rows.shape[2])
+    out = {"a_src": np.concatenate([aw[:, k] for k in groups]), "b_src": b_src, "slot": slot,
+           "c_src": cw.T.ravel(), "c_sh": csh.T.ravel(), "d_lo": col[:, 0], "d_hi": col[:, -1]}
+    out = {k: np.ascontiguousarray(v, np.int32) for k, v in out.items()}
+    for v in out.values():
+        assert (v >= 0).all(), f"{f.name}: a fragment map does not cover its matrix"
+        v.setflags(write=False)
+    return out
+
+
+def blocks_fill_slots(maps, block: int) -> bool:
+    """Whether every block of ``block`` consecutive k occupies a range of slots (``column_maps``)."""
+    s = maps["slot"].reshape(-1, block)
+    return bool((np.sort(s, axis=1) == np.arange(0, s.size).reshape(-1, block)).all())

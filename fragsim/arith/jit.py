@@ -20,6 +20,7 @@ import time
 #: What each kernel module computes, as the notice names it.
 KERNEL_NAMES = {
     "fragsim.arith.kernel": "the mma.sync kernel (f16/bf16/tf32)",
+    "fragsim.arith.kernel16": "the m16n8 mma.sync kernel (f16/bf16/tf32; once per form and architecture)",
     "fragsim.arith.kernel_exact": "the integer and f64 mma.sync kernel",
     "fragsim.arith.kernel_fp8": "the fp8 mma.sync kernel",
     "fragsim.arith.kernel_chain": "the m8n8k4 .f16 mma.sync kernel",

@@ -36,19 +36,19 @@ from fragsim.facts.hardware import WARP_LANES
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
                      P_ZERO_IEEE, NPARAMS, SPEXP, _block_sums, _decode8, _round8, _scratch, _store_d, make_params)
-from .simd import (F8, I8, _llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
+from .simd import (_llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
                    f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_sub, i8_to_f8,
                    i8_where)
 
-from .simd16 import (S16, W16, _I32x8, _I8, _S16, _W16, _c16, _op16, _splat16, s16_add, s16_bcast, s16_hi, s16_lo,
-                     s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
+from .simd16 import (S16, W16, _S16, _W16, _c16, _op16, _splat16, f8_to_f32_bits, s16_add, s16_bcast, s16_hi,
+                     s16_lo, s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "c34babc923cd18d86b044de847f2fc65e357ad6ec64e85217307eb1f16d9bb84"
+INLINED_SOURCE_HASH = "c3354b1b461e61e5c80fff3e0b0665be83b7660aaf91f2b0a43c5f043c4e84ef"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -95,11 +95,6 @@ def s16_nexp(typingctx, v, emin):
     return W16(v, emin), codegen
 
 
-
-
-# float64 -> binary32 bits, rounded to nearest even (IEEE: subnormals, overflow to Inf)
-f8_to_f32_bits = _op16(F8, I8, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)),
-                                                             _I32x8), _I8), n=1)
 
 
 @njit(inline="always")

@@ -53,6 +53,18 @@ def _arr(arr, dtype) -> bool:
     return isinstance(arr, types.Array) and arr.dtype == dtype and arr.ndim == 1
 
 
+class _VecGEP(ir.instructions.Instruction):
+    """``getelementptr inbounds i32, ptr base, <16 x i64> idx``: sixteen addresses from one base (llvmlite's
+    ``gep`` takes scalar indices only); LLVM folds it with the sign extension into one 32-bit-index gather."""
+
+    def __init__(self, parent, ptr, idx):
+        super().__init__(parent, ir.VectorType(ptr.type, 16), "getelementptr", [ptr, idx])
+
+    def descr(self, buf):
+        p, i = self.operands
+        buf.append(f"getelementptr inbounds i32, {p.type} {p.get_reference()}, {i.type} {i.get_reference()}\n")
+
+
 def _splat16(builder, x, vty):
     v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(_W16, [0] * 16))
@@ -208,3 +220,153 @@ def s16_join(typingctx, lo, hi):
 
 s16_store8 = _store_half(types.float32, S16)
 w16_store8 = _store_half(types.int32, W16)
+
+
+@intrinsic
+def w16_gather(typingctx, arr, base, idx, off):
+    """Lane j: arr[base + idx[off + j]] (arr: 1-d uint32 or int32, idx: 1-d int32).  One hardware
+    gather on AVX-512."""
+    if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in (types.uint32, types.int32)
+            and _arr(idx, types.int32)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arrty, _, idxty, _ = sig.args
+        a, b, ix, o = args
+        p0 = builder.bitcast(_elem_ptr(context, builder, arrty, a, b), ir.IntType(32).as_pointer())
+        iv = builder.load(builder.bitcast(_elem_ptr(context, builder, idxty, ix, o), _W16.as_pointer()), align=4)
+        ptrs = _VecGEP(builder.block, p0, builder.sext(iv, ir.VectorType(ir.IntType(64), 16)))
+        builder._insert(ptrs)
+        mty = ir.VectorType(ir.IntType(1), 16)
+        fn = _llvm_fn(builder, "llvm.masked.gather.v16i32.v16p0", _W16, [ptrs.type, ir.IntType(32), mty, _W16])
+        return builder.call(fn, [ptrs, ir.Constant(ir.IntType(32), 4), ir.Constant(mty, [1] * 16),
+                                 ir.Constant(_W16, ir.Undefined)])
+    return W16(arr, base, idx, off), codegen
+
+
+def _store16(dtypes, vt, vty):
+    @intrinsic
+    def store(typingctx, arr, idx, v):
+        """arr[idx:idx+16] = v."""
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in dtypes) or v != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            builder.store(args[2], builder.bitcast(ptr, vty.as_pointer()), align=4)
+            return context.get_dummy_value()
+        return types.none(arr, idx, v), codegen
+    return store
+
+
+s16_store = _store16((types.float32,), S16, _S16)
+w16_store = _store16((types.int32, types.uint32), W16, _W16)
+w16_and = _op16(W16, W16, lambda b, x, y: b.and_(x, y))
+w16_or = _op16(W16, W16, lambda b, x, y: b.or_(x, y))
+w16_shl = _op16(W16, W16, lambda b, x, y: b.shl(x, y))         # shift counts must lie in 0..31
+w16_shr = _op16(W16, W16, lambda b, x, y: b.lshr(x, y))        # logical
+s16_bits = _op16(S16, W16, lambda b, x: b.bitcast(x, _W16), n=1)
+s16_from_bits = _op16(W16, S16, lambda b, x: b.bitcast(x, _S16), n=1)
+w16_ctlz = _op16(W16, W16, lambda b, x: b.call(_llvm_fn(b, "llvm.ctlz.v16i32", _W16, [_W16, ir.IntType(1)]),
+                                               [x, ir.Constant(ir.IntType(1), 0)]), n=1)
+# the low 16 bits of each lane read as binary16, widened exactly (F16C / AVX-512 FP16 conversions)
+s16_from_f16 = _op16(W16, S16, lambda b, x: b.fpext(b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(16), 16)),
+                                                               ir.VectorType(ir.HalfType(), 16)), _S16), n=1)
+
+
+def _cmp16(vt, pred, signed=True):
+    def emit(builder, x, y):
+        if vt == W16:
+            c = (builder.icmp_signed if signed else builder.icmp_unsigned)(pred, x, y)
+        else:
+            c = builder.fcmp_ordered(pred, x, y)
+        return builder.sext(c, _W16)
+    return _op16(vt, W16, emit)
+
+
+# comparisons: a lane mask is a W16 of 0 / -1
+w16_eq = _cmp16(W16, "==")
+w16_lt = _cmp16(W16, "<")
+s16_eq = _cmp16(S16, "==")
+
+
+def _select16(vt):
+    @intrinsic
+    def op(typingctx, mask, a, b):
+        if mask != W16 or a != vt or b != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.select(builder.icmp_signed("!=", args[0], _c16(0)), args[1], args[2])
+        return vt(mask, a, b), codegen
+    return op
+
+
+w16_where = _select16(W16)
+s16_where = _select16(S16)
+
+
+@intrinsic
+def w16_any(typingctx, v):
+    """True when any lane is nonzero."""
+    if v != W16:
+        return None
+
+    def codegen(context, builder, sig, args):
+        r = builder.call(_llvm_fn(builder, "llvm.vector.reduce.or.v16i32", ir.IntType(32), [_W16]), [args[0]])
+        return builder.icmp_signed("!=", r, ir.Constant(ir.IntType(32), 0))
+    return types.boolean(v), codegen
+
+
+# float64 -> binary32 bits, rounded to nearest even (IEEE: subnormals, overflow to Inf), zero-extended
+f8_to_f32_bits = _op16(F8, I8, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.VectorType(ir.FloatType(), LANES)),
+                                                              _I32x8), _I8), n=1)
+
+
+
+# --- 32 lanes of 16 bits in a W16 (two 16-bit numbers per 32-bit lane, the low one first) ---------
+
+_H32 = ir.VectorType(ir.IntType(16), 32)
+
+
+def _op32(emit, n=2):
+    def wrap(builder, *args):
+        return builder.bitcast(emit(builder, *(builder.bitcast(x, _H32) for x in args)), _W16)
+    return _op16(W16, W16, wrap, n)
+
+
+h32_add = _op32(lambda b, x, y: b.add(x, y))
+h32_max = _op32(lambda b, x, y: b.call(_llvm_fn(b, "llvm.smax.v32i16", _H32, [_H32, _H32]), [x, y]))
+# each 32-bit lane's low 16 bits in both halves (a W16 of int32 values in [-2**15, 2**15) as 16-bit pairs)
+h32_dup = _op32(lambda b, x: b.shuffle_vector(x, ir.Constant(_H32, ir.Undefined),
+                                              ir.Constant(ir.VectorType(ir.IntType(32), 32),
+                                                          [2 * (j // 2) for j in range(32)])), n=1)
+# the high 16 bits of each lane, sign-extended (the low ones: h32_lo)
+h32_hi = _op16(W16, W16, lambda b, x: b.ashr(x, _c16(16)), n=1)
+h32_lo = _op16(W16, W16, lambda b, x: b.ashr(b.shl(x, _c16(16)), _c16(16)), n=1)
+
+
+@intrinsic
+def h32_bcast(typingctx, arr, idx):
+    """The 32 bits at arr[idx], arr[idx+1] (a 1-d int16 array) in every 32-bit lane."""
+    if not _arr(arr, types.int16):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = builder.bitcast(_elem_ptr(context, builder, sig.args[0], args[0], args[1]), ir.IntType(32).as_pointer())
+        return _splat16(builder, builder.load(ptr, align=2), _W16)
+    return W16(arr, idx), codegen
+
+
+@intrinsic
+def h32_store16(typingctx, arr, idx, v):
+    """arr[idx:idx+16] = the low 16 bits of each lane of v (arr: 1-d int16)."""
+    if not _arr(arr, types.int16) or v != W16:
+        return None
+
+    def codegen(context, builder, sig, args):
+        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        x = builder.trunc(args[2], ir.VectorType(ir.IntType(16), 16))
+        builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=2)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen

@@ -1,0 +1,471 @@
+"""numba kernel of ``fragsim.mma`` for the m16n8 forms of the float model: a column of D per vector.
+
+The same arithmetic as ``fragsim.arith.kernel`` (its ``_round8`` and ``_decode8`` too), laid out for
+sixteen 32-bit lanes: one vector is a column of D's 16 rows, A is read by columns (a k of every row),
+and an element of B -- one k of one column -- is a scalar broadcast to the 16 rows.  Per warp, from the
+registers in place (``fragsim.arith.gather.column_maps``: the gathers come from the form's fragment maps):
+
+* decode: a gather of 16 register words gives two k of A (or, for B, one k of 8 columns twice); each
+  element is decoded once, to its value and its nominal exponent max(floor(log2|x|), emin) (Inf/NaN
+  SPEXP, a zero ZERO_EXP: a product with a zero factor lies below ZERO_EXP // 2).
+* E_max: the maximum of exponent sums, two columns at once in 16-bit halves; with c's, and e_zero where
+  a zero term decides it.
+* the truncated sum.  f16 inputs: a product is exact in float32 (|p| in [2**-48, 2**32)) and so is its
+  scaling to the block's fixed point (2**(F - E), E clamped where that changes no term), truncated to
+  int32 (cvttps2dq), the at most 16 terms of a block below 2**(F + 2) each summed in int32; an Inf or
+  NaN product enters through the float32 sum of the products, which is finite otherwise.  bf16 and tf32
+  inputs (products up to 2**256): the products in float64 (exact), scaled, truncated to int64 and summed
+  there; a half column with an Inf or NaN input sums in float64 (IEEE), as ``kernel`` does.
+* c's truncated term and the rounding to the accumulator: float64 (``_word8``: normal results, zero,
+  Inf and NaN directly, subnormal ones by ``kernel._round8``); a block's rounded result is the next
+  block's c (``kernel._decode8``).
+* D: the column results dealt to the registers by a gather per 16 words.
+
+Specialised per configuration (``compiled``: input format, accumulator, rounding, K, block length;
+the loops unroll, the other formats' code goes): numba compiles each once, on first use (a few
+seconds), and caches it on disk.
+``supports`` says which plans it computes; the others (and the chained-f16, fp8, integer and f64
+forms) run ``kernel``'s and the other kernels' code.  ``fragsim.mma`` imports this module on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from fragsim.facts.hardware import WARP_LANES
+from .kernel import (ABS_MASK, BF16, EXP_MASK, F16, LANES, P_ACC_EMIN, P_AWORDS, P_BWORDS, P_C_EXACT, P_CWORDS,
+                     P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_NAN_LOW, SPEXP, TF32, FMT_CODE, _decode8, _round8,
+                     plan_params)
+from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store, f8_to_i8,
+                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_max, i8_min, i8_or, i8_shl, i8_shr,
+                   i8_splat, i8_sub, i8_to_f8, i8_ult, i8_where)
+from .simd16 import (f8_to_f32_bits, h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
+                     s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_lo, s16_load, s16_mul, s16_store,
+                     s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_bcast, w16_ctlz, w16_eq, w16_gather, w16_hi,
+                     w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
+                     w16_splat, w16_store, w16_sub, w16_where)
+
+# Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
+# its disk cache on this file's content only: after editing one of them run
+# `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
+INLINED_SOURCE_HASH = "c3354b1b461e61e5c80fff3e0b0665be83b7660aaf91f2b0a43c5f043c4e84ef"
+
+ROWS = 16            # rows of D in a vector
+MAX_BLOCKS = 4       # blocks of a K at most (K / L)
+PER_THREAD = 64      # warps below which another thread costs more than it saves
+ZERO_EXP = -8192     # a zero's exponent: a product with a zero factor lies below ZERO_EXP // 2
+SIGN = ~ABS_MASK
+
+
+# --- decoding -----------------------------------------------------------------------------------
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _value16(w, h, code, nan_low):
+    """The exact float32 values of element h of 16 register words (format ``code``; tf32 words lose
+    their low 13 bits first, ``nan_low``: unless those make a NaN of an all-ones exponent)."""
+    if code == F16:
+        return s16_from_f16(w if h == 0 else w16_shr(w, w16_splat(16)))
+    if code == BF16:
+        return s16_from_bits(w16_shl(w, w16_splat(16)) if h == 0 else w16_and(w, w16_splat(-65536)))
+    if code == TF32:
+        v = w16_and(w, w16_splat(-8192))
+        if nan_low:
+            lownan = w16_and(w16_eq(w16_and(w, w16_splat(0x7F800000)), w16_splat(0x7F800000)),
+                             w16_lt(w16_splat(0), w16_and(w, w16_splat(0x1FFF))))
+            v = w16_where(lownan, w16_splat(0x7FC00000), v)
+        return s16_from_bits(v)
+    return s16_from_bits(w)                             # f32
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _nexp16(bits, emin, exact):
+    """Nominal exponents of 16 float32 values (their bits): max(floor(log2|x|), emin) (no emin clamp
+    when ``exact``), ZERO_EXP for a zero, SPEXP for Inf/NaN -- ``kernel._decode8``'s hat, by integer
+    operations only (x86 runs float32 arithmetic on subnormals in microcode)."""
+    field = w16_and(w16_shr(bits, w16_splat(23)), w16_splat(0xFF))
+    e = w16_sub(field, w16_splat(127))
+    if exact:           # a subnormal: its mantissa times 2**-149
+        sub = w16_sub(w16_splat(-118), w16_ctlz(w16_and(bits, w16_splat(0x7FFFFF))))
+        e = w16_where(w16_eq(field, w16_splat(0)), sub, e)
+    else:
+        e = w16_max(e, w16_splat(emin))
+    return w16_where(w16_eq(w16_and(bits, w16_splat(0x7FFFFFFF)), w16_splat(0)), w16_splat(ZERO_EXP), e)
+
+
+@njit(inline="always")
+def _decode(words, base, src, slot, nvec, epr, code, emin, nan_low, wide, v32, v64, exps, pairs, is_a):
+    """Decode the ``nvec`` gathers of an operand (``src``): element h of gather u goes to position
+    16 * slot[u * epr + h] of ``exps`` (int32 exponents) and of ``v32`` (float32 values) or ``v64``
+    (float64), and its exponents as 16-bit numbers to ``pairs`` (A: each twice, at 16 * slot in an int32
+    array; B: 16 int16 at that position).  Returns the lanes holding an Inf or NaN."""
+    spec = w16_splat(0)
+    for u in range(nvec):
+        w = w16_gather(words, base, src, u * ROWS)
+        for h in range(epr):
+            v = _value16(w, h, code, nan_low)
+            e = _nexp16(s16_bits(v), emin, False)
+            spec = w16_or(spec, w16_eq(e, w16_splat(SPEXP)))
+            o = slot[u * epr + h] * ROWS
+            w16_store(exps, o, e)
+            if is_a:
+                w16_store(pairs, o, h32_dup(e))
+            else:
+                h32_store16(pairs, o, e)
+            if wide:
+                f8_store(v64, o, s16_lo(v))
+                f8_store(v64, o + LANES, s16_hi(v))
+            else:
+                s16_store(v32, o, v)
+    return spec
+
+
+# --- the block arithmetic of one column -----------------------------------------------------------
+
+@njit(inline="always")
+def _emax2(ae2, be16, n, s0, s1):
+    """The maximum exponent sum of the products of columns n and n + 1 (n even) over slots s0..s1-1,
+    both columns at once in 16-bit halves (low: column n); sign-extended to 32 bits."""
+    E = h32_add(w16_load(ae2, s0 * ROWS), h32_bcast(be16, s0 * LANES + n))
+    for s in range(s0 + 1, s1):
+        E = h32_max(E, h32_add(w16_load(ae2, s * ROWS), h32_bcast(be16, s * LANES + n)))
+    return h32_lo(E), h32_hi(E)
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _emax(E, ae, be, n, s0, s1, ce, ezero):
+    """E_max of column n from its products' maximum exponent sum E and c's exponent ce; e_zero where a
+    zero term (ZERO_EXP sums, or c zero) is there and everything else lies below it."""
+    E = w16_max(E, ce)
+    low = w16_lt(E, w16_splat(ezero))
+    if w16_any(low):
+        zero = w16_eq(ce, w16_splat(ZERO_EXP))
+        for s in range(s0, s1):
+            zero = w16_or(zero, w16_lt(w16_add(w16_load(ae, s * ROWS), w16_bcast(be, s * LANES + n)),
+                                       w16_splat(ZERO_EXP // 2)))
+        E = w16_where(w16_and(low, zero), w16_splat(ezero), E)
+    return E
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _sc(e, F):
+    """2**(F - e) (float64 bits built from the int64 lanes e)."""
+    return f8_from_bits(i8_shl(i8_sub(i8_splat(F + 1023), e), i8_splat(52)))
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _unsc(sc):
+    """2**(e - F), the inverse of ``_sc``'s power of two."""
+    return f8_from_bits(i8_sub(i8_splat(2046 << 52), f8_bits(sc)))
+
+
+@njit(inline="always")
+def _sum32(av, bv, n, s0, s1, E, F, special):
+    """The products of a column (f16 inputs) scaled by 2**(F - E), truncated and summed in int32; and,
+    when ``special`` (an Inf or NaN input), their float32 sum (else zeros)."""
+    # 2**(F - E) in float32: E below F - 127 has only zero products; from F + 32 on every finite
+    # product (below 2**32) truncates to 0, and does so at 2**-32 too, where none is a subnormal
+    t = w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(F + 32))))
+    y = w16_splat(0)
+    ps = s16_zero()
+    if special:
+        pt = s16_zero()
+        for s in range(s0, s1, 2):
+            p = s16_mul(s16_load(av, s * ROWS), s16_bcast(bv, s * LANES + n))
+            q = s16_mul(s16_load(av, s * ROWS + ROWS), s16_bcast(bv, s * LANES + LANES + n))
+            y = w16_add(y, w16_add(s16_trunc(s16_mul(p, t)), s16_trunc(s16_mul(q, t))))
+            ps = s16_add(ps, p)
+            pt = s16_add(pt, q)
+        ps = s16_add(ps, pt)
+    else:
+        for s in range(s0, s1):
+            y = w16_add(y, s16_trunc(s16_mul(s16_mul(s16_load(av, s * ROWS), s16_bcast(bv, s * LANES + n)), t)))
+    return y, ps
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _half32(y, ps, c, sc, special):
+    """S of 8 rows from ``_sum32``'s halves: c's truncated term plus the int32 sum, or the products'
+    float32 sum where that is Inf or NaN (a term that absorbs or poisons the finite ones)."""
+    S = f8_add(f8_trunc(f8_mul(c, sc)), i8_to_f8(y))
+    if special:
+        S = f8_add(S, f8_where(f8_eq(f8_mul(ps, f8_splat(0.0)), f8_splat(0.0)), f8_splat(0.0), ps))
+    return S
+
+
+@njit(inline="always")
+def _sum64(a64, b64, h, n, s0, s1, c, sc, special):
+    """S of 8 rows (bf16, tf32 inputs: products in float64, exact): c's truncated term plus the
+    truncated scaled products, in float64 (IEEE Inf/NaN) where ``special``, else in int64."""
+    if special:
+        S = f8_trunc(f8_mul(c, sc))
+        for s in range(s0, s1):
+            S = f8_add(S, f8_trunc(f8_mul(f8_mul(f8_load(a64, s * ROWS + h), f8_bcast(b64, s * LANES + n)), sc)))
+        return S
+    t0 = f8_to_i8(f8_mul(c, sc))
+    t1 = i8_splat(0)
+    for s in range(s0, s1, 2):
+        t0 = i8_add(t0, f8_to_i8(f8_mul(f8_mul(f8_load(a64, s * ROWS + h), f8_bcast(b64, s * LANES + n)), sc)))
+        t1 = i8_add(t1, f8_to_i8(f8_mul(f8_mul(f8_load(a64, s * ROWS + ROWS + h),
+                                                f8_bcast(b64, s * LANES + LANES + n)), sc)))
+    return i8_to_f8(i8_add(t0, t1))
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
+def _round8_out(x, man, ebits, rne):
+    """``kernel._round8`` (zero +0), compiled apart: the rare subnormal results need no copy inlined."""
+    return _round8(x, man, ebits, rne, False)
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _word8(x, man, ebits, rne, tiny, special):
+    """``kernel._round8(x, man, ebits, rne, zero_ieee=False)`` of 8 exact float64 values, from their bits
+    rounded at the format's last place: RNE adds half an ulp less one plus the kept lsb (a carry rolls
+    into the exponent), RZ drops the bits (for binary32 the conversion then is exact, beyond the range
+    Inf).  ``tiny``: a lane may be a subnormal of the format -- then, if one is, ``_round8`` itself.
+    ``special``: a lane may be Inf, NaN or -0 (NaN canonical, zero +0); else every lane is +0 or finite."""
+    b = f8_bits(x)
+    ab = i8_and(b, i8_splat(ABS_MASK))
+    bias = (1 << (ebits - 1)) - 1
+    if tiny and i8_any(i8_ult(i8_sub(ab, i8_splat(1)), i8_splat(((1 - bias + 1023) << 52) - 1))):
+        return _round8_out(x, man, ebits, rne)
+    drop = 52 - man
+    if ebits == 8:
+        w = f8_to_f32_bits(x if rne else f8_from_bits(i8_and(b, i8_splat(~((1 << drop) - 1)))))
+    else:
+        r = ab
+        if rne:
+            r = i8_add(r, i8_add(i8_splat((1 << (drop - 1)) - 1), i8_and(i8_shr(ab, i8_splat(drop)), i8_splat(1))))
+        w = i8_sub(i8_shr(r, i8_splat(drop)), i8_splat((1023 - bias) << man))        # zero: negative, then 0
+        w = i8_min(i8_max(w, i8_splat(0)), i8_splat(((1 << ebits) - 1) << man))     # beyond the largest finite: Inf
+        w = i8_or(w, i8_and(i8_shr(b, i8_splat(63 - man - ebits)), i8_splat(1 << (man + ebits))))
+    if special:
+        w = i8_where(i8_ult(i8_splat(EXP_MASK), ab), i8_splat((1 << (man + ebits)) - 1), w)
+        w = i8_where(i8_eq(ab, i8_splat(0)), i8_splat(0), w)
+    return w
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _cexp(hat):
+    """The exponent of a hat 2**e of ``kernel._decode8``, ZERO_EXP for a zero's 0."""
+    e = i8_sub(i8_shr(f8_bits(hat), i8_splat(52)), i8_splat(1023))
+    return i8_where(f8_eq(hat, f8_splat(0.0)), i8_splat(ZERO_EXP), e)
+
+
+# --- a warp ------------------------------------------------------------------------------------
+
+@njit(inline="always")
+def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, asp0, asp1, bs, code, f16acc, rne, F, acc_emin):
+    """The block s0..s1-1 of column n from its E_max: the words of its 16 results (two I8)."""
+    man, ebits = (10, 5) if f16acc else (23, 8)
+    # a result is a subnormal of the accumulator (or rounds to zero) only below 2**emin: its S (an
+    # integer) times 2**(E - F) lies below that only where E < F + emin (binary16: check the results)
+    tiny = f16acc or w16_any(w16_lt(E, w16_splat(F + acc_emin)))
+    e0, e1 = w16_lo(E), w16_hi(E)
+    sc0, sc1 = _sc(e0, F), _sc(e1, F)
+    if code != F16:
+        csp = w16_eq(ce, w16_splat(SPEXP))
+        sp0 = asp0 or bs or i8_any(w16_lo(csp))
+        sp1 = asp1 or bs or i8_any(w16_hi(csp))
+        S0 = _sum64(a64, b64, 0, n, s0, s1, c0, sc0, sp0)
+        S1 = _sum64(a64, b64, LANES, n, s0, s1, c1, sc1, sp1)
+    else:
+        sp0 = sp1 = asp0 or asp1 or bs or w16_any(w16_eq(ce, w16_splat(SPEXP)))
+        y, ps = _sum32(av, bv, n, s0, s1, E, F, sp0)
+        S0 = _half32(w16_lo(y), s16_lo(ps), c0, sc0, sp0)
+        S1 = _half32(w16_hi(y), s16_hi(ps), c1, sc1, sp1)
+    return (_word8(f8_mul(S0, _unsc(sc0)), man, ebits, rne, tiny, sp0),
+            _word8(f8_mul(S1, _unsc(sc1)), man, ebits, rne, tiny, sp1))
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact):
+    """Column n of C: its float32 values, their nominal exponents, and its halves in float64."""
+    w = w16_gather(cw, cbase, c_src, n * ROWS)
+    c32 = s16_from_f16(w16_shr(w, w16_load(c_sh, n * ROWS))) if f16acc else s16_from_bits(w)
+    return _nexp16(s16_bits(c32), acc_emin, c_exact), s16_lo(c32), s16_hi(c32)
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _next_c(w0, w1, f16acc, acc_emin, c_exact):
+    """A block's rounded results as the next block's c: exponents and float64 halves."""
+    acc_code = F16 if f16acc else 3
+    c0, h0 = _decode8(w0, acc_code, acc_emin, False, c_exact)
+    c1, h1 = _decode8(w1, acc_code, acc_emin, False, c_exact)
+    return w16_join(_cexp(h0), _cexp(h1)), c0, c1
+
+
+@njit(inline="always")
+def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm, code, f16acc, rne, K, L,
+          av, ae, ae2, bv, be, be16, a64, b64, bsp, dout):
+    wide = code != F16
+    epr = 1 if code == TF32 else 2
+    F, ezero, acc_emin, c_exact = prm[P_F], prm[P_EZERO], prm[P_ACC_EMIN], prm[P_C_EXACT] != 0
+
+    aspec = _decode(aw, i * prm[P_AWORDS], a_src, slot, K // epr, epr, code, prm[P_IN_EMIN], prm[P_NAN_LOW],
+                    wide, av, a64, ae, ae2, True)
+    w16_store(bsp, 0, _decode(bw, i * prm[P_BWORDS], b_src, b_slot, K // (2 * epr), epr, code, prm[P_IN_EMIN],
+                              prm[P_NAN_LOW], wide, bv, b64, be, be16, False))
+    asp0, asp1 = i8_any(w16_lo(aspec)), i8_any(w16_hi(aspec))
+
+    cbase = i * prm[P_CWORDS]
+    for n in range(LANES):
+        ce, c0, c1 = _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact)
+        bs = bsp[n] != 0 or bsp[n + LANES] != 0     # column n of B holds an Inf or NaN
+        for s0 in range(0, K, L):
+            # E_max of the even column and the next one at once; the odd column finds its own kept
+            if n % 2 == 0:
+                E, Eodd = _emax2(ae2, be16, n, s0, s0 + L)
+                w16_store(dout, LANES * ROWS + s0 // L * ROWS, Eodd)
+            else:
+                E = w16_load(dout, LANES * ROWS + s0 // L * ROWS)
+            E = _emax(E, ae, be, n, s0, s0 + L, ce, ezero)
+            w0, w1 = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, asp0, asp1, bs, code, f16acc, rne, F,
+                             acc_emin)
+            if s0 + L < K:      # the rounded block result is the next block's c
+                ce, c0, c1 = _next_c(w0, w1, f16acc, acc_emin, c_exact)
+            else:
+                w16_store(dout, n * ROWS, w16_join(w0, w1))
+
+    dbase = i * prm[P_DWORDS]
+    for r in range(0, d_lo.size, ROWS):
+        w = w16_gather(dout, 0, d_lo, r)
+        if f16acc:
+            w = w16_or(w16_and(w, w16_splat(0xFFFF)), w16_shl(w16_gather(dout, 0, d_hi, r), w16_splat(16)))
+        w16_store(dw, dbase + r, w)
+
+
+@njit(inline="always")
+def _a64(n, dtype):
+    """An empty array on a 64-byte boundary (16-lane loads and stores then never straddle a cache line)."""
+    raw = np.empty(n + 64 // np.dtype(dtype).itemsize, dtype)
+    off = ((-raw.ctypes.data) % 64) // raw.itemsize
+    return raw[off:off + n]
+
+
+@lru_cache(maxsize=None)
+def compiled(code: int, f16acc: bool, rne: bool, K: int, L: int):
+    """The kernel of one configuration (input format code, f16 accumulator, RNE, K, block length L):
+    ``run(lo, hi, a, b, c, d, <column_maps arrays>, prm, *scratch(K))`` computes warps lo..hi-1.  The
+    configuration is compile-time (numba freezes the closure's constants: the loops unroll, the other
+    formats' code goes); each compiles once, on first use, and numba caches it on disk."""
+
+    @njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
+    def run(lo, hi, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm,
+            av, ae, ae2, bv, be, be16, a64, b64, bsp, dout):
+        # no reference counting in the warp loop (_nrt=False), as in fragsim.arith.kernel
+        for i in range(lo, hi):
+            _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm, code, f16acc, rne,
+                  K, L, av, ae, ae2, bv, be, be16, a64, b64, bsp, dout)
+    return run
+
+
+def compiled_for(pl):
+    """``compiled`` for a plan ``supports`` accepts."""
+    return compiled(FMT_CODE[pl.in_fmt.name], pl.acc_fmt.name == "f16", pl.rounding == "rne", pl.form.shape[2],
+                    pl.block)
+
+
+def _aligned(n: int, dtype) -> np.ndarray:
+    """An empty array on a 64-byte boundary (16-lane loads and stores then never straddle a cache line)."""
+    raw = np.empty(n + 64, dtype)
+    off = (-raw.ctypes.data % 64) // raw.itemsize
+    return raw[off:off + n]
+
+
+def scratch(K: int) -> tuple[np.ndarray, ...]:
+    """The calling thread's working arrays (made once per thread and K): A's values (float32), exponents
+    (int32, and twice in 16 bits), B's values, exponents (int32, int16), A's and B's values in float64,
+    B's Inf/NaN columns, D by columns (then an odd column's product exponent maxima per block)."""
+    held = _LOCAL.__dict__.setdefault("scratch", {})
+    if K not in held:
+        held[K] = (_aligned(K * ROWS, np.float32), _aligned(K * ROWS, np.int32), _aligned(K * ROWS, np.int32),
+                   _aligned(K * LANES, np.float32), _aligned(K * LANES, np.int32), _aligned(K * LANES, np.int16),
+                   _aligned(K * ROWS, np.float64), _aligned(K * LANES, np.float64), _aligned(ROWS, np.int32),
+                   _aligned(ROWS * LANES + ROWS * MAX_BLOCKS, np.int32))
+    return held[K]
+
+
+_LOCAL = threading.local()
+
+
+@lru_cache(maxsize=None)
+def _pool(threads: int):
+    """Worker threads for batches split over ``threads`` (the kernel releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+    return ThreadPoolExecutor(threads, thread_name_prefix="fragsim-kernel16")
+
+
+def supports(pl) -> bool:
+    """Whether this kernel computes a plan: the float model's ``Plan`` as this kernel knows it (f16, bf16
+    and tf32 inputs, f32 and f16 accumulators, m16n8 fragments that fit ``column_maps``), with zero
+    results of sign +0 (the int sums keep no sign), blocks of an even length (the sums take k in
+    pairs), at most MAX_BLOCKS of them, whose truncated terms sum in int32."""
+    from dataclasses import fields
+
+    from . import Plan
+    from .gather import blocks_fill_slots, column_maps
+
+    known = ("form", "arch", "in_fmt", "acc_fmt", "block", "frac_bits", "e_zero", "rounding")
+    if type(pl) is not Plan or tuple(f.name for f in fields(Plan)) != known:
+        return False
+    f = pl.form
+    maps = column_maps(f)
+    return (maps is not None and pl.in_fmt.name in FMT_CODE and pl.in_fmt.name != "f32"
+            and pl.acc_fmt.name in ("f32", "f16") and f.fmt("B") == pl.in_fmt
+            and f.fmt("C") == pl.acc_fmt == f.fmt("D") and pl.arch.zero_sign == "positive"
+            and f.shape[2] % pl.block == 0 and pl.block % 2 == 0 and f.shape[2] // pl.block <= MAX_BLOCKS
+            and pl.block << (pl.frac_bits + 2) <= 1 << 31 and blocks_fill_slots(maps, pl.block))
+
+
+def _prepared(pl):
+    """What a call needs of its plan, worked out once per plan object: the compiled kernel, the maps and
+    the parameter vector (looking them up again costs more than a few warps' arithmetic, and
+    ``fragsim.run_kernel`` calls once per batch of mma.sync)."""
+    hit = _PREPARED.get(id(pl))
+    if hit is None or hit[0] is not pl:
+        from .gather import column_maps, index_maps
+
+        f = pl.form
+        K = f.shape[2]
+        maps = column_maps(f)
+        if len(_PREPARED) >= PREPARED_KEPT:
+            _PREPARED.clear()
+        hit = _PREPARED[id(pl)] = (pl, compiled_for(pl), K, f.nregs("D"),
+                                   (maps["a_src"], maps["b_src"], maps["slot"], _B_SLOTS[:K], maps["c_src"],
+                                    maps["c_sh"], maps["d_lo"], maps["d_hi"], plan_params(pl, index_maps(f))))
+    return hit[1:]
+
+
+#: id(plan) -> (plan, kernel, K, nregs_D, maps and parameters); holding the plan keeps its id from being reused
+_PREPARED: dict = {}
+#: Plans kept at most (callers that build a new plan for every call would otherwise grow it).
+PREPARED_KEPT = 256
+
+
+def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
+    """D registers (batch, 32, nregs_D) uint32 of a plan ``supports`` accepts, from register batches a, b,
+    c (batch, 32*nregs), read where they lie."""
+    import numba
+
+    kern, K, nd, static = _prepared(pl)
+    batch = a.shape[0]
+    d = np.empty(batch * WARP_LANES * nd, np.uint32)
+    # One array type per argument, whatever the caller holds (read-only broadcast views, strided
+    # slices): numba compiles a new specialization for each distinct type.
+    a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
+    chunks = min(numba.get_num_threads(), batch // PER_THREAD) if parallel else 1
+    if chunks <= 1:
+        kern(0, batch, a, b, c, d, *static, *scratch(K))
+    else:       # numba's threads would need the kernel compiled again, parallel: threads of our own
+        list(_pool(chunks).map(lambda t: kern(t * batch // chunks, (t + 1) * batch // chunks, a, b, c, d, *static,
+                                              *scratch(K)), range(chunks)))
+    return d.reshape(batch, WARP_LANES, nd)
+
+
+# B's decoded halves go to consecutive positions of 16 (column_maps' slots in the order they come)
+_B_SLOTS = np.arange(64, dtype=np.int32)
+_B_SLOTS.setflags(write=False)
