@@ -16,7 +16,7 @@ registers in place (``fragsim.arith.gather.column_maps``: the gathers come from 
   NaN product enters through the float32 sum of the products, which is finite otherwise.  bf16 and tf32
   inputs (products up to 2**256): the products in float64 (exact), scaled, truncated to int64 and summed
   there; a half column with an Inf or NaN input sums in float64 (IEEE), as ``kernel`` does.
-* c's truncated term and the rounding to the accumulator: float64 (``_word8``: normal results, zero,
+* c's truncated term and the rounding to the accumulator: float64 (``_words``: normal results, zero,
   Inf and NaN directly, subnormal ones by ``kernel._round8``); a block's rounded result is the next
   block's c (``kernel._decode8``).
 * D: the column results dealt to the registers by a gather per 16 words.
@@ -41,10 +41,10 @@ from .kernel import (ABS_MASK, BF16, EXP_MASK, F16, LANES, P_ACC_EMIN, P_AWORDS,
                      P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_NAN_LOW, SPEXP, TF32, FMT_CODE, _decode8, _round8,
                      plan_params)
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store, f8_to_i8,
-                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_eq, i8_max, i8_min, i8_or, i8_shl, i8_shr,
+                   f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_max, i8_min, i8_or, i8_shl, i8_shr,
                    i8_splat, i8_sub, i8_to_f8, i8_ult, i8_where)
-from .simd16 import (f8_to_f32_bits, h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
-                     s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_lo, s16_load, s16_mul, s16_store,
+from .simd16 import (h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
+                     s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_join, s16_lo, s16_load, s16_mul, s16_store,
                      s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_bcast, w16_ctlz, w16_eq, w16_gather, w16_hi,
                      w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
                      w16_splat, w16_store, w16_sub, w16_where)
@@ -186,32 +186,35 @@ def _sum32(av, bv, n, s0, s1, E, F, special):
     return y, ps
 
 
+@njit(inline="always")
+def _sum64(a64, b64, h, n, s0, s1, sc, special):
+    """The products of 8 rows of a column (bf16, tf32 inputs: exact in float64) scaled by ``sc`` =
+    2**(F - E), truncated and summed in int64; and, when ``special`` (an Inf or NaN input), their float64
+    sum (else zeros)."""
+    t0 = i8_splat(0)
+    t1 = i8_splat(0)
+    ps = f8_splat(0.0)
+    pt = f8_splat(0.0)
+    for s in range(s0, s1, 2):
+        p = f8_mul(f8_load(a64, s * ROWS + h), f8_bcast(b64, s * LANES + n))
+        q = f8_mul(f8_load(a64, s * ROWS + ROWS + h), f8_bcast(b64, s * LANES + LANES + n))
+        t0 = i8_add(t0, f8_to_i8(f8_mul(p, sc)))
+        t1 = i8_add(t1, f8_to_i8(f8_mul(q, sc)))
+        if special:
+            ps = f8_add(ps, p)
+            pt = f8_add(pt, q)
+    return i8_add(t0, t1), f8_add(ps, pt)
+
+
 @njit(_nrt=False)  # type: ignore[call-overload]
-def _half32(y, ps, c, sc, special):
-    """S of 8 rows from ``_sum32``'s halves: c's truncated term plus the int32 sum, or the products'
-    float32 sum where that is Inf or NaN (a term that absorbs or poisons the finite ones)."""
-    S = f8_add(f8_trunc(f8_mul(c, sc)), i8_to_f8(y))
+def _half(t, ps, c, sc, special):
+    """S of 8 rows: c's truncated term plus the products' truncated sum t, or the products' float sum
+    ps where that is Inf or NaN (a term that absorbs or poisons the finite ones, as in kernel.py's
+    float64 sum; finite, ps says nothing)."""
+    S = f8_add(f8_trunc(f8_mul(c, sc)), i8_to_f8(t))
     if special:
         S = f8_add(S, f8_where(f8_eq(f8_mul(ps, f8_splat(0.0)), f8_splat(0.0)), f8_splat(0.0), ps))
     return S
-
-
-@njit(inline="always")
-def _sum64(a64, b64, h, n, s0, s1, c, sc, special):
-    """S of 8 rows (bf16, tf32 inputs: products in float64, exact): c's truncated term plus the
-    truncated scaled products, in float64 (IEEE Inf/NaN) where ``special``, else in int64."""
-    if special:
-        S = f8_trunc(f8_mul(c, sc))
-        for s in range(s0, s1):
-            S = f8_add(S, f8_trunc(f8_mul(f8_mul(f8_load(a64, s * ROWS + h), f8_bcast(b64, s * LANES + n)), sc)))
-        return S
-    t0 = f8_to_i8(f8_mul(c, sc))
-    t1 = i8_splat(0)
-    for s in range(s0, s1, 2):
-        t0 = i8_add(t0, f8_to_i8(f8_mul(f8_mul(f8_load(a64, s * ROWS + h), f8_bcast(b64, s * LANES + n)), sc)))
-        t1 = i8_add(t1, f8_to_i8(f8_mul(f8_mul(f8_load(a64, s * ROWS + ROWS + h),
-                                                f8_bcast(b64, s * LANES + LANES + n)), sc)))
-    return i8_to_f8(i8_add(t0, t1))
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option
@@ -221,31 +224,54 @@ def _round8_out(x, man, ebits, rne):
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
-def _word8(x, man, ebits, rne, tiny, special):
-    """``kernel._round8(x, man, ebits, rne, zero_ieee=False)`` of 8 exact float64 values, from their bits
-    rounded at the format's last place: RNE adds half an ulp less one plus the kept lsb (a carry rolls
-    into the exponent), RZ drops the bits (for binary32 the conversion then is exact, beyond the range
-    Inf).  ``tiny``: a lane may be a subnormal of the format -- then, if one is, ``_round8`` itself.
-    ``special``: a lane may be Inf, NaN or -0 (NaN canonical, zero +0); else every lane is +0 or finite."""
+def _subnormal(x, bias):
+    """Whether a lane of 8 float64 values lies strictly between 0 and the format's smallest normal."""
+    ab = i8_and(f8_bits(x), i8_splat(ABS_MASK))
+    return i8_any(i8_ult(i8_sub(ab, i8_splat(1)), i8_splat(((1 - bias + 1023) << 52) - 1)))
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _f16word(x, man, ebits, rne, special):
+    """``_words`` for binary16 (and any format but binary32): the word from x's bits rounded at the
+    format's last place (RNE adds half an ulp less one plus the kept lsb; a carry rolls into the
+    exponent), Inf beyond the largest finite value."""
     b = f8_bits(x)
     ab = i8_and(b, i8_splat(ABS_MASK))
     bias = (1 << (ebits - 1)) - 1
-    if tiny and i8_any(i8_ult(i8_sub(ab, i8_splat(1)), i8_splat(((1 - bias + 1023) << 52) - 1))):
-        return _round8_out(x, man, ebits, rne)
     drop = 52 - man
-    if ebits == 8:
-        w = f8_to_f32_bits(x if rne else f8_from_bits(i8_and(b, i8_splat(~((1 << drop) - 1)))))
-    else:
-        r = ab
-        if rne:
-            r = i8_add(r, i8_add(i8_splat((1 << (drop - 1)) - 1), i8_and(i8_shr(ab, i8_splat(drop)), i8_splat(1))))
-        w = i8_sub(i8_shr(r, i8_splat(drop)), i8_splat((1023 - bias) << man))        # zero: negative, then 0
-        w = i8_min(i8_max(w, i8_splat(0)), i8_splat(((1 << ebits) - 1) << man))     # beyond the largest finite: Inf
-        w = i8_or(w, i8_and(i8_shr(b, i8_splat(63 - man - ebits)), i8_splat(1 << (man + ebits))))
+    r = ab
+    if rne:
+        r = i8_add(r, i8_add(i8_splat((1 << (drop - 1)) - 1), i8_and(i8_shr(ab, i8_splat(drop)), i8_splat(1))))
+    w = i8_sub(i8_shr(r, i8_splat(drop)), i8_splat((1023 - bias) << man))        # zero: negative, then 0
+    w = i8_min(i8_max(w, i8_splat(0)), i8_splat(((1 << ebits) - 1) << man))     # beyond the largest finite: Inf
+    w = i8_or(w, i8_and(i8_shr(b, i8_splat(63 - man - ebits)), i8_splat(1 << (man + ebits))))
     if special:
         w = i8_where(i8_ult(i8_splat(EXP_MASK), ab), i8_splat((1 << (man + ebits)) - 1), w)
-        w = i8_where(i8_eq(ab, i8_splat(0)), i8_splat(0), w)
     return w
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _words(x0, x1, man, ebits, rne, tiny, special):
+    """``kernel._round8(x, man, ebits, rne, zero_ieee=False)`` of a column's 16 exact float64 values (two
+    F8), as 16 words.  A zero here is +0 (c's truncated term plus an int sum).  ``tiny``: a lane may be a
+    subnormal of the format -- then, if one is, ``_round8`` itself.  ``special``: a lane may be Inf or
+    NaN.  binary32: RZ drops the bits below the last place, and the conversion (RNE, exact after RZ)
+    gives the word, Inf beyond the range; a NaN with every payload bit set converts to the canonical
+    NaN."""
+    bias = (1 << (ebits - 1)) - 1
+    if tiny and (_subnormal(x0, bias) or _subnormal(x1, bias)):
+        return w16_join(_round8_out(x0, man, ebits, rne), _round8_out(x1, man, ebits, rne))
+    if ebits != 8:
+        return w16_join(_f16word(x0, man, ebits, rne, special), _f16word(x1, man, ebits, rne, special))
+    if special:
+        nan = f8_from_bits(i8_splat(ABS_MASK))
+        x0 = f8_where(f8_eq(x0, x0), x0, nan)
+        x1 = f8_where(f8_eq(x1, x1), x1, nan)
+    if not rne:
+        keep = i8_splat(~((1 << (52 - man)) - 1))
+        x0 = f8_from_bits(i8_and(f8_bits(x0), keep))
+        x1 = f8_from_bits(i8_and(f8_bits(x1), keep))
+    return s16_bits(s16_join(x0, x1))
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
@@ -258,27 +284,24 @@ def _cexp(hat):
 # --- a warp ------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, asp0, asp1, bs, code, f16acc, rne, F, acc_emin):
-    """The block s0..s1-1 of column n from its E_max: the words of its 16 results (two I8)."""
+def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, code, f16acc, rne, F, acc_emin):
+    """The block s0..s1-1 of column n from its E_max: the words of its 16 results."""
     man, ebits = (10, 5) if f16acc else (23, 8)
     # a result is a subnormal of the accumulator (or rounds to zero) only below 2**emin: its S (an
     # integer) times 2**(E - F) lies below that only where E < F + emin (binary16: check the results)
     tiny = f16acc or w16_any(w16_lt(E, w16_splat(F + acc_emin)))
     e0, e1 = w16_lo(E), w16_hi(E)
     sc0, sc1 = _sc(e0, F), _sc(e1, F)
+    # one flag for the column: an Inf or NaN among A's, this column of B's or C's elements
+    sp = aspec or bs or w16_any(w16_eq(ce, w16_splat(SPEXP)))
     if code != F16:
-        csp = w16_eq(ce, w16_splat(SPEXP))
-        sp0 = asp0 or bs or i8_any(w16_lo(csp))
-        sp1 = asp1 or bs or i8_any(w16_hi(csp))
-        S0 = _sum64(a64, b64, 0, n, s0, s1, c0, sc0, sp0)
-        S1 = _sum64(a64, b64, LANES, n, s0, s1, c1, sc1, sp1)
+        t0, p0 = _sum64(a64, b64, 0, n, s0, s1, sc0, sp)
+        t1, p1 = _sum64(a64, b64, LANES, n, s0, s1, sc1, sp)
     else:
-        sp0 = sp1 = asp0 or asp1 or bs or w16_any(w16_eq(ce, w16_splat(SPEXP)))
-        y, ps = _sum32(av, bv, n, s0, s1, E, F, sp0)
-        S0 = _half32(w16_lo(y), s16_lo(ps), c0, sc0, sp0)
-        S1 = _half32(w16_hi(y), s16_hi(ps), c1, sc1, sp1)
-    return (_word8(f8_mul(S0, _unsc(sc0)), man, ebits, rne, tiny, sp0),
-            _word8(f8_mul(S1, _unsc(sc1)), man, ebits, rne, tiny, sp1))
+        y, ps = _sum32(av, bv, n, s0, s1, E, F, sp)
+        t0, t1, p0, p1 = w16_lo(y), w16_hi(y), s16_lo(ps), s16_hi(ps)
+    return _words(f8_mul(_half(t0, p0, c0, sc0, sp), _unsc(sc0)), f8_mul(_half(t1, p1, c1, sc1, sp), _unsc(sc1)),
+                  man, ebits, rne, tiny, sp)
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
@@ -290,11 +313,11 @@ def _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact):
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
-def _next_c(w0, w1, f16acc, acc_emin, c_exact):
-    """A block's rounded results as the next block's c: exponents and float64 halves."""
-    acc_code = F16 if f16acc else 3
-    c0, h0 = _decode8(w0, acc_code, acc_emin, False, c_exact)
-    c1, h1 = _decode8(w1, acc_code, acc_emin, False, c_exact)
+def _next_c(w, f16acc, acc_emin, c_exact):
+    """A block's rounded results (16 words) as the next block's c: exponents and float64 halves."""
+    acc_code = F16 if f16acc else 3     # _decode8 reads the low 16 / 32 bits of each lane
+    c0, h0 = _decode8(w16_lo(w), acc_code, acc_emin, False, c_exact)
+    c1, h1 = _decode8(w16_hi(w), acc_code, acc_emin, False, c_exact)
     return w16_join(_cexp(h0), _cexp(h1)), c0, c1
 
 
@@ -309,7 +332,7 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
                     wide, av, a64, ae, ae2, True)
     w16_store(bsp, 0, _decode(bw, i * prm[P_BWORDS], b_src, b_slot, K // (2 * epr), epr, code, prm[P_IN_EMIN],
                               prm[P_NAN_LOW], wide, bv, b64, be, be16, False))
-    asp0, asp1 = i8_any(w16_lo(aspec)), i8_any(w16_hi(aspec))
+    aspec = w16_any(aspec)
 
     cbase = i * prm[P_CWORDS]
     for n in range(LANES):
@@ -323,12 +346,12 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
             else:
                 E = w16_load(dout, LANES * ROWS + s0 // L * ROWS)
             E = _emax(E, ae, be, n, s0, s0 + L, ce, ezero)
-            w0, w1 = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, asp0, asp1, bs, code, f16acc, rne, F,
+            w = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, code, f16acc, rne, F,
                              acc_emin)
             if s0 + L < K:      # the rounded block result is the next block's c
-                ce, c0, c1 = _next_c(w0, w1, f16acc, acc_emin, c_exact)
+                ce, c0, c1 = _next_c(w, f16acc, acc_emin, c_exact)
             else:
-                w16_store(dout, n * ROWS, w16_join(w0, w1))
+                w16_store(dout, n * ROWS, w)
 
     dbase = i * prm[P_DWORDS]
     for r in range(0, d_lo.size, ROWS):
