@@ -199,3 +199,20 @@ def test_plans_the_column_kernel_cannot_take_run_the_row_kernel():
         a, b, c = _operands(form, "special", 7)
         assert np.array_equal(fragsim.arith.run(pl, a, b, c),
                               kernel.run(pl, index_maps(pl.form), a, b, c, parallel=False))
+
+
+@pytest.mark.parametrize("form", ["m16n8k16.row.col.f16.f16.f16.f16", "m16n8k16.row.col.f32.bf16.bf16.f32",
+                                  "m16n8k8.row.col.f32.tf32.tf32.f32"])
+def test_column_kernel_reads_and_writes_register_major_words(form):
+    """fragsim run's register file holds a warp's words register by register (reg * 32 + lane): the same
+    registers in that order give the same D in that order."""
+    pl = plan(form, "sm_90")
+    a, b, c = _operands(form, "special", 11)
+    f = pl.form
+
+    def major(x, op):
+        return np.ascontiguousarray(x.reshape(BATCH, 32, f.nregs(op)).transpose(0, 2, 1)).reshape(BATCH, -1)
+
+    want = kernel16.run(pl, a, b, c, parallel=False)
+    got = kernel16.run(pl, major(a, "A"), major(b, "B"), major(c, "C"), parallel=False, major="register")
+    assert np.array_equal(got, want.transpose(0, 2, 1))

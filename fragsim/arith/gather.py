@@ -66,21 +66,27 @@ COLUMN_ROWS = 16
 COLUMNS = 8
 
 
-def _owners(f, op: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """(word, bit offset) of every element of operand ``op``, as matrices shaped like it: word
-    lane * nregs + reg (lane-major, as fragsim.mma takes registers), and the elements per register."""
+#: Where register r of lane l of a warp is, in each layout of a warp's words ``column_maps`` reads: lane-major
+#: (as fragsim.mma takes registers) or register-major (as fragsim run's register file holds them).
+WORD = {"lane": lambda lane, reg, nregs: lane * nregs + reg,
+        "register": lambda lane, reg, nregs: reg * WARP_LANES + lane}
+
+
+def _owners(f, op: str, major: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """(word, bit offset) of every element of operand ``op``, as matrices shaped like it (words laid out
+    ``major``), and the elements per register."""
     rows, cols = f.coords(op)
     nregs, epr = rows.shape[1], rows.shape[2]
     lane, reg, half = np.meshgrid(np.arange(WARP_LANES), np.arange(nregs), np.arange(epr), indexing="ij")
     word = np.full(f.matrix_shape(op), -1, np.int64)
     shift = np.full(f.matrix_shape(op), -1, np.int64)
-    word[rows, cols] = lane * nregs + reg
+    word[rows, cols] = WORD[major](lane, reg, nregs)
     shift[rows, cols] = half * f.fmt(op).storage_bits
     return word, shift, epr
 
 
 @lru_cache(maxsize=None)
-def column_maps(form) -> dict[str, np.ndarray] | None:
+def column_maps(form, major: str = "lane") -> dict[str, np.ndarray] | None:
     """Where each element of an m16n8 form sits in the registers, as ``fragsim.arith.kernel16`` reads and
     writes them (int32 index arrays, read-only); None for a form whose fragments do not fit its scheme.
 
@@ -94,14 +100,16 @@ def column_maps(form) -> dict[str, np.ndarray] | None:
     The k of a block of the arithmetic must fill a range of slots (each block of ``block`` k, for
     every block length given in ``blocks``).  'c_src', 'c_sh': per column of C, the 16 words and bit
     offsets of its rows.  'd_lo', 'd_hi': per D word, the element in its low / high half as the
-    index n * 16 + m of a column-major D (one element per word: both the same).
+    index n * 16 + m of a column-major D (one element per word: both the same).  ``major``: the layout
+    of a warp's words, "lane" (``lane * nregs + reg``) or "register" (``reg * 32 + lane``), in A, B, C
+    and D alike.
     """
     f = lookup(form)
     M, N, K = f.shape
     if (M, N) != (COLUMN_ROWS, COLUMNS) or f.groups != 1:
         return None
-    aw, ash, epr = _owners(f, "A")
-    bw, bsh, bepr = _owners(f, "B")
+    aw, ash, epr = _owners(f, "A", major)
+    bw, bsh, bepr = _owners(f, "B", major)
     bits = f.fmt("A").storage_bits
     if bepr != epr or K % (2 * epr):
         return None
@@ -115,9 +123,10 @@ def column_maps(form) -> dict[str, np.ndarray] | None:
     b_src = np.concatenate([np.concatenate([bw[k], bw[k + epr]]) for k in groups[::2]])
     slot_k = [k + hh + j * epr for k in groups[::2] for hh in range(epr) for j in range(2)]
     slot = np.argsort(slot_k)
-    cw, csh, _ = _owners(f, "C")
+    cw, csh, _ = _owners(f, "C", major)
     rows, cols = f.coords("D")
-    col = (cols * M + rows).reshape(-1, rows.shape[2])
+    col = cols * M + rows                                # (lane, reg, half): D's element, column-major
+    col = (col if major == "lane" else col.transpose(1, 0, 2)).reshape(-1, rows.shape[2])
     out = {"a_src": np.concatenate([aw[:, k] for k in groups]), "b_src": b_src, "slot": slot,
            "c_src": cw.T.ravel(), "c_sh": csh.T.ravel(), "d_lo": col[:, 0], "d_hi": col[:, -1]}
     out = {k: np.ascontiguousarray(v, np.int32) for k, v in out.items()}

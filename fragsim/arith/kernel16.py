@@ -444,37 +444,40 @@ def supports(pl) -> bool:
             and pl.block << (pl.frac_bits + 2) <= 1 << 31 and blocks_fill_slots(maps, pl.block))
 
 
-def _prepared(pl):
+def _prepared(pl, major):
     """What a call needs of its plan, worked out once per plan object: the compiled kernel, the maps and
     the parameter vector (looking them up again costs more than a few warps' arithmetic, and
     ``fragsim.run_kernel`` calls once per batch of mma.sync)."""
-    hit = _PREPARED.get(id(pl))
+    hit = _PREPARED.get((id(pl), major))
     if hit is None or hit[0] is not pl:
         from .gather import column_maps, index_maps
 
         f = pl.form
         K = f.shape[2]
-        maps = column_maps(f)
+        maps = column_maps(f, major)
         if len(_PREPARED) >= PREPARED_KEPT:
             _PREPARED.clear()
-        hit = _PREPARED[id(pl)] = (pl, compiled_for(pl), K, f.nregs("D"),
+        hit = _PREPARED[(id(pl), major)] = (pl, compiled_for(pl), K, f.nregs("D"),
                                    (maps["a_src"], maps["b_src"], maps["slot"], _B_SLOTS[:K], maps["c_src"],
                                     maps["c_sh"], maps["d_lo"], maps["d_hi"], plan_params(pl, index_maps(f))))
     return hit[1:]
 
 
-#: id(plan) -> (plan, kernel, K, nregs_D, maps and parameters); holding the plan keeps its id from being reused
+#: (id(plan), major) -> (plan, kernel, K, nregs_D, maps and parameters); holding the plan keeps its id from
+#: being reused
 _PREPARED: dict = {}
 #: Plans kept at most (callers that build a new plan for every call would otherwise grow it).
 PREPARED_KEPT = 256
 
 
-def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
+def run(pl, a, b, c, parallel: bool = True, major: str = "lane") -> np.ndarray:
     """D registers (batch, 32, nregs_D) uint32 of a plan ``supports`` accepts, from register batches a, b,
-    c (batch, 32*nregs), read where they lie."""
+    c (batch, 32*nregs), read where they lie.  ``major``: each warp's words lane-major (``lane * nregs +
+    reg``, fragsim.mma's layout) or "register"-major (``reg * 32 + lane``, fragsim run's); D comes in the
+    same layout, shaped (batch, 32, nregs_D) or (batch, nregs_D, 32)."""
     import numba
 
-    kern, K, nd, static = _prepared(pl)
+    kern, K, nd, static = _prepared(pl, major)
     batch = a.shape[0]
     d = np.empty(batch * WARP_LANES * nd, np.uint32)
     # One array type per argument, whatever the caller holds (read-only broadcast views, strided
@@ -486,7 +489,7 @@ def run(pl, a, b, c, parallel: bool = True) -> np.ndarray:
     else:       # numba's threads would need the kernel compiled again, parallel: threads of our own
         list(_pool(chunks).map(lambda t: kern(t * batch // chunks, (t + 1) * batch // chunks, a, b, c, d, *static,
                                               *scratch(K)), range(chunks)))
-    return d.reshape(batch, WARP_LANES, nd)
+    return d.reshape((batch, WARP_LANES, nd) if major == "lane" else (batch, nd, WARP_LANES))
 
 
 # B's decoded halves go to consecutive positions of 16 (column_maps' slots in the order they come)
