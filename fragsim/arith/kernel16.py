@@ -10,12 +10,13 @@ registers in place (``fragsim.arith.gather.column_maps``: the gathers come from 
   SPEXP, a zero ZERO_EXP: a product with a zero factor lies below ZERO_EXP // 2).
 * E_max: the maximum of exponent sums, two columns at once in 16-bit halves; with c's, and e_zero where
   a zero term decides it.
-* the truncated sum.  f16 inputs: a product is exact in float32 (|p| in [2**-48, 2**32)) and so is its
-  scaling to the block's fixed point (2**(F - E), E clamped where that changes no term), truncated to
-  int32 (cvttps2dq), the at most 16 terms of a block below 2**(F + 2) each summed in int32; an Inf or
-  NaN product enters through the float32 sum of the products, which is finite otherwise.  bf16 and tf32
-  inputs (products up to 2**256): the products in float64 (exact), scaled, truncated to int64 and summed
-  there; a half column with an Inf or NaN input sums in float64 (IEEE), as ``kernel`` does.
+* the truncated sum.  f16 inputs, and the bf16 and tf32 ones of a warp whose nonzero products all lie
+  between 2**(F - 127) and 2**126 with no Inf or NaN among them (what GEMM data gives): a product is
+  exact in float32 and so is its scaling to the block's fixed point (2**(F - E), E clamped where that
+  changes no term), truncated to int32 (cvttps2dq), the at most 16 terms of a block below 2**(F + 2)
+  each summed in int32.  Other bf16 and tf32 warps (products up to 2**256): the products in float64
+  (exact), scaled, truncated to int64 and summed there.  An Inf or NaN product enters through the
+  float sum of the products, which is finite otherwise (kernel.py's float64 sum gives the same).
 * c's truncated term and the rounding to the accumulator: float64 (``_words``: normal results, zero,
   Inf and NaN directly, subnormal ones by ``kernel._round8``); a block's rounded result is the next
   block's c (``kernel._decode8``).
@@ -43,7 +44,7 @@ from .kernel import (ABS_MASK, BF16, EXP_MASK, F16, LANES, P_ACC_EMIN, P_AWORDS,
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store, f8_to_i8,
                    f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_max, i8_min, i8_or, i8_shl, i8_shr,
                    i8_splat, i8_sub, i8_to_f8, i8_ult, i8_where)
-from .simd16 import (h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
+from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
                      s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_join, s16_lo, s16_load, s16_mul, s16_store,
                      s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_bcast, w16_ctlz, w16_eq, w16_gather, w16_hi,
                      w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
@@ -52,12 +53,13 @@ from .simd16 import (h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_s
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "c3354b1b461e61e5c80fff3e0b0665be83b7660aaf91f2b0a43c5f043c4e84ef"
+INLINED_SOURCE_HASH = "b4a63a15cd6d0fd7b030cc86c137b44697c03ceb137dec43b57b29081db3876a"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)
 PER_THREAD = 64      # warps below which another thread costs more than it saves
 ZERO_EXP = -8192     # a zero's exponent: a product with a zero factor lies below ZERO_EXP // 2
+NONE = (1 << 32) - 1  # _decode's least exponent of an operand whose every element is zero
 SIGN = ~ABS_MASK
 
 
@@ -97,30 +99,38 @@ def _nexp16(bits, emin, exact):
 
 
 @njit(inline="always")
-def _decode(words, base, src, slot, nvec, epr, code, emin, nan_low, wide, v32, v64, exps, pairs, is_a):
+def _decode(words, base, src, slot, nvec, epr, code, emin, nan_low, v32, exps, pairs, is_a):
     """Decode the ``nvec`` gathers of an operand (``src``): element h of gather u goes to position
-    16 * slot[u * epr + h] of ``exps`` (int32 exponents) and of ``v32`` (float32 values) or ``v64``
-    (float64), and its exponents as 16-bit numbers to ``pairs`` (A: each twice, at 16 * slot in an int32
-    array; B: 16 int16 at that position).  Returns the lanes holding an Inf or NaN."""
-    spec = w16_splat(0)
+    16 * slot[u * epr + h] of ``v32`` (float32 values) and ``exps`` (int32 exponents), its exponents as
+    16-bit numbers to ``pairs`` (A: each twice, at 16 * slot in an int32 array; B: 16 int16 at that
+    position).  Returns the largest exponent (an Inf or NaN's is SPEXP) and, by lane, the least of a
+    nonzero element less ZERO_EXP + 1 (unsigned: 2**32 - 1 where every element is zero)."""
+    top = w16_splat(ZERO_EXP)
+    least = w16_splat(-1)       # unsigned: exponents less ZERO_EXP + 1, a zero's the largest
     for u in range(nvec):
         w = w16_gather(words, base, src, u * ROWS)
         for h in range(epr):
             v = _value16(w, h, code, nan_low)
             e = _nexp16(s16_bits(v), emin, False)
-            spec = w16_or(spec, w16_eq(e, w16_splat(SPEXP)))
+            top = w16_max(top, e)
+            least = w16_minu(least, w16_sub(e, w16_splat(ZERO_EXP + 1)))
             o = slot[u * epr + h] * ROWS
             w16_store(exps, o, e)
             if is_a:
                 w16_store(pairs, o, h32_dup(e))
             else:
                 h32_store16(pairs, o, e)
-            if wide:
-                f8_store(v64, o, s16_lo(v))
-                f8_store(v64, o + LANES, s16_hi(v))
-            else:
-                s16_store(v32, o, v)
-    return spec
+            s16_store(v32, o, v)
+    return top, least
+
+
+@njit(_nrt=False)  # type: ignore[call-overload]
+def _widen(v32, v64, n):
+    """v64[:n] = v32[:n] in float64."""
+    for o in range(0, n, ROWS):
+        v = s16_load(v32, o)
+        f8_store(v64, o, s16_lo(v))
+        f8_store(v64, o + LANES, s16_hi(v))
 
 
 # --- the block arithmetic of one column -----------------------------------------------------------
@@ -163,12 +173,13 @@ def _unsc(sc):
 
 
 @njit(inline="always")
-def _sum32(av, bv, n, s0, s1, E, F, special):
-    """The products of a column (f16 inputs) scaled by 2**(F - E), truncated and summed in int32; and,
-    when ``special`` (an Inf or NaN input), their float32 sum (else zeros)."""
-    # 2**(F - E) in float32: E below F - 127 has only zero products; from F + 32 on every finite
-    # product (below 2**32) truncates to 0, and does so at 2**-32 too, where none is a subnormal
-    t = w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(F + 32))))
+def _sum32(av, bv, n, s0, s1, E, F, top, special):
+    """The products of a column (float32 exact: f16 inputs, or bf16/tf32 ones in range) scaled by
+    2**(F - E), truncated and summed in int32; and, when ``special`` (an Inf or NaN input), their float32
+    sum (else zeros).  ``top``: an E from which every finite product truncates to 0."""
+    # 2**(F - E) in float32: E below F - 127 has only zero products (f16 ones lie above 2**-48, tame ones
+    # above 2**(F - 127)); from top on, the scale of top gives every finite product's 0 too
+    t = w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(top))))
     y = w16_splat(0)
     ps = s16_zero()
     if special:
@@ -284,7 +295,7 @@ def _cexp(hat):
 # --- a warp ------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, code, f16acc, rne, F, acc_emin):
+def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F, acc_emin):
     """The block s0..s1-1 of column n from its E_max: the words of its 16 results."""
     man, ebits = (10, 5) if f16acc else (23, 8)
     # a result is a subnormal of the accumulator (or rounds to zero) only below 2**emin: its S (an
@@ -294,11 +305,12 @@ def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, code, f16acc,
     sc0, sc1 = _sc(e0, F), _sc(e1, F)
     # one flag for the column: an Inf or NaN among A's, this column of B's or C's elements
     sp = aspec or bs or w16_any(w16_eq(ce, w16_splat(SPEXP)))
-    if code != F16:
+    if not tame:
         t0, p0 = _sum64(a64, b64, 0, n, s0, s1, sc0, sp)
         t1, p1 = _sum64(a64, b64, LANES, n, s0, s1, sc1, sp)
     else:
-        y, ps = _sum32(av, bv, n, s0, s1, E, F, sp)
+        # products below 2**32 (f16) or 2**126 (tame): from F + 32 / F + 126 on every one truncates to 0
+        y, ps = _sum32(av, bv, n, s0, s1, E, F, F + 32 if code == F16 else F + 126, sp)
         t0, t1, p0, p1 = w16_lo(y), w16_hi(y), s16_lo(ps), s16_hi(ps)
     return _words(f8_mul(_half(t0, p0, c0, sc0, sp), _unsc(sc0)), f8_mul(_half(t1, p1, c1, sc1, sp), _unsc(sc1)),
                   man, ebits, rne, tiny, sp)
@@ -328,11 +340,22 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
     epr = 1 if code == TF32 else 2
     F, ezero, acc_emin, c_exact = prm[P_F], prm[P_EZERO], prm[P_ACC_EMIN], prm[P_C_EXACT] != 0
 
-    aspec = _decode(aw, i * prm[P_AWORDS], a_src, slot, K // epr, epr, code, prm[P_IN_EMIN], prm[P_NAN_LOW],
-                    wide, av, a64, ae, ae2, True)
-    w16_store(bsp, 0, _decode(bw, i * prm[P_BWORDS], b_src, b_slot, K // (2 * epr), epr, code, prm[P_IN_EMIN],
-                              prm[P_NAN_LOW], wide, bv, b64, be, be16, False))
-    aspec = w16_any(aspec)
+    atop, aleast = _decode(aw, i * prm[P_AWORDS], a_src, slot, K // epr, epr, code, prm[P_IN_EMIN],
+                           prm[P_NAN_LOW], av, ae, ae2, True)
+    btop, bleast = _decode(bw, i * prm[P_BWORDS], b_src, b_slot, K // (2 * epr), epr, code, prm[P_IN_EMIN],
+                           prm[P_NAN_LOW], bv, be, be16, False)
+    w16_store(bsp, 0, w16_eq(btop, w16_splat(SPEXP)))
+    aspec = w16_any(w16_eq(atop, w16_splat(SPEXP)))
+    # bf16, tf32: the float32 products (f16's) where they are exact and scale without over- or underflow:
+    # every nonzero product between 2**(F - 127) and 2**126 (no Inf or NaN input either: SPEXP is 128)
+    tame = not wide
+    if wide:
+        la, lb = w16_huminu(aleast), w16_huminu(bleast)      # 2**32 - 1: every element zero
+        tame = w16_hmax(atop) + w16_hmax(btop) <= 124 and (la == NONE or lb == NONE or
+                                                            la + lb + 2 * (ZERO_EXP + 1) >= F - 127)
+        if not tame:
+            _widen(av, a64, K * ROWS)
+            _widen(bv, b64, K * LANES)
 
     cbase = i * prm[P_CWORDS]
     for n in range(LANES):
@@ -346,8 +369,8 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
             else:
                 E = w16_load(dout, LANES * ROWS + s0 // L * ROWS)
             E = _emax(E, ae, be, n, s0, s0 + L, ce, ezero)
-            w = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, code, f16acc, rne, F,
-                             acc_emin)
+            w = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F,
+                        acc_emin)
             if s0 + L < K:      # the rounded block result is the next block's c
                 ce, c0, c1 = _next_c(w, f16acc, acc_emin, c_exact)
             else:

@@ -306,6 +306,27 @@ w16_where = _select16(W16)
 s16_where = _select16(S16)
 
 
+w16_minu = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.umin.v16i32", _W16, [_W16, _W16]), [x, y]))
+
+
+def _reduce16(name, signed):
+    @intrinsic
+    def reduce(typingctx, v):
+        """The lanes' maximum (signed) / minimum (unsigned), as an int64."""
+        if v != W16:
+            return None
+
+        def codegen(context, builder, sig, args):
+            r = builder.call(_llvm_fn(builder, f"llvm.vector.reduce.{name}.v16i32", ir.IntType(32), [_W16]), [args[0]])
+            return (builder.sext if signed else builder.zext)(r, ir.IntType(64))
+        return types.int64(v), codegen
+    return reduce
+
+
+w16_hmax = _reduce16("smax", True)
+w16_huminu = _reduce16("umin", False)
+
+
 @intrinsic
 def w16_any(typingctx, v):
     """True when any lane is nonzero."""
