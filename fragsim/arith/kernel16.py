@@ -450,13 +450,11 @@ def supports(pl) -> bool:
     and tf32 inputs, f32 and f16 accumulators, m16n8 fragments that fit ``column_maps``), with zero
     results of sign +0 (the int sums keep no sign), blocks of an even length (the sums take k in
     pairs), at most MAX_BLOCKS of them, whose truncated terms sum in int32."""
-    from dataclasses import fields
-
-    from . import Plan
     from .gather import blocks_fill_slots, column_maps
 
+    # the float model's Plan by its fields (importing the package here would be an import cycle)
     known = ("form", "arch", "in_fmt", "acc_fmt", "block", "frac_bits", "e_zero", "rounding")
-    if type(pl) is not Plan or tuple(f.name for f in fields(Plan)) != known:
+    if type(pl).__name__ != "Plan" or tuple(getattr(type(pl), "__dataclass_fields__", {})) != known:
         return False
     f = pl.form
     maps = column_maps(f)

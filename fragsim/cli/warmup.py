@@ -22,8 +22,8 @@ HELP = "compile fragsim's numba kernels now (once per install), instead of on th
 
 #: One form per mma arithmetic variant (each compiles its own kernel or kernel specialisation).
 MMA_FORMS = {
-    "fragsim.arith.kernel": ["m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f16.f16.f16.f16",
-                             "m16n8k8.row.col.f32.tf32.tf32.f32"],
+    "fragsim.arith.kernel16": ["m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16.row.col.f16.f16.f16.f16",
+                               "m16n8k8.row.col.f32.tf32.tf32.f32"],
     "fragsim.arith.kernel_exact": ["m16n8k32.row.col.s32.s8.s8.s32", "m8n8k4.row.col.f64.f64.f64.f64"],
     "fragsim.arith.kernel_fp8": ["m16n8k32.row.col.f32.e4m3.e4m3.f32", "m16n8k32.row.col.f16.e4m3.e4m3.f16"],
     "fragsim.arith.kernel_chain": ["m8n8k4.row.col.f16.f16.f16.f16", "m8n8k4.row.col.f32.f16.f16.f32"],
@@ -45,6 +45,22 @@ def _mma(forms) -> None:
         for batch in (1, many):
             regs = [np.zeros((batch, WARP_LANES, f.nregs(op)), np.uint32) for op in "ABC"]
             fragsim.mma(f, *regs)
+
+
+def _row_kernel() -> None:
+    """kernel.py, the float model's general path (plans kernel16 does not take: other zero signs, odd
+    or many blocks), called directly: fragsim.mma sends the shipped rows' plans to kernel16."""
+    import numba
+
+    from fragsim.arith import index_maps, plan
+    from fragsim.arith import kernel
+
+    many = 2 * numba.get_num_threads() + 1
+    for name in MMA_FORMS["fragsim.arith.kernel16"]:
+        pl = plan(name, "sm_90")
+        for batch in (1, many):
+            a, b, c = (np.zeros((batch, WARP_LANES * pl.form.nregs(op)), np.uint32) for op in "ABC")
+            kernel.run(pl, index_maps(pl.form), a, b, c, parallel=True)
 
 
 def _gemm() -> None:
@@ -69,7 +85,8 @@ def run(args) -> int:
 
     listen()
     steps: dict[str, Callable[[], None]] = {module: partial(_mma, forms) for module, forms in MMA_FORMS.items()}
-    steps |= {"fragsim.arith.kernel_gemm": _gemm, "fragsim.banks.kernel_generated": _banks}
+    steps |= {"fragsim.arith.kernel": _row_kernel, "fragsim.arith.kernel_gemm": _gemm,
+              "fragsim.banks.kernel_generated": _banks}
     rows = []
     for module, what in KERNEL_NAMES.items():
         step = steps[module]
