@@ -216,3 +216,24 @@ def test_column_kernel_reads_and_writes_register_major_words(form):
     want = kernel16.run(pl, a, b, c, parallel=False)
     got = kernel16.run(pl, major(a, "A"), major(b, "B"), major(c, "C"), parallel=False, major="register")
     assert np.array_equal(got, want.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("form,big,c_word", [
+    ("m16n8k16.row.col.f32.f16.f16.f32", 0x7BFF, 0x4EFFFFFF),    # 65504**2 ~ 2**32, c ~ 2**31
+    ("m16n8k16.row.col.f32.bf16.bf16.f32", 0x4F7F, 0x5EFFFFFF)])  # (2**31 * 1.99)**2 ~ 2**64, c ~ 2**63
+def test_column_kernel_block_sums_beyond_int32(form, big, c_word):
+    """sm_90's 16-term blocks with every product near its largest and c of the same sign and exponent: the
+    truncated terms (each below 2**27) and c's (below 2**26) sum past 2**31 -- the column kernel's int32
+    sum cannot hold it, and the row kernel's answer still comes out (either sign)."""
+    pl = plan(form, "sm_90")
+    f = pl.form
+    rng = np.random.default_rng(5)
+    n = 64
+    a = np.full((n, 32 * f.nregs("A")), big * 0x10001, np.uint32)
+    b = np.full((n, 32 * f.nregs("B")), big * 0x10001, np.uint32)
+    a ^= (rng.random(a.shape) < 0.3) * np.uint32(0x00010001)     # a few ulps off, signs kept
+    c = np.full((n, 32 * f.nregs("C")), c_word, np.uint32)
+    a[n // 2:] ^= np.uint32(0x80008000)                            # the other sign, products and c both
+    c[n // 2:] ^= np.uint32(0x80000000)
+    want = kernel.run(pl, index_maps(f), a, b, c, parallel=False)
+    assert np.array_equal(kernel16.run(pl, a, b, c, parallel=False), want)

@@ -39,21 +39,22 @@ from numba import njit
 
 from fragsim.facts.hardware import WARP_LANES
 from .kernel import (ABS_MASK, BF16, EXP_MASK, F16, LANES, P_ACC_EMIN, P_AWORDS, P_BWORDS, P_C_EXACT, P_CWORDS,
-                     P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_NAN_LOW, SPEXP, TF32, FMT_CODE, _decode8, _round8,
+                     P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_NAN_LOW, SPEXP, TF32, FMT_CODE, _round8,
                      plan_params)
 from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_load, f8_mul, f8_splat, f8_store, f8_to_i8,
                    f8_trunc, f8_where, i8_add, i8_and, i8_any, i8_max, i8_min, i8_or, i8_shl, i8_shr,
                    i8_splat, i8_sub, i8_to_f8, i8_ult, i8_where)
-from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup, h32_hi, h32_lo, h32_max, h32_store16, s16_add,
+from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup, h32_dup_hi, h32_eq, h32_hi, h32_lo,
+                     h32_max, h32_minu, h32_shr, h32_store16, h32_sub, h32_where, s16_add,
                      s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_join, s16_lo, s16_load, s16_mul, s16_store,
-                     s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_bcast, w16_ctlz, w16_eq, w16_gather, w16_hi,
+                     s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_ctlz, w16_eq, w16_gather, w16_hi,
                      w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
-                     w16_splat, w16_store, w16_sub, w16_where)
+                     w16_splat, w16_store, w16_sub, w16_where, w16_xor, w16_float_rz, s16_to_f16)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "b4a63a15cd6d0fd7b030cc86c137b44697c03ceb137dec43b57b29081db3876a"
+INLINED_SOURCE_HASH = "c4a23c82c799a2c241efa91c9797aa24234894fc02697a2a7cfd8887a3dc134c"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)
@@ -99,29 +100,65 @@ def _nexp16(bits, emin, exact):
 
 
 @njit(inline="always")
-def _decode(words, base, src, slot, nvec, epr, code, emin, nan_low, v32, exps, pairs, is_a):
+def _decode(words, base, src, slot, nvec, epr, code, emin, nan_low, v32, pairs, is_a):
     """Decode the ``nvec`` gathers of an operand (``src``): element h of gather u goes to position
-    16 * slot[u * epr + h] of ``v32`` (float32 values) and ``exps`` (int32 exponents), its exponents as
-    16-bit numbers to ``pairs`` (A: each twice, at 16 * slot in an int32 array; B: 16 int16 at that
-    position).  Returns the largest exponent (an Inf or NaN's is SPEXP) and, by lane, the least of a
-    nonzero element less ZERO_EXP + 1 (unsigned: 2**32 - 1 where every element is zero)."""
+    16 * slot[u * epr + h] of ``v32`` (float32 values), its exponent as a 16-bit number to ``pairs`` (A: each
+    twice, at 16 * slot in an int32 array; B: 16 int16 at that position).  Returns, by lane (a register
+    word), the largest exponent (an Inf or NaN's is SPEXP) and the least of a nonzero element less
+    ZERO_EXP + 1 (unsigned: 2**32 - 1 where every element is zero).  The 16-bit formats take both
+    elements of a word at once in 16-bit lanes, from the fields of the words themselves."""
+    if epr == 2:
+        return _decode_pairs(words, base, src, slot, nvec, code, emin, v32, pairs, is_a)
     top = w16_splat(ZERO_EXP)
     least = w16_splat(-1)       # unsigned: exponents less ZERO_EXP + 1, a zero's the largest
     for u in range(nvec):
-        w = w16_gather(words, base, src, u * ROWS)
-        for h in range(epr):
-            v = _value16(w, h, code, nan_low)
-            e = _nexp16(s16_bits(v), emin, False)
-            top = w16_max(top, e)
-            least = w16_minu(least, w16_sub(e, w16_splat(ZERO_EXP + 1)))
-            o = slot[u * epr + h] * ROWS
-            w16_store(exps, o, e)
-            if is_a:
-                w16_store(pairs, o, h32_dup(e))
-            else:
-                h32_store16(pairs, o, e)
-            s16_store(v32, o, v)
+        v = _value16(w16_gather(words, base, src, u * ROWS), 0, code, nan_low)
+        e = _nexp16(s16_bits(v), emin, False)
+        top = w16_max(top, e)
+        least = w16_minu(least, w16_sub(e, w16_splat(ZERO_EXP + 1)))
+        o = slot[u] * ROWS
+        if is_a:
+            w16_store(pairs, o, h32_dup(e))
+        else:
+            h32_store16(pairs, o, e)
+        s16_store(v32, o, v)
     return top, least
+
+
+@njit(inline="always")
+def _h(x):
+    """x in both 16-bit halves of every lane."""
+    return w16_splat(((x & 0xFFFF) << 16) | (x & 0xFFFF))
+
+
+@njit(inline="always")
+def _decode_pairs(words, base, src, slot, nvec, code, emin, v32, pairs, is_a):
+    """``_decode`` of binary16 and bfloat16 words: a word's two elements' nominal exponents in its 16-bit
+    halves, max(field - bias, emin) (a subnormal's field 0 gives emin), ZERO_EXP for a zero, SPEXP for
+    Inf/NaN -- ``_nexp16`` of their float32 values."""
+    shift, field_max, bias = (10, 0x1F, 15) if code == F16 else (7, 0xFF, 127)
+    top = _h(ZERO_EXP)
+    least = _h(-1)
+    for u in range(nvec):
+        w = w16_gather(words, base, src, u * ROWS)
+        field = w16_and(h32_shr(w, _h(shift)), _h(field_max))
+        e = h32_max(h32_sub(field, _h(bias)), _h(emin))
+        e = h32_where(h32_eq(w16_and(w, _h(0x7FFF)), _h(0)), _h(ZERO_EXP), e)
+        e = h32_where(h32_eq(field, _h(field_max)), _h(SPEXP), e)
+        top = h32_max(top, e)
+        least = h32_minu(least, h32_sub(e, _h(ZERO_EXP + 1)))
+        o0, o1 = slot[2 * u] * ROWS, slot[2 * u + 1] * ROWS
+        s16_store(v32, o0, _value16(w, 0, code, False))
+        s16_store(v32, o1, _value16(w, 1, code, False))
+        if is_a:
+            w16_store(pairs, o0, h32_dup(e))
+            w16_store(pairs, o1, h32_dup_hi(e))
+        else:
+            h32_store16(pairs, o0, e)
+            h32_store16(pairs, o1, w16_shr(e, w16_splat(16)))
+    lo, hi = w16_and(least, w16_splat(0xFFFF)), w16_shr(least, w16_splat(16))
+    least = w16_minu(lo, hi)
+    return w16_max(h32_lo(top), h32_hi(top)), w16_or(least, w16_eq(least, w16_splat(0xFFFF)))
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
@@ -146,7 +183,7 @@ def _emax2(ae2, be16, n, s0, s1):
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
-def _emax(E, ae, be, n, s0, s1, ce, ezero):
+def _emax(E, ae2, be16, n, s0, s1, ce, ezero):
     """E_max of column n from its products' maximum exponent sum E and c's exponent ce; e_zero where a
     zero term (ZERO_EXP sums, or c zero) is there and everything else lies below it."""
     E = w16_max(E, ce)
@@ -154,7 +191,7 @@ def _emax(E, ae, be, n, s0, s1, ce, ezero):
     if w16_any(low):
         zero = w16_eq(ce, w16_splat(ZERO_EXP))
         for s in range(s0, s1):
-            zero = w16_or(zero, w16_lt(w16_add(w16_load(ae, s * ROWS), w16_bcast(be, s * LANES + n)),
+            zero = w16_or(zero, w16_lt(w16_add(h32_lo(w16_load(ae2, s * ROWS)), w16_splat(np.int32(be16[s * LANES + n]))),
                                        w16_splat(ZERO_EXP // 2)))
         E = w16_where(w16_and(low, zero), w16_splat(ezero), E)
     return E
@@ -285,65 +322,111 @@ def _words(x0, x1, man, ebits, rne, tiny, special):
     return s16_bits(s16_join(x0, x1))
 
 
-@njit(_nrt=False)  # type: ignore[call-overload]
-def _cexp(hat):
-    """The exponent of a hat 2**e of ``kernel._decode8``, ZERO_EXP for a zero's 0."""
-    e = i8_sub(i8_shr(f8_bits(hat), i8_splat(52)), i8_splat(1023))
-    return i8_where(f8_eq(hat, f8_splat(0.0)), i8_splat(ZERO_EXP), e)
-
-
 # --- a warp ------------------------------------------------------------------------------------
 
 @njit(inline="always")
-def _column(n, s0, s1, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F, acc_emin):
-    """The block s0..s1-1 of column n from its E_max: the words of its 16 results."""
+def _c_term(cbits, d):
+    """c's truncated term trunc(c * 2**(F - E)) from its float32 bits and d = (E - F) << 23: the scaling
+    as a subtraction from the exponent field, exact where the result is a normal number.  A result
+    below 1 truncates to 0 whatever it is: those, and c = 0, subnormal c and exponents that leave the
+    field, all give bits below 1.0's (E >= c's exponent keeps the result below 2**(F + 1), and the
+    caller's E >= F - 126 keeps d above -(126 << 23))."""
+    nb = w16_sub(w16_and(cbits, w16_splat(0x7FFFFFFF)), d)
+    t = s16_trunc(s16_from_bits(w16_or(nb, w16_and(cbits, w16_splat(-(1 << 31))))))
+    return w16_and(t, w16_lt(w16_splat(0x3F7FFFFF), nb))
+
+
+@njit(inline="always")
+def _finish32(S, d, f16acc):
+    """The words of a column's block results S * 2**(E - F) (S: int32, exact; d = (E - F) << 23),
+    rounded to the accumulator: binary32 toward zero -- S converted toward zero, exact in float32, times
+    the power of two (exact for a normal result: the caller checks E; Inf beyond the range); binary16 to
+    nearest even -- the same float32 with its last bit set where bits were dropped (a sticky bit 13 places
+    below binary16's last one), then the CPU's IEEE conversion (subnormal results and overflow to Inf
+    included).  A zero is +0."""
+    f = w16_float_rz(S)
+    if f16acc:      # |f| <= |S| < 2**31: its integer conversion is exact
+        f = s16_from_bits(w16_or(s16_bits(f), w16_add(w16_eq(s16_trunc(f), S), w16_splat(1))))
+    v = s16_mul(f, s16_from_bits(w16_add(d, w16_splat(127 << 23))))
+    return s16_to_f16(v) if f16acc else s16_bits(v)
+
+
+@njit(inline="always")
+def _special(xb, f16acc):
+    """The accumulator word of an Inf or NaN result (float32 bits): the Inf itself, the canonical NaN."""
+    nan = w16_lt(w16_splat(0x7F800000), w16_and(xb, w16_splat(0x7FFFFFFF)))
+    if f16acc:
+        return w16_where(nan, w16_splat(0x7FFF), w16_or(w16_and(w16_shr(xb, w16_splat(16)), w16_splat(0x8000)),
+                                                          w16_splat(0x7C00)))
+    return w16_where(nan, w16_splat(0x7FFFFFFF), xb)
+
+
+@njit(inline="always")
+def _column(n, s0, s1, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F, acc_emin):
+    """The block s0..s1-1 of column n from its E_max and c (float32 values, exponents): the words of its
+    16 results."""
     man, ebits = (10, 5) if f16acc else (23, 8)
     # a result is a subnormal of the accumulator (or rounds to zero) only below 2**emin: its S (an
     # integer) times 2**(E - F) lies below that only where E < F + emin (binary16: check the results)
     tiny = f16acc or w16_any(w16_lt(E, w16_splat(F + acc_emin)))
-    e0, e1 = w16_lo(E), w16_hi(E)
-    sc0, sc1 = _sc(e0, F), _sc(e1, F)
     # one flag for the column: an Inf or NaN among A's, this column of B's or C's elements
     sp = aspec or bs or w16_any(w16_eq(ce, w16_splat(SPEXP)))
+    if tame:
+        # products below 2**32 (f16) or 2**126 (tame): from F + 32 / F + 126 on every one truncates to 0.
+        # Their float sum only where it can say something: f16's (a tame warp's A and B hold no Inf or
+        # NaN, and its finite float32 sum could overflow)
+        y, ps = _sum32(av, bv, n, s0, s1, E, F, F + 32 if code == F16 else F + 126, sp and code == F16)
+        # terms whose sum S fits int32, a normal binary32 result: S and its rounding in 32 bits; the
+        # lanes with an Inf or NaN term take the class of the products' float sum plus c
+        if (rne and f16acc) or not (rne or f16acc or tiny):     # binary16 RNE, binary32 RZ (the hardware's)
+            d = w16_shl(w16_sub(E, w16_splat(F)), w16_splat(23))
+            ct = _c_term(s16_bits(c32), d)
+            S = w16_add(y, ct)
+            over = w16_lt(w16_and(w16_xor(y, S), w16_xor(ct, S)), w16_splat(0))
+            if sp:
+                xb = s16_bits(s16_add(ps, c32) if code == F16 else c32)
+                finite = w16_lt(w16_and(xb, w16_splat(0x7F800000)), w16_splat(0x7F800000))
+                over = w16_and(over, finite)
+            if not w16_any(over):
+                w = _finish32(S, d, f16acc)
+                return w16_where(finite, w, _special(xb, f16acc)) if sp else w
+        t0, t1, p0, p1 = w16_lo(y), w16_hi(y), s16_lo(ps), s16_hi(ps)
+    e0, e1 = w16_lo(E), w16_hi(E)
+    sc0, sc1 = _sc(e0, F), _sc(e1, F)
     if not tame:
         t0, p0 = _sum64(a64, b64, 0, n, s0, s1, sc0, sp)
         t1, p1 = _sum64(a64, b64, LANES, n, s0, s1, sc1, sp)
-    else:
-        # products below 2**32 (f16) or 2**126 (tame): from F + 32 / F + 126 on every one truncates to 0
-        y, ps = _sum32(av, bv, n, s0, s1, E, F, F + 32 if code == F16 else F + 126, sp)
-        t0, t1, p0, p1 = w16_lo(y), w16_hi(y), s16_lo(ps), s16_hi(ps)
+    c0, c1 = s16_lo(c32), s16_hi(c32)
     return _words(f8_mul(_half(t0, p0, c0, sc0, sp), _unsc(sc0)), f8_mul(_half(t1, p1, c1, sc1, sp), _unsc(sc1)),
                   man, ebits, rne, tiny, sp)
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
 def _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact):
-    """Column n of C: its float32 values, their nominal exponents, and its halves in float64."""
+    """Column n of C: its nominal exponents and float32 values."""
     w = w16_gather(cw, cbase, c_src, n * ROWS)
-    c32 = s16_from_f16(w16_shr(w, w16_load(c_sh, n * ROWS))) if f16acc else s16_from_bits(w)
-    return _nexp16(s16_bits(c32), acc_emin, c_exact), s16_lo(c32), s16_hi(c32)
+    return _next_c(w16_shr(w, w16_load(c_sh, n * ROWS)) if f16acc else w, f16acc, acc_emin, c_exact)
 
 
 @njit(_nrt=False)  # type: ignore[call-overload]
 def _next_c(w, f16acc, acc_emin, c_exact):
-    """A block's rounded results (16 words) as the next block's c: exponents and float64 halves."""
-    acc_code = F16 if f16acc else 3     # _decode8 reads the low 16 / 32 bits of each lane
-    c0, h0 = _decode8(w16_lo(w), acc_code, acc_emin, False, c_exact)
-    c1, h1 = _decode8(w16_hi(w), acc_code, acc_emin, False, c_exact)
-    return w16_join(_cexp(h0), _cexp(h1)), c0, c1
+    """Accumulator words (binary16: in the low 16 bits) as a block's c: nominal exponents and float32
+    values -- a block's rounded results are the next block's c."""
+    c32 = s16_from_f16(w) if f16acc else s16_from_bits(w)
+    return _nexp16(s16_bits(c32), acc_emin, c_exact), c32
 
 
 @njit(inline="always")
 def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm, code, f16acc, rne, K, L,
-          av, ae, ae2, bv, be, be16, a64, b64, bsp, dout):
+          av, ae2, bv, be16, a64, b64, bsp, dout):
     wide = code != F16
     epr = 1 if code == TF32 else 2
     F, ezero, acc_emin, c_exact = prm[P_F], prm[P_EZERO], prm[P_ACC_EMIN], prm[P_C_EXACT] != 0
 
     atop, aleast = _decode(aw, i * prm[P_AWORDS], a_src, slot, K // epr, epr, code, prm[P_IN_EMIN],
-                           prm[P_NAN_LOW], av, ae, ae2, True)
+                           prm[P_NAN_LOW], av, ae2, True)
     btop, bleast = _decode(bw, i * prm[P_BWORDS], b_src, b_slot, K // (2 * epr), epr, code, prm[P_IN_EMIN],
-                           prm[P_NAN_LOW], bv, be, be16, False)
+                           prm[P_NAN_LOW], bv, be16, False)
     w16_store(bsp, 0, w16_eq(btop, w16_splat(SPEXP)))
     aspec = w16_any(w16_eq(atop, w16_splat(SPEXP)))
     # bf16, tf32: the float32 products (f16's) where they are exact and scale without over- or underflow:
@@ -359,7 +442,7 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
 
     cbase = i * prm[P_CWORDS]
     for n in range(LANES):
-        ce, c0, c1 = _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact)
+        ce, c32 = _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact)
         bs = bsp[n] != 0 or bsp[n + LANES] != 0     # column n of B holds an Inf or NaN
         for s0 in range(0, K, L):
             # E_max of the even column and the next one at once; the odd column finds its own kept
@@ -368,11 +451,11 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
                 w16_store(dout, LANES * ROWS + s0 // L * ROWS, Eodd)
             else:
                 E = w16_load(dout, LANES * ROWS + s0 // L * ROWS)
-            E = _emax(E, ae, be, n, s0, s0 + L, ce, ezero)
-            w = _column(n, s0, s0 + L, E, c0, c1, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F,
+            E = _emax(E, ae2, be16, n, s0, s0 + L, ce, ezero)
+            w = _column(n, s0, s0 + L, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F,
                         acc_emin)
             if s0 + L < K:      # the rounded block result is the next block's c
-                ce, c0, c1 = _next_c(w, f16acc, acc_emin, c_exact)
+                ce, c32 = _next_c(w, f16acc, acc_emin, c_exact)
             else:
                 w16_store(dout, n * ROWS, w)
 
@@ -401,11 +484,11 @@ def compiled(code: int, f16acc: bool, rne: bool, K: int, L: int):
 
     @njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
     def run(lo, hi, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm,
-            av, ae, ae2, bv, be, be16, a64, b64, bsp, dout):
+            av, ae2, bv, be16, a64, b64, bsp, dout):
         # no reference counting in the warp loop (_nrt=False), as in fragsim.arith.kernel
         for i in range(lo, hi):
             _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi, prm, code, f16acc, rne,
-                  K, L, av, ae, ae2, bv, be, be16, a64, b64, bsp, dout)
+                  K, L, av, ae2, bv, be16, a64, b64, bsp, dout)
     return run
 
 
@@ -423,13 +506,13 @@ def _aligned(n: int, dtype) -> np.ndarray:
 
 
 def scratch(K: int) -> tuple[np.ndarray, ...]:
-    """The calling thread's working arrays (made once per thread and K): A's values (float32), exponents
-    (int32, and twice in 16 bits), B's values, exponents (int32, int16), A's and B's values in float64,
-    B's Inf/NaN columns, D by columns (then an odd column's product exponent maxima per block)."""
+    """The calling thread's working arrays (made once per thread and K): A's values (float32) and
+    exponents (twice in 16 bits), B's values and exponents (int16), A's and B's values in float64, B's
+    Inf/NaN columns, D by columns (then an odd column's product exponent maxima per block)."""
     held = _LOCAL.__dict__.setdefault("scratch", {})
     if K not in held:
-        held[K] = (_aligned(K * ROWS, np.float32), _aligned(K * ROWS, np.int32), _aligned(K * ROWS, np.int32),
-                   _aligned(K * LANES, np.float32), _aligned(K * LANES, np.int32), _aligned(K * LANES, np.int16),
+        held[K] = (_aligned(K * ROWS, np.float32), _aligned(K * ROWS, np.int32),
+                   _aligned(K * LANES, np.float32), _aligned(K * LANES, np.int16),
                    _aligned(K * ROWS, np.float64), _aligned(K * LANES, np.float64), _aligned(ROWS, np.int32),
                    _aligned(ROWS * LANES + ROWS * MAX_BLOCKS, np.int32))
     return held[K]

@@ -117,7 +117,18 @@ def _op16(vin, vout, emit, n=2):
         def codegen(context, builder, sig, args):
             return emit(builder, *args)
         return vout(a, b), codegen
-    return op2
+    if n == 2:
+        return op2
+
+    @intrinsic
+    def op3(typingctx, a, b, c):
+        if a != vin or b != vin or c != vin:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, *args)
+        return vout(a, b, c), codegen
+    return op3
 
 
 def _half(builder, x, hi):
@@ -265,6 +276,42 @@ w16_and = _op16(W16, W16, lambda b, x, y: b.and_(x, y))
 w16_or = _op16(W16, W16, lambda b, x, y: b.or_(x, y))
 w16_shl = _op16(W16, W16, lambda b, x, y: b.shl(x, y))         # shift counts must lie in 0..31
 w16_shr = _op16(W16, W16, lambda b, x, y: b.lshr(x, y))        # logical
+w16_xor = _op16(W16, W16, lambda b, x, y: b.xor(x, y))
+
+
+def _avx512() -> bool:
+    """Whether numba compiles for a CPU with AVX-512F (its embedded rounding modes): the host's features
+    unless NUMBA_CPU_NAME / NUMBA_CPU_FEATURES name another target."""
+    from numba.core import config
+    import llvmlite.binding as llvm
+
+    features, name = getattr(config, "CPU_FEATURES", None), getattr(config, "CPU_NAME", None)
+    if features is not None:
+        return "+avx512f" in features.split(",")
+    if name not in (None, "host"):
+        return False
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+def _float_rz(builder, x):
+    """int32 -> float32 rounded toward zero.  AVX-512: vcvtdq2ps with embedded RZ (rounding 3, exceptions
+    suppressed 8); elsewhere: |x|'s bits below its 24 leading ones cleared (then exact), the sign put back."""
+    if AVX512:
+        fn = _llvm_fn(builder, "llvm.x86.avx512.sitofp.round.v16f32.v16i32", _S16, [_W16, ir.IntType(32)])
+        return builder.call(fn, [x, ir.Constant(ir.IntType(32), 11)])
+    s = builder.ashr(x, _c16(31))
+    mag = builder.sub(builder.xor(x, s), s)             # -2**31 stays itself: exact as it is
+    lz = builder.call(_llvm_fn(builder, "llvm.ctlz.v16i32", _W16, [_W16, ir.IntType(1)]),
+                      [mag, ir.Constant(ir.IntType(1), 0)])
+    sh = builder.call(_llvm_fn(builder, "llvm.smax.v16i32", _W16, [_W16, _W16]), [builder.sub(_c16(8), lz), _c16(0)])
+    kept = builder.and_(mag, builder.shl(_c16(-1), sh))
+    f = builder.bitcast(builder.sitofp(kept, _S16), _W16)
+    return builder.bitcast(builder.or_(f, builder.and_(s, _c16(-(1 << 31)))), _S16)
+
+
+AVX512 = _avx512()
+# int32 -> float32 toward zero (any int32)
+w16_float_rz = _op16(W16, S16, _float_rz, n=1)
 s16_bits = _op16(S16, W16, lambda b, x: b.bitcast(x, _W16), n=1)
 s16_from_bits = _op16(W16, S16, lambda b, x: b.bitcast(x, _S16), n=1)
 w16_ctlz = _op16(W16, W16, lambda b, x: b.call(_llvm_fn(b, "llvm.ctlz.v16i32", _W16, [_W16, ir.IntType(1)]),
@@ -272,6 +319,9 @@ w16_ctlz = _op16(W16, W16, lambda b, x: b.call(_llvm_fn(b, "llvm.ctlz.v16i32", _
 # the low 16 bits of each lane read as binary16, widened exactly (F16C / AVX-512 FP16 conversions)
 s16_from_f16 = _op16(W16, S16, lambda b, x: b.fpext(b.bitcast(b.trunc(x, ir.VectorType(ir.IntType(16), 16)),
                                                                ir.VectorType(ir.HalfType(), 16)), _S16), n=1)
+# float32 -> binary16 rounded to nearest even (IEEE: subnormals, Inf beyond the range), its bits in the low 16
+s16_to_f16 = _op16(S16, W16, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.VectorType(ir.HalfType(), 16)),
+                                                            ir.VectorType(ir.IntType(16), 16)), _W16), n=1)
 
 
 def _cmp16(vt, pred, signed=True):
@@ -362,6 +412,19 @@ h32_max = _op32(lambda b, x, y: b.call(_llvm_fn(b, "llvm.smax.v32i16", _H32, [_H
 h32_dup = _op32(lambda b, x: b.shuffle_vector(x, ir.Constant(_H32, ir.Undefined),
                                               ir.Constant(ir.VectorType(ir.IntType(32), 32),
                                                           [2 * (j // 2) for j in range(32)])), n=1)
+h32_sub = _op32(lambda b, x, y: b.sub(x, y))
+h32_shr = _op32(lambda b, x, y: b.lshr(x, y))         # logical; counts 0..15
+h32_minu = _op32(lambda b, x, y: b.call(_llvm_fn(b, "llvm.umin.v32i16", _H32, [_H32, _H32]), [x, y]))
+# a 16-bit lane mask (0 / -1 in each half) of equality
+h32_eq = _op32(lambda b, x, y: b.sext(b.icmp_signed("==", x, y), _H32))
+# the 16-bit lanes of the second argument where the mask's are nonzero, else the third's
+h32_where = _op16(W16, W16, lambda b, m, x, y: b.bitcast(
+    b.select(b.icmp_signed("!=", b.bitcast(m, _H32), ir.Constant(_H32, [0] * 32)), b.bitcast(x, _H32),
+             b.bitcast(y, _H32)), _W16), n=3)
+# each 32-bit lane's high 16 bits in both halves
+h32_dup_hi = _op32(lambda b, x: b.shuffle_vector(x, ir.Constant(_H32, ir.Undefined),
+                                                 ir.Constant(ir.VectorType(ir.IntType(32), 32),
+                                                             [2 * (j // 2) + 1 for j in range(32)])), n=1)
 # the high 16 bits of each lane, sign-extended (the low ones: h32_lo)
 h32_hi = _op16(W16, W16, lambda b, x: b.ashr(x, _c16(16)), n=1)
 h32_lo = _op16(W16, W16, lambda b, x: b.ashr(b.shl(x, _c16(16)), _c16(16)), n=1)
@@ -391,3 +454,4 @@ def h32_store16(typingctx, arr, idx, v):
         builder.store(x, builder.bitcast(ptr, x.type.as_pointer()), align=2)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
+

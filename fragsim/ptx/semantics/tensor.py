@@ -184,6 +184,7 @@ class MmaBatch:
         self.names = {op: tuple(n for x in names for n in x[op]) for op in "ABCD"}
         self.width = {op: len(names[0][op]) for op in "ABCD"}
         self.maps = register_major(pl.form) if isinstance(pl, Plan) else None
+        self.column = self.maps is not None and _column_kernel(pl)
 
     def run(self, s: State, idx: np.ndarray) -> bool:
         """Run them for threads ``idx``; False (nothing done) unless ``idx`` is the span, whole warps,
@@ -212,15 +213,24 @@ class MmaBatch:
         # a few warps per call: numba's thread pool costs more than it saves below a few hundred warps
         parallel = n * w >= PARALLEL_WARPS
         if major:
-            from fragsim.arith import kernel
+            from fragsim.arith import kernel, kernel16
             from fragsim.arith.jit import listen
             listen()
-            d = kernel.run(self.pl, self.maps, a, b, c, parallel=parallel)
+            # the m16n8 forms: the column kernel (fragsim.mma's), which reads register-major words too
+            d = kernel16.run(self.pl, a, b, c, parallel=parallel, major="register") if self.column else \
+                kernel.run(self.pl, self.maps, a, b, c, parallel=parallel)
         else:
             from fragsim.arith import run as arithmetic
             d = arithmetic(self.pl, a, b, c, parallel=parallel).transpose(0, 2, 1)
         regs[:, rows["D"]] = d.reshape(w, -1, WARP_LANES)
         return True
+
+
+def _column_kernel(pl) -> bool:
+    """Whether ``fragsim.arith.kernel16`` computes the plan (its module loads numba: imported here, when
+    a kernel has an mma.sync, not when fragsim.ptx is)."""
+    from fragsim.arith import kernel16
+    return kernel16.supports(pl)
 
 
 @lru_cache(maxsize=None)
