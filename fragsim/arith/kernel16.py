@@ -1,26 +1,30 @@
 """numba kernel of ``fragsim.mma`` for the m16n8 forms of the float model: a column of D per vector.
 
-The same arithmetic as ``fragsim.arith.kernel`` (its ``_round8`` and ``_decode8`` too), laid out for
+The same arithmetic as ``fragsim.arith.kernel`` (its ``_round8`` too), laid out for
 sixteen 32-bit lanes: one vector is a column of D's 16 rows, A is read by columns (a k of every row),
 and an element of B -- one k of one column -- is a scalar broadcast to the 16 rows.  Per warp, from the
 registers in place (``fragsim.arith.gather.column_maps``: the gathers come from the form's fragment maps):
 
 * decode: a gather of 16 register words gives two k of A (or, for B, one k of 8 columns twice); each
   element is decoded once, to its value and its nominal exponent max(floor(log2|x|), emin) (Inf/NaN
-  SPEXP, a zero ZERO_EXP: a product with a zero factor lies below ZERO_EXP // 2).
-* E_max: the maximum of exponent sums, two columns at once in 16-bit halves; with c's, and e_zero where
-  a zero term decides it.
+  SPEXP, a zero ZERO_EXP: a product with a zero factor lies below ZERO_EXP // 2); f16 and bf16 words
+  both halves at once, in 16-bit lanes, from their exponent fields.
+* E_max: the maximum of exponent sums, a pair of columns at once in 16-bit halves; with c's, and
+  e_zero where a zero term decides it.
 * the truncated sum.  f16 inputs, and the bf16 and tf32 ones of a warp whose nonzero products all lie
   between 2**(F - 127) and 2**126 with no Inf or NaN among them (what GEMM data gives): a product is
   exact in float32 and so is its scaling to the block's fixed point (2**(F - E), E clamped where that
   changes no term), truncated to int32 (cvttps2dq), the at most 16 terms of a block below 2**(F + 2)
   each summed in int32.  Other bf16 and tf32 warps (products up to 2**256): the products in float64
-  (exact), scaled, truncated to int64 and summed there.  An Inf or NaN product enters through the
-  float sum of the products, which is finite otherwise (kernel.py's float64 sum gives the same).
-* c's truncated term and the rounding to the accumulator: float64 (``_words``: normal results, zero,
-  Inf and NaN directly, subnormal ones by ``kernel._round8``); a block's rounded result is the next
-  block's c (``kernel._decode8``).
-* D: the column results dealt to the registers by a gather per 16 words.
+  (exact), scaled, truncated to int64 and summed there.
+* c's term and the rounding (``_finish32``), in 32-bit lanes where the int32 sum holds them and the
+  result is normal: c's truncated term by subtracting E - F from its exponent field, the sum
+  converted toward zero to float32 (binary32, RZ: exact, then scaled by 2**(E - F)) or with a sticky
+  bit for the CPU's binary16 RNE conversion.  Lanes with an Inf or NaN term take its class (f16: the
+  products' float sum plus c).  Otherwise, and for the open-choice roundings, float64 (``_words``:
+  normal results, zero, Inf and NaN directly, subnormal ones by ``kernel._round8``).  A block's
+  rounded result is the next block's c.
+* D: the column results dealt to the registers by a gather per 16 words, written by streaming stores.
 
 Specialised per configuration (``compiled``: input format, accumulator, rounding, K, block length;
 the loops unroll, the other formats' code goes): numba compiles each once, on first use (a few
@@ -49,12 +53,12 @@ from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup
                      s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_join, s16_lo, s16_load, s16_mul, s16_store,
                      s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_ctlz, w16_eq, w16_gather, w16_hi,
                      w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
-                     w16_splat, w16_store, w16_sub, w16_where, w16_xor, w16_float_rz, s16_to_f16)
+                     w16_splat, w16_store, w16_sub, w16_where, w16_xor, w16_float_rz, s16_to_f16, w16_stream)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "c4a23c82c799a2c241efa91c9797aa24234894fc02697a2a7cfd8887a3dc134c"
+INLINED_SOURCE_HASH = "1aea1d2dc1925e4822b053eb85b6c28ac62b00972d46a29fcedd295b4ee14664"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)
@@ -441,30 +445,32 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
             _widen(bv, b64, K * LANES)
 
     cbase = i * prm[P_CWORDS]
-    for n in range(LANES):
+    for n in range(0, LANES, 2):        # a pair of columns: E_max of both at once
         ce, c32 = _c16(cw, cbase, c_src, c_sh, n, f16acc, acc_emin, c_exact)
+        ce1, c321 = _c16(cw, cbase, c_src, c_sh, n + 1, f16acc, acc_emin, c_exact)
         bs = bsp[n] != 0 or bsp[n + LANES] != 0     # column n of B holds an Inf or NaN
+        bs1 = bsp[n + 1] != 0 or bsp[n + 1 + LANES] != 0
         for s0 in range(0, K, L):
-            # E_max of the even column and the next one at once; the odd column finds its own kept
-            if n % 2 == 0:
-                E, Eodd = _emax2(ae2, be16, n, s0, s0 + L)
-                w16_store(dout, LANES * ROWS + s0 // L * ROWS, Eodd)
-            else:
-                E = w16_load(dout, LANES * ROWS + s0 // L * ROWS)
+            E, E1 = _emax2(ae2, be16, n, s0, s0 + L)
             E = _emax(E, ae2, be16, n, s0, s0 + L, ce, ezero)
+            E1 = _emax(E1, ae2, be16, n + 1, s0, s0 + L, ce1, ezero)
             w = _column(n, s0, s0 + L, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F,
                         acc_emin)
-            if s0 + L < K:      # the rounded block result is the next block's c
+            w1 = _column(n + 1, s0, s0 + L, E1, c321, ce1, av, bv, a64, b64, aspec, bs1, tame, code, f16acc, rne,
+                         F, acc_emin)
+            if s0 + L < K:      # the rounded block results are the next block's c
                 ce, c32 = _next_c(w, f16acc, acc_emin, c_exact)
+                ce1, c321 = _next_c(w1, f16acc, acc_emin, c_exact)
             else:
                 w16_store(dout, n * ROWS, w)
+                w16_store(dout, n * ROWS + ROWS, w1)
 
     dbase = i * prm[P_DWORDS]
     for r in range(0, d_lo.size, ROWS):
         w = w16_gather(dout, 0, d_lo, r)
         if f16acc:
             w = w16_or(w16_and(w, w16_splat(0xFFFF)), w16_shl(w16_gather(dout, 0, d_hi, r), w16_splat(16)))
-        w16_store(dw, dbase + r, w)
+        w16_stream(dw, dbase + r, w)
 
 
 @njit(inline="always")
@@ -508,13 +514,13 @@ def _aligned(n: int, dtype) -> np.ndarray:
 def scratch(K: int) -> tuple[np.ndarray, ...]:
     """The calling thread's working arrays (made once per thread and K): A's values (float32) and
     exponents (twice in 16 bits), B's values and exponents (int16), A's and B's values in float64, B's
-    Inf/NaN columns, D by columns (then an odd column's product exponent maxima per block)."""
+    Inf/NaN columns, D by columns."""
     held = _LOCAL.__dict__.setdefault("scratch", {})
     if K not in held:
         held[K] = (_aligned(K * ROWS, np.float32), _aligned(K * ROWS, np.int32),
                    _aligned(K * LANES, np.float32), _aligned(K * LANES, np.int16),
                    _aligned(K * ROWS, np.float64), _aligned(K * LANES, np.float64), _aligned(ROWS, np.int32),
-                   _aligned(ROWS * LANES + ROWS * MAX_BLOCKS, np.int32))
+                   _aligned(ROWS * LANES, np.int32))
     return held[K]
 
 
@@ -583,7 +589,7 @@ def run(pl, a, b, c, parallel: bool = True, major: str = "lane") -> np.ndarray:
 
     kern, K, nd, static = _prepared(pl, major)
     batch = a.shape[0]
-    d = np.empty(batch * WARP_LANES * nd, np.uint32)
+    d = _aligned(batch * WARP_LANES * nd, np.uint32)     # D's words go out by 64-byte streaming stores
     # One array type per argument, whatever the caller holds (read-only broadcast views, strided
     # slices): numba compiles a new specialization for each distinct type.
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))
