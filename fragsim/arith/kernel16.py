@@ -437,9 +437,16 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
     # every nonzero product between 2**(F - 127) and 2**126 (no Inf or NaN input either: SPEXP is 128)
     tame = not wide
     if wide:
-        la, lb = w16_huminu(aleast), w16_huminu(bleast)      # 2**32 - 1: every element zero
-        tame = w16_hmax(atop) + w16_hmax(btop) <= 124 and (la == NONE or lb == NONE or
-                                                            la + lb + 2 * (ZERO_EXP + 1) >= F - 127)
+        # first lane by lane (no horizontal reductions): every element zero or of an exponent within
+        # [-low, 62] -- nonzero products then lie within [2**(F - 127), 2**126); else exactly
+        low = (127 - F) // 2
+        tame = not w16_any(w16_or(w16_lt(w16_splat(62), w16_max(atop, btop)),
+                                  w16_lt(w16_minu(w16_minu(aleast, bleast), w16_splat(-low - ZERO_EXP - 1)),
+                                         w16_splat(-low - ZERO_EXP - 1))))
+        if not tame:
+            la, lb = w16_huminu(aleast), w16_huminu(bleast)      # 2**32 - 1: every element zero
+            tame = w16_hmax(atop) + w16_hmax(btop) <= 124 and (la == NONE or lb == NONE or
+                                                                la + lb + 2 * (ZERO_EXP + 1) >= F - 127)
         if not tame:
             _widen(av, a64, K * ROWS)
             _widen(bv, b64, K * LANES)
