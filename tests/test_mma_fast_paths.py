@@ -237,3 +237,39 @@ def test_column_kernel_block_sums_beyond_int32(form, big, c_word):
     c[n // 2:] ^= np.uint32(0x80000000)
     want = kernel.run(pl, index_maps(f), a, b, c, parallel=False)
     assert np.array_equal(kernel16.run(pl, a, b, c, parallel=False), want)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_column_kernel_negative_sums_below_binary16_give_plus_zero(arch):
+    """A binary16 accumulator: 16 products of -2**-34 sum to -2**-30, far below half the least subnormal;
+    it rounds to zero, and the model's zero is +0 (IEEE rounding would keep the sign: -0)."""
+    form = "m16n8k16.row.col.f16.f16.f16.f16"
+    pl = plan(form, arch)
+    f = pl.form
+    n = 8
+    a = np.full((n, 32 * f.nregs("A")), 0x0001 * 0x10001, np.uint32)        # 2**-24
+    b = np.full((n, 32 * f.nregs("B")), 0x9400 * 0x10001, np.uint32)        # -2**-10
+    c = np.zeros((n, 32 * f.nregs("C")), np.uint32)
+    got = kernel16.run(pl, a, b, c, parallel=False)
+    assert np.array_equal(got, kernel.run(pl, index_maps(f), a, b, c, parallel=False))
+    assert not got.any()
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_column_kernel_inf_times_an_all_zero_operand_is_nan(arch):
+    """bf16: A holds Inf and NaN, every element of B is +0 or -0 -- each Inf or NaN product is NaN, so
+    the rows that hold one give NaN even though every product exponent lies low (an all-zero operand
+    does not make a warp's products tame)."""
+    form = "m16n8k16.row.col.f32.bf16.bf16.f32"
+    pl = plan(form, arch)
+    f = pl.form
+    rng = np.random.default_rng(9)
+    n = 16
+    halves = rng.choice(np.array([0x3F80, 0xC000, 0x7F80, 0xFF80, 0x7FC1, 0x0001], np.uint32), (n, 32 * f.nregs("A"), 2),
+                        p=[0.4, 0.4, 0.05, 0.05, 0.05, 0.05])
+    a = halves[..., 0] | (halves[..., 1] << np.uint32(16))
+    b = np.where(rng.random((n, 32 * f.nregs("B"))) < 0.5, 0, 0x80008000).astype(np.uint32)
+    c = rng.integers(0x3F000000, 0x40000000, (n, 32 * f.nregs("C")), dtype=np.uint32)
+    got = kernel16.run(pl, a, b, c, parallel=False)
+    assert np.array_equal(got, kernel.run(pl, index_maps(f), a, b, c, parallel=False))
+    assert (got == 0x7FFFFFFF).any()

@@ -14,6 +14,7 @@ first is tested against) and ``kernel_exact``, and load only when ``fragsim.mma`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -47,6 +48,21 @@ class Plan:
 
 
 def plan(form, arch=DEFAULT_ARCH) -> Plan | IntPlan | F64Plan | Fp8Plan | ChainPlan:
+    """The arithmetic of a form on an architecture.  One object per (form, arch) asked again (the
+    kernels key what they prepare on it; working it out again costs more than thousands of warps'
+    arithmetic in a ``fragsim.mma`` call)."""
+    try:
+        return _plan_kept(form, arch)
+    except TypeError:           # an unhashable form or arch: worked out each time (and its own errors)
+        return _plan(form, arch)
+
+
+@lru_cache(maxsize=256)
+def _plan_kept(form, arch):
+    return _plan(form, arch)
+
+
+def _plan(form, arch) -> Plan | IntPlan | F64Plan | Fp8Plan | ChainPlan:
     f = lookup(form)
     a = get_arch(arch)
     if f.min_cc > a.cc:

@@ -214,13 +214,30 @@ def _unsc(sc):
 
 
 @njit(inline="always")
+def _scale32(E, F, top):
+    """2**(F - E) in float32: E below F - 127 has only zero products (f16 ones lie above 2**-48, tame ones
+    above 2**(F - 127)); from top on, the scale of top gives every finite product's 0 too."""
+    return w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(top))))
+
+
+@njit(inline="always")
+def _sum32x2(av, bv, n, s0, s1, E, E1, F, top):
+    """``_sum32`` of columns n and n + 1 at once (no float sums): each A vector loaded once."""
+    t, t1 = _scale32(E, F, top), _scale32(E1, F, top)
+    y, y1 = w16_splat(0), w16_splat(0)
+    for s in range(s0, s1):
+        a = s16_load(av, s * ROWS)
+        y = w16_add(y, s16_trunc(s16_mul(s16_mul(a, s16_bcast(bv, s * LANES + n)), t)))
+        y1 = w16_add(y1, s16_trunc(s16_mul(s16_mul(a, s16_bcast(bv, s * LANES + n + 1)), t1)))
+    return y, y1
+
+
+@njit(inline="always")
 def _sum32(av, bv, n, s0, s1, E, F, top, special):
     """The products of a column (float32 exact: f16 inputs, or bf16/tf32 ones in range) scaled by
     2**(F - E), truncated and summed in int32; and, when ``special`` (an Inf or NaN input), their float32
     sum (else zeros).  ``top``: an E from which every finite product truncates to 0."""
-    # 2**(F - E) in float32: E below F - 127 has only zero products (f16 ones lie above 2**-48, tame ones
-    # above 2**(F - 127)); from top on, the scale of top gives every finite product's 0 too
-    t = w16_pow2(w16_sub(w16_splat(F + 127), w16_min(w16_max(E, w16_splat(F - 127)), w16_splat(top))))
+    t = _scale32(E, F, top)
     y = w16_splat(0)
     ps = s16_zero()
     if special:
@@ -347,12 +364,15 @@ def _finish32(S, d, f16acc):
     the power of two (exact for a normal result: the caller checks E; Inf beyond the range); binary16 to
     nearest even -- the same float32 with its last bit set where bits were dropped (a sticky bit 13 places
     below binary16's last one), then the CPU's IEEE conversion (subnormal results and overflow to Inf
-    included).  A zero is +0."""
+    included; a zero is +0, as the float64 path's)."""
     f = w16_float_rz(S)
     if f16acc:      # |f| <= |S| < 2**31: its integer conversion is exact
         f = s16_from_bits(w16_or(s16_bits(f), w16_add(w16_eq(s16_trunc(f), S), w16_splat(1))))
     v = s16_mul(f, s16_from_bits(w16_add(d, w16_splat(127 << 23))))
-    return s16_to_f16(v) if f16acc else s16_bits(v)
+    if f16acc:      # a negative sum too small for binary16 rounds to the model's zero, +0 (IEEE's is -0)
+        h = s16_to_f16(v)
+        return w16_where(w16_eq(h, w16_splat(0x8000)), w16_splat(0), h)
+    return s16_bits(v)
 
 
 @njit(inline="always")
@@ -366,9 +386,10 @@ def _special(xb, f16acc):
 
 
 @njit(inline="always")
-def _column(n, s0, s1, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F, acc_emin):
+def _column(n, s0, s1, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F, acc_emin, y_pre, pre):
     """The block s0..s1-1 of column n from its E_max and c (float32 values, exponents): the words of its
-    16 results."""
+    16 results.  ``pre``: ``y_pre`` holds its products' truncated sum already (a tame column whose float
+    sum says nothing: no Inf or NaN in A or this column of B)."""
     man, ebits = (10, 5) if f16acc else (23, 8)
     # a result is a subnormal of the accumulator (or rounds to zero) only below 2**emin: its S (an
     # integer) times 2**(E - F) lies below that only where E < F + emin (binary16: check the results)
@@ -379,7 +400,10 @@ def _column(n, s0, s1, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16a
         # products below 2**32 (f16) or 2**126 (tame): from F + 32 / F + 126 on every one truncates to 0.
         # Their float sum only where it can say something: f16's (a tame warp's A and B hold no Inf or
         # NaN, and its finite float32 sum could overflow)
-        y, ps = _sum32(av, bv, n, s0, s1, E, F, F + 32 if code == F16 else F + 126, sp and code == F16)
+        if pre:
+            y, ps = y_pre, s16_zero()
+        else:
+            y, ps = _sum32(av, bv, n, s0, s1, E, F, F + 32 if code == F16 else F + 126, sp and code == F16)
         # terms whose sum S fits int32, a normal binary32 result: S and its rounding in 32 bits; the
         # lanes with an Inf or NaN term take the class of the products' float sum plus c
         if (rne and f16acc) or not (rne or f16acc or tiny):     # binary16 RNE, binary32 RZ (the hardware's)
@@ -445,8 +469,9 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
                                          w16_splat(-low - ZERO_EXP - 1))))
         if not tame:
             la, lb = w16_huminu(aleast), w16_huminu(bleast)      # 2**32 - 1: every element zero
-            tame = w16_hmax(atop) + w16_hmax(btop) <= 124 and (la == NONE or lb == NONE or
-                                                                la + lb + 2 * (ZERO_EXP + 1) >= F - 127)
+            # (no Inf or NaN either, even where the other operand is all zeros: their products are NaN)
+            tame = (w16_hmax(atop) + w16_hmax(btop) <= 124 and max(w16_hmax(atop), w16_hmax(btop)) < SPEXP
+                    and (la == NONE or lb == NONE or la + lb + 2 * (ZERO_EXP + 1) >= F - 127))
         if not tame:
             _widen(av, a64, K * ROWS)
             _widen(bv, b64, K * LANES)
@@ -461,10 +486,14 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
             E, E1 = _emax2(ae2, be16, n, s0, s0 + L)
             E = _emax(E, ae2, be16, n, s0, s0 + L, ce, ezero)
             E1 = _emax(E1, ae2, be16, n + 1, s0, s0 + L, ce1, ezero)
+            # both columns' products in one loop where neither needs their float sum
+            pre = tame and not (aspec or bs or bs1)
+            y, y1 = (_sum32x2(av, bv, n, s0, s0 + L, E, E1, F, F + 32 if code == F16 else F + 126) if pre
+                     else (w16_splat(0), w16_splat(0)))
             w = _column(n, s0, s0 + L, E, c32, ce, av, bv, a64, b64, aspec, bs, tame, code, f16acc, rne, F,
-                        acc_emin)
+                        acc_emin, y, pre)
             w1 = _column(n + 1, s0, s0 + L, E1, c321, ce1, av, bv, a64, b64, aspec, bs1, tame, code, f16acc, rne,
-                         F, acc_emin)
+                         F, acc_emin, y1, pre)
             if s0 + L < K:      # the rounded block results are the next block's c
                 ce, c32 = _next_c(w, f16acc, acc_emin, c_exact)
                 ce1, c321 = _next_c(w1, f16acc, acc_emin, c_exact)
@@ -542,6 +571,20 @@ def _pool(threads: int):
 
 
 def supports(pl) -> bool:
+    """``_supports``, worked out once per plan object (``fragsim.mma`` asks on every call)."""
+    hit = _SUPPORTS.get(id(pl))
+    if hit is None or hit[0] is not pl:
+        if len(_SUPPORTS) >= PREPARED_KEPT:
+            _SUPPORTS.clear()
+        hit = _SUPPORTS[id(pl)] = (pl, _supports(pl))
+    return hit[1]
+
+
+#: id(plan) -> (plan, supports); holding the plan keeps its id from being reused
+_SUPPORTS: dict = {}
+
+
+def _supports(pl) -> bool:
     """Whether this kernel computes a plan: the float model's ``Plan`` as this kernel knows it (f16, bf16
     and tf32 inputs, f32 and f16 accumulators, m16n8 fragments that fit ``column_maps``), with zero
     results of sign +0 (the int sums keep no sign), blocks of an even length (the sums take k in
