@@ -24,7 +24,8 @@ registers in place (``fragsim.arith.gather.column_maps``: the gathers come from 
   products' float sum plus c).  Otherwise, and for the open-choice roundings, float64 (``_words``:
   normal results, zero, Inf and NaN directly, subnormal ones by ``kernel._round8``).  A block's
   rounded result is the next block's c.
-* D: the column results dealt to the registers by a gather per 16 words, written by streaming stores.
+* D: the column results dealt to the registers by a gather per 16 words.  (Streaming stores gained a
+  few % here but left ``fragsim run``, which reads D straight back, reading it from memory.)
 
 Specialised per configuration (``compiled``: input format, accumulator, rounding, K, block length;
 the loops unroll, the other formats' code goes): numba compiles each once, on first use (a few
@@ -53,12 +54,12 @@ from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup
                      s16_bcast, s16_bits, s16_from_bits, s16_from_f16, s16_hi, s16_join, s16_lo, s16_load, s16_mul, s16_store,
                      s16_trunc, s16_zero, w16_add, w16_and, w16_any, w16_ctlz, w16_eq, w16_gather, w16_hi,
                      w16_join, w16_lo, w16_load, w16_lt, w16_max, w16_min, w16_or, w16_pow2, w16_shl, w16_shr,
-                     w16_splat, w16_store, w16_sub, w16_where, w16_xor, w16_float_rz, s16_to_f16, w16_stream)
+                     w16_splat, w16_store, w16_sub, w16_where, w16_xor, w16_float_rz, s16_to_f16)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "1aea1d2dc1925e4822b053eb85b6c28ac62b00972d46a29fcedd295b4ee14664"
+INLINED_SOURCE_HASH = "c4a23c82c799a2c241efa91c9797aa24234894fc02697a2a7cfd8887a3dc134c"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)
@@ -506,7 +507,7 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
         w = w16_gather(dout, 0, d_lo, r)
         if f16acc:
             w = w16_or(w16_and(w, w16_splat(0xFFFF)), w16_shl(w16_gather(dout, 0, d_hi, r), w16_splat(16)))
-        w16_stream(dw, dbase + r, w)
+        w16_store(dw, dbase + r, w)
 
 
 @njit(inline="always")
@@ -639,7 +640,7 @@ def run(pl, a, b, c, parallel: bool = True, major: str = "lane") -> np.ndarray:
 
     kern, K, nd, static = _prepared(pl, major)
     batch = a.shape[0]
-    d = _aligned(batch * WARP_LANES * nd, np.uint32)     # D's words go out by 64-byte streaming stores
+    d = _aligned(batch * WARP_LANES * nd, np.uint32)     # whole cache lines per 16 words of D
     # One array type per argument, whatever the caller holds (read-only broadcast views, strided
     # slices): numba compiles a new specialization for each distinct type.
     a, b, c = (np.require(x.reshape(-1), np.uint32, ("C", "A", "W")) for x in (a, b, c))

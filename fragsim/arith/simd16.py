@@ -255,7 +255,7 @@ def w16_gather(typingctx, arr, base, idx, off):
     return W16(arr, base, idx, off), codegen
 
 
-def _store16(dtypes, vt, vty, streaming=False):
+def _store16(dtypes, vt, vty):
     @intrinsic
     def store(typingctx, arr, idx, v):
         """arr[idx:idx+16] = v."""
@@ -264,9 +264,7 @@ def _store16(dtypes, vt, vty, streaming=False):
 
         def codegen(context, builder, sig, args):
             ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-            st = builder.store(args[2], builder.bitcast(ptr, vty.as_pointer()), align=64 if streaming else 4)
-            if streaming:
-                st.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+            builder.store(args[2], builder.bitcast(ptr, vty.as_pointer()), align=4)
             return context.get_dummy_value()
         return types.none(arr, idx, v), codegen
     return store
@@ -274,9 +272,6 @@ def _store16(dtypes, vt, vty, streaming=False):
 
 s16_store = _store16((types.float32,), S16, _S16)
 w16_store = _store16((types.int32, types.uint32), W16, _W16)
-# arr[idx:idx+16] = v past the caches (a non-temporal store: an output written once and not read back
-# soon; the 16 words must lie on a 64-byte boundary)
-w16_stream = _store16((types.int32, types.uint32), W16, _W16, streaming=True)
 w16_and = _op16(W16, W16, lambda b, x, y: b.and_(x, y))
 w16_or = _op16(W16, W16, lambda b, x, y: b.or_(x, y))
 w16_shl = _op16(W16, W16, lambda b, x, y: b.shl(x, y))         # shift counts must lie in 0..31
