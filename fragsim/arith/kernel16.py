@@ -59,7 +59,7 @@ from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "c4a23c82c799a2c241efa91c9797aa24234894fc02697a2a7cfd8887a3dc134c"
+INLINED_SOURCE_HASH = "2b3a6215c26f004f6e8e54320679addf87c580e2bb8dd783a20c3b448347cc9b"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)
@@ -471,7 +471,8 @@ def _warp(i, aw, bw, cw, dw, a_src, b_src, slot, b_slot, c_src, c_sh, d_lo, d_hi
         if not tame:
             la, lb = w16_huminu(aleast), w16_huminu(bleast)      # 2**32 - 1: every element zero
             # (no Inf or NaN either, even where the other operand is all zeros: their products are NaN)
-            tame = (w16_hmax(atop) + w16_hmax(btop) <= 124 and max(w16_hmax(atop), w16_hmax(btop)) < SPEXP
+            ta, tb = w16_hmax(atop), w16_hmax(btop)
+            tame = (ta + tb <= 124 and max(ta, tb) < SPEXP
                     and (la == NONE or lb == NONE or la + lb + 2 * (ZERO_EXP + 1) >= F - 127))
         if not tame:
             _widen(av, a64, K * ROWS)
@@ -573,12 +574,7 @@ def _pool(threads: int):
 
 def supports(pl) -> bool:
     """``_supports``, worked out once per plan object (``fragsim.mma`` asks on every call)."""
-    hit = _SUPPORTS.get(id(pl))
-    if hit is None or hit[0] is not pl:
-        if len(_SUPPORTS) >= PREPARED_KEPT:
-            _SUPPORTS.clear()
-        hit = _SUPPORTS[id(pl)] = (pl, _supports(pl))
-    return hit[1]
+    return _per_plan(_SUPPORTS, id(pl), pl, lambda: _supports(pl))
 
 
 #: id(plan) -> (plan, supports); holding the plan keeps its id from being reused
@@ -605,23 +601,31 @@ def _supports(pl) -> bool:
             and pl.block << (pl.frac_bits + 2) <= 1 << 31 and blocks_fill_slots(maps, pl.block))
 
 
+def _per_plan(cache: dict, key, pl, make):
+    """``make()`` kept in ``cache`` under ``key`` (built from ``id(pl)``) while ``pl`` is the plan there:
+    the entry holds the plan, so its id is not reused; at most PREPARED_KEPT entries (callers that build a
+    new plan for every call would otherwise grow it)."""
+    hit = cache.get(key)
+    if hit is None or hit[0] is not pl:
+        if len(cache) >= PREPARED_KEPT:
+            cache.clear()
+        hit = cache[key] = (pl, make())
+    return hit[1]
+
+
 def _prepared(pl, major):
     """What a call needs of its plan, worked out once per plan object: the compiled kernel, the maps and
     the parameter vector (looking them up again costs more than a few warps' arithmetic, and
     ``fragsim.run_kernel`` calls once per batch of mma.sync)."""
-    hit = _PREPARED.get((id(pl), major))
-    if hit is None or hit[0] is not pl:
+    def make():
         from .gather import column_maps, index_maps
 
         f = pl.form
-        K = f.shape[2]
         maps = column_maps(f, major)
-        if len(_PREPARED) >= PREPARED_KEPT:
-            _PREPARED.clear()
-        hit = _PREPARED[(id(pl), major)] = (pl, compiled_for(pl), K, f.nregs("D"),
-                                   (maps["a_src"], maps["b_src"], maps["slot"], _B_SLOTS[:K], maps["c_src"],
-                                    maps["c_sh"], maps["d_lo"], maps["d_hi"], plan_params(pl, index_maps(f))))
-    return hit[1:]
+        return (compiled_for(pl), f.shape[2], f.nregs("D"),
+                (maps["a_src"], maps["b_src"], maps["slot"], _B_SLOTS[:f.shape[2]], maps["c_src"], maps["c_sh"],
+                 maps["d_lo"], maps["d_hi"], plan_params(pl, index_maps(f))))
+    return _per_plan(_PREPARED, (id(pl), major), pl, make)
 
 
 #: (id(plan), major) -> (plan, kernel, K, nregs_D, maps and parameters); holding the plan keeps its id from

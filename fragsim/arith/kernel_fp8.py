@@ -48,7 +48,7 @@ from .simd16 import (S16, W16, _S16, _W16, _c16, _op16, _splat16, f8_to_f32_bits
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "c4a23c82c799a2c241efa91c9797aa24234894fc02697a2a7cfd8887a3dc134c"
+INLINED_SOURCE_HASH = "2b3a6215c26f004f6e8e54320679addf87c580e2bb8dd783a20c3b448347cc9b"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)

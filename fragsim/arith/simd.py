@@ -307,13 +307,15 @@ f8_from_f32 = _unop(I8, F8, lambda b, x: b.fpext(
 
 # --- comparisons (a lane mask is an I8 of 0 / -1) and selection ---
 
-def _cmp(vt, pred, unsigned=False):
+def _cmp(vt, pred, unsigned=False, mask=I8, mask_ir=_I):
+    """A comparison of two ``vt`` vectors as a lane mask of type ``mask`` (0 / -1; integer vectors are
+    of the mask's own type; ``fragsim.arith.simd16`` makes its 16-lane ones here too)."""
     def emit(builder, x, y):
-        if vt == I8:
+        if vt == mask:
             c = (builder.icmp_unsigned if unsigned else builder.icmp_signed)(pred, x, y)
         else:
             c = builder.fcmp_ordered(pred, x, y)
-        return builder.sext(c, _I)
+        return builder.sext(c, mask_ir)
 
     @intrinsic
     def op(typingctx, a, b):
@@ -322,7 +324,7 @@ def _cmp(vt, pred, unsigned=False):
 
         def codegen(context, builder, sig, args):
             return emit(builder, *args)
-        return I8(a, b), codegen
+        return mask(a, b), codegen
     return op
 
 
@@ -334,16 +336,17 @@ f8_eq = _cmp(F8, "==")
 f8_lt = _cmp(F8, "<")
 
 
-def _select(vt):
+def _select(vt, mask=I8, mask_ir=_I):
+    """where(mask, a, b) of ``vt`` vectors, ``mask`` a lane mask of that type."""
     @intrinsic
-    def op(typingctx, mask, a, b):
-        if mask != I8 or a != vt or b != vt:
+    def op(typingctx, m, a, b):
+        if m != mask or a != vt or b != vt:
             return None
 
         def codegen(context, builder, sig, args):
-            c = builder.icmp_signed("!=", args[0], ir.Constant(_I, 0))
+            c = builder.icmp_signed("!=", args[0], ir.Constant(mask_ir, 0))
             return builder.select(c, args[1], args[2])
-        return vt(mask, a, b), codegen
+        return vt(m, a, b), codegen
     return op
 
 

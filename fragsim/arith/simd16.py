@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, models, register_model
 
-from .simd import F8, I8, LANES, _elem_ptr, _llvm_fn
+from .simd import F8, I8, LANES, _cmp, _elem_ptr, _llvm_fn, _select
 
 _S16 = ir.VectorType(ir.FloatType(), 16)
 _W16 = ir.VectorType(ir.IntType(32), 16)
@@ -324,36 +324,12 @@ s16_to_f16 = _op16(S16, W16, lambda b, x: b.zext(b.bitcast(b.fptrunc(x, ir.Vecto
                                                             ir.VectorType(ir.IntType(16), 16)), _W16), n=1)
 
 
-def _cmp16(vt, pred, signed=True):
-    def emit(builder, x, y):
-        if vt == W16:
-            c = (builder.icmp_signed if signed else builder.icmp_unsigned)(pred, x, y)
-        else:
-            c = builder.fcmp_ordered(pred, x, y)
-        return builder.sext(c, _W16)
-    return _op16(vt, W16, emit)
-
-
 # comparisons: a lane mask is a W16 of 0 / -1
-w16_eq = _cmp16(W16, "==")
-w16_lt = _cmp16(W16, "<")
-s16_eq = _cmp16(S16, "==")
-
-
-def _select16(vt):
-    @intrinsic
-    def op(typingctx, mask, a, b):
-        if mask != W16 or a != vt or b != vt:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return builder.select(builder.icmp_signed("!=", args[0], _c16(0)), args[1], args[2])
-        return vt(mask, a, b), codegen
-    return op
-
-
-w16_where = _select16(W16)
-s16_where = _select16(S16)
+w16_eq = _cmp(W16, "==", mask=W16, mask_ir=_W16)
+w16_lt = _cmp(W16, "<", mask=W16, mask_ir=_W16)
+s16_eq = _cmp(S16, "==", mask=W16, mask_ir=_W16)
+w16_where = _select(W16, mask=W16, mask_ir=_W16)
+s16_where = _select(S16, mask=W16, mask_ir=_W16)
 
 
 w16_minu = _op16(W16, W16, lambda b, x, y: b.call(_llvm_fn(b, "llvm.umin.v16i32", _W16, [_W16, _W16]), [x, y]))
