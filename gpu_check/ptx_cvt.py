@@ -37,8 +37,10 @@ from typing import Any
 import numpy as np
 
 from fragsim.facts.formats import FORMATS
-from fragsim.ptx.semantics import Semantic, Spec, UnsupportedInstruction
-from fragsim.ptx.semantics.convert import FLOATS, INTS, resolve_cvt
+from fragsim.ptx.semantics import Semantic, Spec
+from fragsim.ptx.isa import table
+from fragsim.ptx.isa.table import resolve as resolve_cvt
+from fragsim.ptx.semantics.convert import FLOATS, INTS
 from fragsim.ptx.types import TYPES
 
 from . import compile, record, runner
@@ -121,15 +123,10 @@ def ptxas_accepts(texts: list[str], arch: str = "sm_90a") -> list[str]:
 
 
 def variants() -> list[str]:
-    """The candidates fragsim resolves (every cvt with a float type that sm_90 defines)."""
-    out = []
-    for text in candidates():
-        try:
-            resolve_cvt(spec(text))
-        except UnsupportedInstruction:
-            continue
-        out.append(text)
-    return out
+    """Every form of every instruction-table row this family validates (``Status.family ==
+    "ptx_cvt"``: cvt with a float type that sm_90 defines), in the table's order."""
+    return [".".join((row.opcode, *form)) for row in table.ROWS if row.status.family == "ptx_cvt"
+            for form in row.syntax.forms()]
 
 
 def group_of(text: str) -> str:

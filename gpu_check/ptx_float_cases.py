@@ -24,8 +24,10 @@ import numpy as np
 
 from fragsim.facts.formats import FloatFormat
 from fragsim.ptx.semantics import Semantic, Spec
-from fragsim.ptx.semantics.floating import CMP_OPS, RESOLVERS, TESTS, resolve_float_compare
-from fragsim.ptx.semantics.ieee import MODES, fmt, widen
+from fragsim.ptx.isa import table
+from fragsim.ptx.isa.table import resolve
+from fragsim.ptx.semantics.floating import CMP_OPS
+from fragsim.ptx.semantics.ieee import fmt, widen
 
 #: cases per block (the unit of the recorded digests)
 BLOCK = 4096
@@ -74,81 +76,44 @@ def _join(*parts: str | None) -> str:
     return ".".join(p for p in parts if p)
 
 
+#: the targeted inputs an opcode gets (its hard cases: cancellation, ties, overflow ...)
+ROLES = {"add": "add", "sub": "sub", "mul": "mul", "fma": "fma", "mad": "fma", "div": "div", "rcp": "rcp",
+         "sqrt": "sqrt", "min": "minmax", "max": "minmax", "copysign": "minmax", "neg": "unary", "abs": "unary",
+         "testp": "unary", "setp": "cmp", "set": "cmp"}
+
+
 def groups() -> list[Group]:
-    """Every group, in a fixed order."""
+    """Every form of every instruction-table row this family validates (``Status.family ==
+    "ptx_float"``), in the table's order.  A comparison's forms that differ only in the operator are
+    one group (the kernel runs every operator on each case); all operands are present (``p|q``)."""
     out: list[Group] = []
-    for op in ("add", "sub", "mul"):
-        for rnd in (None, *MODES):
-            for ftz in (None, "ftz"):
-                for sat in (None, "sat"):
-                    out.append(_elem(_join(op, rnd, ftz, sat, "f32"), "f32", 2, op))
-            out.append(_elem(_join(op, rnd, "f64"), "f64", 2, op))
-        for t in ("f16", "f16x2"):
-            for rnd in (None, "rn"):
-                for ftz in (None, "ftz"):
-                    for sat in (None, "sat"):
-                        out.append(_elem(_join(op, rnd, ftz, sat, t), t, 2, op))
-        for t in ("bf16", "bf16x2"):
-            for rnd in (None, "rn"):
-                out.append(_elem(_join(op, rnd, t), t, 2, op))
-    for op in ("fma", "mad"):
-        for rnd in MODES:
-            for ftz in (None, "ftz"):
-                for sat in (None, "sat"):
-                    out.append(_elem(_join(op, rnd, ftz, sat, "f32"), "f32", 3, "fma"))
-            out.append(_elem(_join(op, rnd, "f64"), "f64", 3, "fma"))
-    for t in ("f16", "f16x2", "bf16", "bf16x2"):
-        for ftz in ((None, "ftz") if t.startswith("f16") else (None,)):
-            for clamp in ((None, "sat", "relu") if t.startswith("f16") else (None, "relu")):
-                out.append(_elem(_join("fma.rn", ftz, clamp, t), t, 3, "fma"))
-        for relu in (None, "relu"):
-            out.append(_elem(_join("fma.rn.oob", relu, t), t, 3, "oob"))
-    for op in ("min", "max"):
-        for t in ("f32", "f16", "f16x2", "bf16", "bf16x2"):
-            for ftz in ((None, "ftz") if t in ("f32", "f16", "f16x2") else (None,)):
-                for nan in (None, "NaN"):
-                    for xs in (None, "xorsign.abs"):
-                        out.append(_elem(_join(op, ftz, nan, xs, t), t, 2, "minmax"))
-        out.append(_elem(f"{op}.f64", "f64", 2, "minmax"))
-    for op in ("neg", "abs"):
-        for t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
-            for ftz in ((None, "ftz") if t in ("f32", "f16", "f16x2") else (None,)):
-                out.append(_elem(_join(op, ftz, t), t, 1, "unary"))
-    for op in ("div", "rcp", "sqrt"):
-        n = 2 if op == "div" else 1
-        for rnd in MODES:
-            for ftz in (None, "ftz"):
-                out.append(_elem(_join(op, rnd, ftz, "f32"), "f32", n, op))
-            out.append(_elem(_join(op, rnd, "f64"), "f64", n, op))
-    for test in TESTS:
-        for t in ("f32", "f64"):
-            text = f"testp.{test}.{t}"
-            out.append(Group(text, (_spec(text, 1, 1),), (t,), "pred", "pred", "unary"))
-    for t in ("f32", "f64"):
-        out.append(_elem(f"copysign.{t}", t, 2, "minmax"))
-    for t in ("f32", "f64", "f16", "f16x2", "bf16", "bf16x2"):
-        ndsts = (1,) if t in ("f16", "bf16") else (2, 1) if t in ELEM else (2,)
-        for ftz in ((None, "ftz") if t in ("f32", "f16", "f16x2") else (None,)):
-            for bop in (None, "and", "or", "xor"):
-                for ndst in ndsts:
-                    if ndst == 1 and t in ELEM and bop not in (None, "and"):
-                        continue
-                    n = 3 if bop else 2
-                    specs = tuple(_spec(_join("setp", cmp, bop, ftz, t), ndst, n) for cmp in CMP_OPS)
-                    name = _join("setp.CMP", bop, ftz, t) + (" p|q" if ndst == 2 else " p")
-                    out.append(Group(name, specs, (t, t) + (("pred",) if bop else ()), "setp", "pred", "cmp"))
-    set_dtypes = {"f32": ("u32", "s32", "f32", "f16", "bf16"), "f64": ("u32", "s32", "f32", "f16", "bf16"),
-                  "f16": ("u16", "s16", "u32", "s32", "f16", "bf16"), "bf16": ("u16", "s16", "u32", "s32", "bf16"),
-                  "f16x2": ("f16x2", "u32", "s32"), "bf16x2": ("bf16x2", "u32", "s32")}
-    for st, dts in set_dtypes.items():
-        for dt in dts:
-            ftzs = (None, "ftz") if st in ("f32", "f16", "f16x2") and dt not in ("bf16", "bf16x2") else (None,)
-            for ftz in ftzs:
-                for bop in (None, "and", "or", "xor"):
-                    n = 3 if bop else 2
-                    specs = tuple(_spec(_join("set", cmp, bop, ftz, dt, st), 1, n) for cmp in CMP_OPS)
-                    out.append(Group(_join("set.CMP", bop, ftz, dt, st), specs,
-                                     (st, st) + (("pred",) if bop else ()), "set", dt, "cmp"))
+    seen: set[str] = set()
+    for row in table.ROWS:
+        if row.status.family != "ptx_float":
+            continue
+        nd, ns = max(row.operand_counts())
+        for form in row.syntax.forms():
+            text = ".".join((row.opcode, *form))
+            sem = resolve(Spec(row.opcode, form, nd, ns))
+            t = sem.src[0]
+            if row.opcode not in ("setp", "set"):
+                kind, dst = ("pred", "pred") if row.opcode == "testp" else ("elem", t)
+                role = "oob" if "oob" in form else ROLES[row.opcode]     # fma.oob: its NaN-operand cases
+                out.append(Group(text, (_spec(text, nd, ns),), sem.src, kind, dst, role))
+                continue
+            m = row.syntax.match(form)
+            assert m is not None
+            name = text.replace(f".{m['CmpOp']}.", ".CMP.", 1)
+            if name in seen:
+                continue
+            seen.add(name)
+            if row.opcode == "set":
+                specs = tuple(_spec(name.replace(".CMP.", f".{c}.", 1), nd, ns) for c in CMP_OPS)
+                out.append(Group(name, specs, sem.src, "set", sem.dst[0], "cmp"))
+                continue
+            for d in sorted({d for d, _ in row.operand_counts()}, reverse=True):     # p|q, then p alone
+                specs = tuple(_spec(name.replace(".CMP.", f".{c}.", 1), d, ns) for c in CMP_OPS)
+                out.append(Group(name + (" p|q" if d == 2 else " p"), specs, sem.src, "setp", "pred", "cmp"))
     return out
 
 
@@ -465,7 +430,7 @@ def inputs(g: Group, n: int, seed: int) -> list[np.ndarray]:
 
 def _resolve(spec: Spec) -> Semantic:
     """floating.py's resolver of ``spec`` (not the package's dispatch: what is checked is floating.py)."""
-    return resolve_float_compare(spec) if spec.opcode in ("setp", "set") else RESOLVERS[spec.opcode](spec)
+    return resolve(spec)
 
 
 def _as_operand(x: np.ndarray, t: str) -> np.ndarray:

@@ -36,7 +36,8 @@ import numpy as np
 
 from fragsim.facts.arch import arch_for_cc
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.ptx.semantics import Semantic, Spec, integer, warp
+from fragsim.ptx.isa import table
+from fragsim.ptx.semantics import Semantic, Spec, UnsupportedInstruction
 from fragsim.ptx.semantics.integer import carry_operands
 from fragsim.ptx.types import TYPES
 
@@ -77,86 +78,46 @@ def spec_of(ptx: str, ndst: int, nsrc: int) -> Spec:
 
 
 def resolve(spec: Spec) -> Semantic:
-    """The semantic from the two families this one checks (not through every family: this family
-    does not depend on the others being there)."""
-    resolvers = warp.RESOLVERS if spec.opcode in warp.RESOLVERS else integer.RESOLVERS
-    return resolvers[spec.opcode](spec)
+    """The semantic of ``spec``, by the instruction table."""
+    return table.resolve(spec)
 
 
 # ---------------------------------------------------------------------------------------------
 # the catalogue
 
-_INT = [f"{k}{n}" for k in "us" for n in (16, 32, 64)]
-_SETP_CMP = {"b": ("eq", "ne"), "u": ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"),
-             "s": ("eq", "ne", "lt", "le", "gt", "ge")}
-_CVT = [f"{k}{n}" for k in "us" for n in (8, 16, 32, 64)]
+#: operand kind of the instruction table -> the input role this family draws for it
+ROLE = {"val": "val", "pred": "pred", "shift": "shift", "pos": "bitpos", "width": "width", "lut": "lut",
+        "member": "member", "lane": "lane", "clamp": "shflc", "divisor": "divisor", "fnsbase": "fnsbase",
+        "fnsoff": "fnsoff", "few": "few", "f32": "f32", "zero": "zero"}
 
 
-def _range(t: str) -> tuple[int, int]:
-    n = TYPES[t].bits
-    return (-(1 << (n - 1)), (1 << (n - 1)) - 1) if t[0] == "s" else (0, (1 << n) - 1)
+def _resolved(opcode: str, form: tuple[str, ...], counts: list[tuple[int, int]]) -> tuple[int, int, Semantic] | None:
+    """The most operands ``counts`` offers that the semantic takes for this form (None: none)."""
+    for nd, ns in sorted(counts, reverse=True):
+        try:
+            return nd, ns, table.resolve(Spec(opcode, form, nd, ns))
+        except UnsupportedInstruction:
+            continue
+    return None
 
 
-def _thread_variants() -> list[Variant]:
-    V = Variant
+def _table_variants() -> list[Variant]:
+    """Every form of every instruction-table row this family validates (``Status.family ==
+    "ptx_int"``), with all its operands, its sources drawn by their kinds.  Forms that read the carry
+    flag run in ``_chains`` (alone, CF would be undefined)."""
     out: list[Variant] = []
-    for op in ("add", "sub"):
-        out += [V(f"{op}.{t}") for t in _INT] + [V(f"{op}.sat.s32")]
-    out += [V("add.u16x2"), V("add.s16x2")]
-    for mode in ("lo", "hi", "wide"):
-        for t in _INT:
-            if not (mode == "wide" and t.endswith("64")):
-                out += [V(f"mul.{mode}.{t}"), V(f"mad.{mode}.{t}", nsrc=3)]
-    out += [V("mad.hi.sat.s32", nsrc=3)]
-    for mode in ("lo", "hi"):
-        for t in ("u32", "s32"):
-            out += [V(f"mul24.{mode}.{t}"), V(f"mad24.{mode}.{t}", nsrc=3)]
-    out += [V("mad24.hi.sat.s32", nsrc=3)]
-    out += [V(f"sad.{t}", nsrc=3) for t in _INT]
-    out += [V(f"{op}.{t}", roles=("val", "divisor")) for op in ("div", "rem") for t in _INT]
-    out += [V(f"{op}.{t}", nsrc=1) for op in ("abs", "neg") for t in ("s16", "s32", "s64")]
-    for op in ("min", "max"):
-        out += [V(f"{op}.{t}") for t in (*_INT, "u16x2", "s16x2")]
-        out += [V(f"{op}.relu.s32"), V(f"{op}.relu.s16x2")]
-    out += [V(f"{op}.{t}", nsrc=1) for op in ("popc", "clz", "brev") for t in ("b32", "b64")]
-    out += [V(f"bfind{s}.{t}", nsrc=1) for s in ("", ".shiftamt") for t in ("u32", "u64", "s32", "s64")]
-    out += [V("fns.b32", nsrc=3, roles=("val", "fnsbase", "fnsoff"))]
-    out += [V(f"bfe.{t}", nsrc=3, roles=("val", "bitpos", "bitpos")) for t in ("u32", "u64", "s32", "s64")]
-    out += [V(f"bfi.{t}", nsrc=4, roles=("val", "val", "bitpos", "bitpos")) for t in ("b32", "b64")]
-    out += [V("prmt.b32", nsrc=3)] + [V(f"prmt.b32.{m}", nsrc=3)
-                                       for m in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16")]
-    lut = ("val", "val", "val", "lut")
-    out += [V("lop3.b32", nsrc=4, roles=lut), V("lop3.and.b32", ndst=2, nsrc=5, roles=(*lut, "pred")),
-            V("lop3.or.b32", ndst=2, nsrc=5, roles=(*lut, "pred"))]
-    for t in ("pred", "b16", "b32", "b64"):
-        out += [V(f"{op}.{t}") for op in ("and", "or", "xor")] + [V(f"not.{t}", nsrc=1)]
-    out += [V(f"cnot.{t}", nsrc=1) for t in ("b16", "b32", "b64")]
-    out += [V(f"shl.b{n}", roles=("val", "shift")) for n in (16, 32, 64)]
-    out += [V(f"shr.{k}{n}", roles=("val", "shift")) for k in "bus" for n in (16, 32, 64)]
-    out += [V(f"shf.{d}.{m}.b32", nsrc=3, roles=("val", "val", "shift")) for d in "lr" for m in ("clamp", "wrap")]
-    out += [V(f"szext.{m}.{t}", roles=("val", "width")) for m in ("clamp", "wrap") for t in ("u32", "s32")]
-    out += [V(f"bmsk.{m}.b32", roles=("width", "width")) for m in ("clamp", "wrap")]
-    for t in [f"{k}{n}" for k in "bus" for n in (16, 32, 64)]:
-        out += [V(f"setp.{c}.{t}", ndst=2) for c in _SETP_CMP[t[0]]]
-    for op in ("and", "or", "xor"):
-        out += [V(f"setp.{c}.{op}.{t}", ndst=2, nsrc=3) for c, t in (("lt", "s32"), ("hi", "u64"), ("ne", "b16"))]
-    for dt in ("u32", "s32", "f32", "f16", "bf16"):
-        out += [V(f"set.{c}.{dt}.{t}") for c, t in (("lt", "s32"), ("ls", "u64"), ("eq", "b16"), ("ge", "s64"))]
-        out += [V(f"set.gt.{op}.{dt}.u32", nsrc=3) for op in ("and", "or", "xor")]
-    out += [V(f"selp.{t}", nsrc=3) for t in (*[f"{k}{n}" for k in "bus" for n in (16, 32, 64)], "f32", "f64")]
-    for dt in ("b16", "u32", "s64", "f32", "f64"):
-        out += [V(f"slct.{dt}.s32", nsrc=3), V(f"slct.{dt}.f32", nsrc=3, roles=("val", "val", "f32"))]
-    out += [V("slct.ftz.b32.f32", nsrc=3, roles=("val", "val", "f32"))]
-    for at in ("u32", "s32"):
-        for bt in ("u32", "s32"):
-            out += [V(f"dp4a.{at}.{bt}", nsrc=3)] + [V(f"dp2a.{m}.{at}.{bt}", nsrc=3) for m in ("lo", "hi")]
-    for d in _CVT:
-        for a in _CVT:
-            out += [V(f"cvt.{d}.{a}", nsrc=1)]
-            dlo, dhi = _range(d)
-            alo, ahi = _range(a)
-            if not (dlo <= alo and ahi <= dhi):
-                out += [V(f"cvt.sat.{d}.{a}", nsrc=1)]
+    for row in table.ROWS:
+        if row.status.family != KIND.replace("-", "_") or row.kind != "value":
+            continue
+        for form in row.syntax.forms():
+            got = _resolved(row.opcode, form, row.operand_counts())
+            if got is None:
+                continue
+            nd, ns, sem = got
+            if len(sem.src) > ns:
+                continue
+            out.append(Variant(".".join((row.opcode, *form)), nd, ns, tuple(ROLE[o.kind] for o in row.srcs[:ns]),
+                               warp=sem.warp))
     return out
 
 
@@ -178,28 +139,8 @@ def _chains() -> list[Variant]:
     return out
 
 
-def _warp_variants() -> list[Variant]:
-    V = Variant
-    out = []
-    for mode in ("up", "down", "bfly", "idx"):
-        roles = ("val", "lane", "shflc", "member")
-        out += [V(f"shfl.sync.{mode}.b32", ndst=2, nsrc=4, roles=roles, warp=True),
-                V(f"shfl.sync.{mode}.b32", ndst=1, nsrc=4, roles=roles, warp=True)]
-    out += [V(f"vote.sync.{m}.pred", nsrc=2, roles=("pred", "member"), warp=True) for m in ("all", "any", "uni")]
-    out += [V("vote.sync.ballot.b32", nsrc=2, roles=("pred", "member"), warp=True)]
-    for t in ("b32", "b64"):
-        out += [V(f"match.any.sync.{t}", nsrc=2, roles=("few", "member"), warp=True),
-                V(f"match.all.sync.{t}", ndst=2, nsrc=2, roles=("few", "member"), warp=True)]
-    out += [V("match.all.sync.b32", ndst=1, nsrc=2, roles=("few", "member"), warp=True)]
-    out += [V(f"redux.sync.{op}.{t}", nsrc=2, roles=("val", "member"), warp=True)
-            for op in ("add", "min", "max") for t in ("u32", "s32")]
-    out += [V(f"redux.sync.{op}.b32", nsrc=2, roles=("val", "member"), warp=True) for op in ("and", "or", "xor")]
-    out += [V("elect.sync", ndst=2, nsrc=1, roles=("member",), warp=True)]
-    return out
-
-
 def variants() -> list[Variant]:
-    return [*_thread_variants(), *_chains(), *_warp_variants()]
+    return [*_table_variants(), *_chains()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -613,6 +554,8 @@ class PtxIntFamily(RunnerFamily):
             for entry in meta["variants"]:
                 v = wanted.get(entry["ptx"] + f"/{entry['ndst']}")
                 if v is None:
+                    v = recorded_variant(entry["ptx"], int(entry["ndst"]))
+                if v is None or not _chosen(v, args.forms):
                     continue
                 src, dst = operand_types(v)
                 rows = slice(entry["start"], entry["start"] + min(entry["kept"], args.cases))
@@ -623,6 +566,25 @@ class PtxIntFamily(RunnerFamily):
                 else:
                     state.thread(v, cols, np.zeros(len(hw[0]), np.int64), hw, 0)
         return state.report()
+
+
+def recorded_variant(ptx: str, ndst: int) -> Variant | None:
+    """The variant a recording names (text and destination count) where today's enumeration does
+    not list it in that shape (a ``shfl`` without its predicate, say): rebuilt from its table row.
+    None for a chain no longer enumerated."""
+    if " ; " in ptx:
+        return next((v for v in _chains() if v.ptx == ptx), None)
+    op, *mods = ptx.split(".")
+    row, _ = table.lookup(op, tuple(mods))
+    got = _resolved(op, tuple(mods), [c for c in row.operand_counts() if c[0] == ndst])
+    if got is None:
+        raise ValueError(f"recorded variant {ptx} with {ndst} destination(s): no form of its row takes it")
+    nd, ns, sem = got
+    return Variant(ptx, nd, ns, tuple(ROLE[o.kind] for o in row.srcs[:ns]), warp=sem.warp)
+
+
+def _chosen(v: Variant, forms: list[str] | None) -> bool:
+    return not forms or any(f in v.ptx for f in forms)
 
 
 class _State:

@@ -7,8 +7,6 @@ import importlib
 import json
 import shutil
 import subprocess
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ import pytest
 
 from fragsim.cli import main
 from fragsim.gpu_check import ptx_int
+from fragsim.ptx.isa import table
 from fragsim.ptx.semantics import Semantic, Spec, UnsupportedInstruction, integer
 from fragsim.ptx.types import TYPES, ptx_type
 
@@ -26,7 +25,7 @@ rng = np.random.default_rng(7)
 
 def sem(text: str, ndst: int = 1, nsrc: int = 2) -> Semantic:
     op, *mods = text.split(".")
-    return integer.RESOLVERS[op](Spec(op, tuple(mods), ndst, nsrc))
+    return table.resolve(Spec(op, tuple(mods), ndst, nsrc))
 
 
 def run(text: str, *args, ndst: int = 1):
@@ -103,7 +102,7 @@ def test_the_carry_flag_is_the_adders_carry_so_subc_after_add_cc_subtracts_not_c
 def test_the_carry_is_a_hidden_trailing_pred_operand(text, ndst, nsrc, reads, writes):
     op, *mods = text.split(".")
     spec = Spec(op, tuple(mods), ndst, nsrc)
-    s_ = integer.RESOLVERS[op](spec)
+    s_ = table.resolve(spec)
     assert integer.carry_operands(spec, s_) == (reads, writes)
     assert (s_.src[-1] == "pred") == reads and (s_.dst[-1] == "pred") == writes and integer.CARRY == "%cc"
 
@@ -364,57 +363,38 @@ def test_cvt_truncates_or_with_sat_clamps_to_the_destination_range():
 # --- refusals, delegation ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, ndst, nsrc, why", [
-    ("add.sat.u32", 1, 2, r"\.sat applies only to \.s32"),
-    ("add.cc.sat.s32", 1, 2, "exclude each other"),
-    ("add.cc.s16", 1, 2, r"\.cc applies to"),
-    ("sub.u16x2", 1, 2, r"sub has no \.u16x2 form"),
-    ("mul.u32", 1, 2, "needs one of .lo, .hi, .wide"),
-    ("mul.wide.u64", 1, 2, "16- and 32-bit"),
-    ("mad.lo.sat.s32", 1, 3, r"mad\.hi\.s32"),
-    ("abs.u32", 1, 1, r"abs has no \.u32 form"),
-    ("min.relu.u16x2", 1, 2, r"\.relu applies"),
-    ("shf.l.b32", 1, 3, "needs one of .clamp, .wrap"),
-    ("setp.lt.b32", 2, 2, "compares only with eq, ne"),
-    ("setp.lo.s32", 1, 2, "unsigned"),
-    ("set.lt.b32.s32", 1, 2, "destination type"),
+    ("add.sat.u32", 1, 2, r"nearest: add\.sat\.s32"),
+    ("add.cc.sat.s32", 1, 2, r"not a form of add .*add\.sat\.s32"),
+    ("add.cc.s16", 1, 2, r"add\.cc\.type   \.type = \{\.u32, \.s32, \.u64, \.s64\}"),
+    ("sub.u16x2", 1, 2, "not a form of sub"),
+    ("mul.u32", 1, 2, r"mul\.mode\.type   \.mode = \{\.hi, \.lo\}"),
+    ("mul.wide.u64", 1, 2, r"mul\.wide\.type   \.type = \{\.u16, \.u32, \.s16, \.s32\}"),
+    ("mad.lo.sat.s32", 1, 3, r"mad\.hi\.sat\.s32"),
+    ("abs.u32", 1, 1, r"abs\.type   \.type = \{\.s16, \.s32, \.s64\}"),
+    ("min.relu.u16x2", 1, 2, r"min\.relu\.type   \.type = \{\.s32, \.s16x2\}"),
+    ("shf.l.b32", 1, 3, r"\.mode = \{\.clamp, \.wrap\}"),
+    ("setp.lt.b32", 2, 2, r"\.CmpOp = \{\.eq, \.ne\}   \.type = \{\.b16"),
+    ("setp.lo.s32", 1, 2, r"\.CmpOp = \{\.eq, \.ne, \.lt, \.le, \.gt, \.ge\}   \.type = \{\.s16"),
+    ("set.lt.b32.s32", 1, 2, r"\.dtype = \{\.u32, \.s32, \.f32\}"),
     ("lop3.or.b32", 1, 5, "takes 2 destination"),
-    ("cvt.sat.u16.u16", 1, 1, "does not apply"),
-    ("dp2a.u32.u32", 1, 3, "needs one of .lo, .hi"),
-    ("add.u32", 1, 3, "takes 1 destination and 2 source"),
-    ("add.xyz.u32", 1, 2, r"\.xyz is not a modifier of add"),
+    ("cvt.sat.u16.u16", 1, 1, "not a form of cvt"),
+    ("dp2a.u32.u32", 1, 3, r"dp2a\.mode\.atype\.btype   \.mode = \{\.lo, \.hi\}"),
+    ("add.u32", 1, 3, r"takes 1 destination\(s\) and 2 source"),
+    ("add.xyz.u32", 1, 2, "add.xyz.u32: not a form of add"),
 ])
 def test_variants_ptx_does_not_define_are_refused_with_the_rule(text, ndst, nsrc, why):
     with pytest.raises(UnsupportedInstruction, match=why):
         sem(text, ndst, nsrc)
 
 
-@pytest.mark.parametrize("text, module, entry", [
-    ("add.rn.f32", "floating", "add"), ("min.NaN.f16x2", "floating", "min"), ("neg.bf16", "floating", "neg"),
-    ("setp.lt.f32", "floating", "resolve_float_compare"), ("set.eq.u32.f64", "floating", "resolve_float_compare"),
-    ("cvt.rn.f32.s32", "convert", "cvt"),
+@pytest.mark.parametrize("text, family", [
+    ("add.rn.f32", "floating"), ("min.NaN.f16x2", "floating"), ("neg.bf16", "floating"),
+    ("setp.lt.f32", "floating"), ("set.eq.u32.f64", "floating"), ("cvt.rn.f32.s32", "convert"),
+    ("add.s32", "integer"), ("setp.lt.s32", "integer"), ("cvt.s8.u32", "integer"),
 ])
-def test_float_types_of_shared_opcodes_go_to_their_family(text, module, entry, monkeypatch):
-    seen = []
-
-    def resolver(spec):
-        seen.append(spec)
-        return "theirs"
-    fake = types.SimpleNamespace(RESOLVERS={entry: resolver}) if entry != "resolve_float_compare" else \
-        types.SimpleNamespace(resolve_float_compare=resolver)
-    monkeypatch.setitem(sys.modules, f"fragsim.ptx.semantics.{module}", fake)
-    assert sem(text) == "theirs" and seen[0].text == text
-
-
-def test_a_float_type_without_its_family_module_is_refused_naming_it(monkeypatch):
-    monkeypatch.setitem(sys.modules, "fragsim.ptx.semantics.floating", None)
-    with pytest.raises(UnsupportedInstruction, match=r"add\.f32: floating-point add is not modelled yet"):
-        sem("add.f32")
-
-
-def test_integer_cvt_is_exported_for_the_convert_module():
-    assert integer.resolve_integer_cvt(Spec("cvt", ("u8", "s32"), 1, 1)).dst == ("u8",)
-    with pytest.raises(UnsupportedInstruction):
-        integer.resolve_integer_cvt(Spec("cvt", ("f32", "s32"), 1, 1))
+def test_shared_opcodes_go_to_the_family_of_their_type(text, family):
+    op, *mods = text.split(".")
+    assert table.lookup(op, tuple(mods))[0].family == family
 
 
 # --- ptxas agrees on which spellings exist ------------------------------------------------------
@@ -446,7 +426,7 @@ def _line(text: str, ndst: int, nsrc: int) -> str:
     """A PTX line of ``text`` with registers of the widths the (possibly refused) spelling suggests."""
     op, *mods = text.split(".")
     try:
-        sm = integer.RESOLVERS[op](Spec(op, tuple(mods), ndst, nsrc))
+        sm = table.resolve(Spec(op, tuple(mods), ndst, nsrc))
         dst, src = sm.dst[:ndst], sm.src[:nsrc]
     except UnsupportedInstruction:
         t = next((m for m in reversed(mods) if m in TYPES or m.endswith("x2")), "b32")
@@ -477,7 +457,7 @@ def test_fragsim_resolves_exactly_the_spellings_ptxas_assembles(tmp_path):
     for text, nd, ns in _spellings():
         op, *mods = text.split(".")
         try:
-            integer.RESOLVERS[op](Spec(op, tuple(mods), nd, ns))
+            table.resolve(Spec(op, tuple(mods), nd, ns))
             accepted.append((text, nd, ns))
         except UnsupportedInstruction:
             refused.append((text, nd, ns))
@@ -496,7 +476,9 @@ def test_fragsim_resolves_exactly_the_spellings_ptxas_assembles(tmp_path):
 def test_the_h100_recording_replays_bit_for_bit(capsys):
     assert main(["gpu-check", "--family", "ptx_int", "--replay", str(DATA), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["mismatches"] == 0 and rep["variants"] == len(ptx_int.variants()) and rep["cases"] > 10_000
+    from fragsim.gpu_check import record
+    recorded = sum(len(record.load(str(DATA / f"{f}.npz"), (ptx_int.KIND,))[0]["variants"]) for f in ptx_int.FILES)
+    assert rep["mismatches"] == 0 and rep["variants"] == recorded and rep["cases"] > 10_000
 
 
 def test_the_recording_was_made_on_an_h100():

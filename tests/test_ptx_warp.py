@@ -12,7 +12,8 @@ import pytest
 from fragsim.cli import main
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.gpu_check import ptx_int, record
-from fragsim.ptx.semantics import Spec, UnsupportedInstruction, warp
+from fragsim.ptx.isa import table
+from fragsim.ptx.semantics import Spec, UnsupportedInstruction
 
 DATA = Path(__file__).parent / "data" / "ptx" / "int"
 LANES = np.arange(WARP_LANES, dtype=np.uint32)
@@ -22,7 +23,7 @@ rng = np.random.default_rng(3)
 
 def sem(text: str, ndst: int = 1, nsrc: int = 2):
     op, *mods = text.split(".")
-    return warp.RESOLVERS[op](Spec(op, tuple(mods), ndst, nsrc))
+    return table.resolve(Spec(op, tuple(mods), ndst, nsrc))
 
 
 def lanes(x, dtype=np.uint32) -> np.ndarray:
@@ -151,13 +152,13 @@ def test_elect_chooses_the_lowest_executing_lane_as_the_h100_does():
 @pytest.mark.parametrize("text, ndst, nsrc, why", [
     ("shfl.idx.b32", 1, 3, "without .sync is not supported"),
     ("vote.ballot.b32", 1, 1, "without .sync is not supported"),
-    ("shfl.sync.idx.b64", 1, 4, r"takes \.b32"),
-    ("vote.sync.any.b32", 1, 2, "vote.ballot takes .b32"),
+    ("shfl.sync.idx.b64", 1, 4, r"nearest: shfl\.sync\.mode\.b32"),
+    ("vote.sync.any.b32", 1, 2, r"vote\.sync\.mode\.pred   \.mode = \{\.all, \.any, \.uni\}"),
     ("match.any.sync.b32", 2, 2, "takes 1 destination"),
-    ("match.any.sync.u32", 1, 2, r"takes \.b32 or \.b64"),
+    ("match.any.sync.u32", 1, 2, r"match\.any\.sync\.type   \.type = \{\.b32, \.b64\}"),
     ("redux.sync.max.f32", 1, 2, "sm_100a"),
-    ("redux.sync.xor.u32", 1, 2, r"redux\.sync\.xor takes \.b32"),
-    ("redux.sync.add.b32", 1, 2, r"redux\.sync\.add takes \.u32 or \.s32"),
+    ("redux.sync.xor.u32", 1, 2, r"redux\.sync\.op\.b32   \.op = \{\.and, \.or, \.xor\}"),
+    ("redux.sync.add.b32", 1, 2, r"\.op = \{\.add, \.min, \.max\}   \.type = \{\.u32, \.s32\}"),
     ("elect.sync", 1, 1, "takes 2 destination"),
 ])
 def test_variants_ptx_does_not_define_are_refused_with_the_rule(text, ndst, nsrc, why):
@@ -170,8 +171,9 @@ def test_variants_ptx_does_not_define_are_refused_with_the_rule(text, ndst, nsrc
 def test_the_h100_warp_recording_replays_bit_for_bit(capsys):
     assert main(["gpu-check", "--family", "ptx_int", "--replay", str(DATA), "--forms", "sync", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    warp_variants = [v for v in ptx_int.variants() if v.warp]
-    assert rep["mismatches"] == 0 and rep["variants"] == len(warp_variants) and rep["cases"] >= 16 * len(warp_variants)
+    meta, _ = record.load(str(DATA / "warp.npz"), (ptx_int.KIND,))
+    recorded = [v for v in meta["variants"] if "sync" in v["ptx"]]
+    assert rep["mismatches"] == 0 and rep["variants"] == len(recorded) and rep["cases"] >= 16 * len(recorded)
 
 
 def test_the_recording_covers_diverged_and_exited_lanes_and_exited_lanes_in_the_member_mask():

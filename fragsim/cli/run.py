@@ -23,7 +23,12 @@ DEFAULT_OUT = "fragsim-run"
 
 
 def add_arguments(p):
-    p.add_argument("ptx", metavar="KERNEL.ptx", help="PTX file (nvcc -ptx, Triton's cache, CuTe DSL dump)")
+    p.add_argument("ptx", metavar="KERNEL.ptx", nargs="?", help="PTX file (nvcc -ptx, Triton's cache, CuTe DSL dump)")
+    p.add_argument("--instructions", nargs="?", const="", metavar="FILTER",
+                   help="list the PTX instructions fragsim runs (those whose syntax or status contains FILTER): "
+                   "modifiers, operands, least target and PTX version, status and the GPU validation; no kernel runs")
+    p.add_argument("--markdown", action="store_true", help="with --instructions: the whole support page as "
+                   "Markdown (docs/instructions.md)")
     p.add_argument("--kernel", metavar="NAME", help="the .entry to run (its mangled name, or a part of it that "
                    "names one entry); optional when the module has one entry")
     p.add_argument("--grid", default="1", metavar="X[,Y[,Z]]", help="CTAs of the launch (default 1)")
@@ -83,9 +88,37 @@ def _value(text: str, k: int):
         raise ValueError(f"--arg {k + 1} {text!r}: expected FILE.npy, a number or hex:BYTES") from None
 
 
+def _recorded() -> dict:
+    """The PTX families' recordings, where this is a clone of the repository (tests/data); none
+    otherwise (the page then says which rows have no recording here)."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "tests", "data", "ptx")
+    if not os.path.isdir(root):
+        return {}
+    from fragsim.gpu_check.ptx_coverage import recorded
+    return recorded(root)
+
+
+def instructions(args) -> int:
+    from fragsim.ptx.isa import support
+
+    if args.json:
+        print(json.dumps(support.entries(args.instructions, _recorded()), indent=1))
+    elif args.markdown:
+        print(support.markdown(_recorded()))
+    else:
+        print(support.listing(args.instructions, _recorded()))
+    return 0
+
+
 def run(args) -> int:
     from fragsim.ptx.run import run_kernel
 
+    if args.instructions is not None:
+        return instructions(args)
+    if args.ptx is None:
+        raise ValueError("run: name the kernel's PTX file (fragsim run KERNEL.ptx), or list the instructions "
+                         "fragsim runs with --instructions")
     out = writable_dir(args.out, "--out")
     if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
         raise ValueError(f"--html {args.html}: no folder {os.path.dirname(os.path.abspath(args.html))} to write it in")

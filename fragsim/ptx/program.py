@@ -14,7 +14,6 @@ refused).  Registers are named ``function::register``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,54 +23,12 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.ranges import format_ranges
 
 from . import ast as A
-from .semantics import Spec, UnsupportedInstruction, resolve
+from .isa.row import Row
+from .isa.table import lookup, resolve, spec_of
+from .semantics import Spec, UnsupportedInstruction
+from .op import TRAPPING_EXTERNS, Op, PtxLoadError, Reader, Run, Writer
 from .state import EXITED, PtxRuntimeError, State
 from .types import TYPES, PtxType, ptx_type
-
-#: Families of instructions that act on the machine (memory, control flow, warps' data movement,
-#: the tensor cores, mbarriers and bulk copies), each with ``BUILDERS: opcode -> (Instr, Compiler) ->
-#: Op``; the first family that has an opcode builds it (``mbarrier`` and ``bulk`` hand the forms of
-#: ``barrier`` and ``cp`` that are not theirs to ``control`` and ``tensor``); the pure value families
-#: are in ``fragsim.ptx.semantics.FAMILIES``.
-MACHINE_FAMILIES = ("mbarrier", "bulk", "control", "data", "memory", "tensor")
-
-Reader = Callable[[State, np.ndarray], np.ndarray]
-Writer = Callable[[State, np.ndarray, np.ndarray], None]
-Run = Callable[[State, np.ndarray], None]
-
-
-#: External functions a kernel may declare and call that end the launch rather than return:
-#: ``assert()`` compiles to a call of ``__assertfail(message, file, line, function, char_size)``.
-TRAPPING_EXTERNS = frozenset({"__assertfail"})
-
-
-class PtxLoadError(ValueError):
-    """The kernel cannot be made ready: an unknown instruction or operand, a recursive call, an
-    undeclared name; the message names the PTX line."""
-
-
-@dataclass
-class Op:
-    """One compiled instruction.  ``run(state, idx)`` executes it for threads ``idx`` (the guard has
-    already selected them); unless ``sets_pc``, the machine then advances their PC.  ``collective``:
-    a ``.sync``/``.aligned`` warp instruction (its lanes must run it together).  A ``"plain"`` op
-    touches neither PCs nor thread states; a ``"branch"`` only moves its threads to ``target`` (the
-    machine may do that itself without calling ``run``)."""
-
-    instr: A.Instr
-    function: str
-    run: Run
-    guard: tuple[str, bool] | None = None
-    sets_pc: bool = False
-    collective: bool = False
-    kind: str = "plain"            # "plain" | "barrier" | "exit" | "call" | "ret" | "branch"
-    target: int = -1               # branch / call target PC
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def line(self) -> int:
-        return self.instr.line
-
 
 @dataclass
 class Layout:
@@ -138,8 +95,6 @@ class Compiler:
         self.registers: dict[str, PtxType] = {}
         self.function: A.Function = entry
         self.functions = self._reachable(entry)
-        self._families = {name: importlib.import_module(f"{__package__}.semantics.{name}").BUILDERS
-                          for name in MACHINE_FAMILIES}
         self._lay_out()
 
     # ---- layout ---------------------------------------------------------------------------------
@@ -368,28 +323,33 @@ class Compiler:
         if ins.guard is not None:
             guard = (self.reg(ins.guard.name, ins.line), ins.guard.negated)
         try:
-            if ins.opcode in ("tex", "tld4", "txq", "suld", "sust", "sured", "suq", "istypep"):
-                raise UnsupportedInstruction(f"{ins.text}: textures and surfaces are not modelled")
-            for builders in self._families.values():
-                if ins.opcode in builders:
-                    op = builders[ins.opcode](ins, self)
-                    op.guard, op.function = guard, self.function.name
-                    return op
-            return self.pure(ins, guard)
+            row, _ = lookup(ins.opcode, ins.mods)          # the instruction table's one lookup
+            if row.kind == "machine":
+                assert row.run is not None
+                op = row.run(ins, self)
+                op.guard, op.function = guard, self.function.name
+                return op
+            _, spec = spec_of(ins.opcode, ins.mods, ins.ndst, len(ins.operands) - ins.ndst)
+            return self.pure(ins, row, spec, guard)
         except UnsupportedInstruction as e:
             raise PtxLoadError(f"line {ins.line}: {e}") from None
 
-    def pure(self, ins: A.Instr, guard) -> Op:
+    def pure(self, ins: A.Instr, row: Row, spec: Spec, guard) -> Op:
         """An instruction of a value family: read the sources, compute, write the destinations.
+
+        A row whose status is an IEEE stand-in runs only with ``approx="ieee"`` (flagged in
+        ``Program.approximate``); otherwise it is refused with the row's reason.
 
         A semantic with one source more than the line reads the carry flag (``addc``, ``madc``), one
         destination more writes it (``add.cc``): the flag is the thread's own (``State.cc``)."""
-        nsrc = len(ins.operands) - ins.ndst
-        spec = Spec(ins.opcode, ins.mods, ins.ndst, nsrc)
-        if self.approx == "ieee" and ("approx" in ins.mods or "full" in ins.mods or ins.opcode in APPROX_FUNCTIONS):
-            spec = _ieee_stand_in(spec)
+        if row.status.level == "stand-in":
+            if self.approx != "ieee":
+                raise UnsupportedInstruction(f"{ins.text}: {row.status.why}")
+            sem = resolve(_ieee_stand_in(spec))
             self.approximate.append(ins.line)
-        sem = resolve(spec)
+        else:
+            assert row.run is not None
+            sem = row.run(spec)
         dsts, srcs = ins.operands[:ins.ndst], ins.operands[ins.ndst:]
         carry_in, carry_out = len(sem.src) == len(srcs) + 1, len(sem.dst) == len(dsts) + 1
         if len(sem.src) - carry_in != len(srcs) or len(sem.dst) - carry_out != len(dsts):
@@ -458,13 +418,10 @@ class Compiler:
         return run
 
 
-#: Functions PTX has only as .approx (IEEE stand-ins with approx="ieee": fragsim.ptx.semantics.approx).
-APPROX_FUNCTIONS = ("ex2", "lg2", "rsqrt", "sin", "cos", "tanh")
-
-
 def _ieee_stand_in(spec: Spec) -> Spec:
-    """``div.approx``/``div.full``/``rcp.approx``/``sqrt.approx`` -> their ``.rn`` form; the .approx-only
-    functions keep their spelling, marked as opted in."""
+    """The stand-in of a stand-in row's instruction: ``div.approx``/``div.full``/``rcp.approx``/
+    ``sqrt.approx`` -> their ``.rn`` form (resolved by that form's row); the .approx-only functions
+    keep their spelling, marked as opted in."""
     if spec.opcode in ("div", "rcp", "sqrt"):
         mods = tuple("rn" if m in ("approx", "full") else m for m in spec.mods)
         return Spec(spec.opcode, mods, spec.ndst, spec.nsrc, approx=True)

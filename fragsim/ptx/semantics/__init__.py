@@ -6,27 +6,25 @@ threads that execute the instruction, ``.b16``/``.f16``/``.bf16`` a ``uint16`` a
 and ``.pred`` a ``bool`` array.  Signed integers are their two's-complement bits; floats their
 IEEE bits.  A semantic function never sees Python numbers and never loops over threads.
 
-A family module exposes ``RESOLVERS: dict[str, Callable[[Spec], Semantic]]`` keyed by the opcode
-(``"add"``, ``"cvt"``, ``"setp"`` ...).  A resolver reads the instruction's modifiers once, when the
-program is loaded, and returns a ``Semantic``: the function and the PTX type of each destination and
-source operand (which tells the machine how to read registers and immediates).  A variant the PTX
-ISA does not define, or that fragsim does not model, is refused there, as ``UnsupportedInstruction``
-naming the instruction -- never at run time, never silently.
-
-``resolve(spec)`` looks the opcode up in the families in ``FAMILIES`` order; the first that has it
-resolves it.  An opcode with integer and floating-point forms (``add``, ``min``, ``setp``, ``cvt`` ...)
-is therefore dispatched by ``integer``, which resolves the integer types itself and hands float
-types to ``floating``'s or ``convert``'s resolver of the same opcode.
+Which function runs which instruction is the PTX instruction table's to say
+(``fragsim.ptx.isa``): its row for the instruction names the resolver here, and its grammar has read
+the modifiers already -- a resolver gets a ``Spec`` whose ``match`` holds them by slot (``spec.slot
+("rnd")``, ``spec.has("sat")``, ``spec.types``) and returns a ``Semantic``: the function and the PTX
+type of each destination and source operand (which tells the machine how to read registers and
+immediates).  A combination the rows admit but fragsim does not model is refused there, as
+``UnsupportedInstruction`` naming the instruction -- never at run time, never silently.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-#: The family modules of this package, each with a ``RESOLVERS`` dict.
-FAMILIES = ("integer", "floating", "convert", "warp", "approx")
+from ..isa.grammar import Match
+from ..types import TYPES
+
+#: Every type name a modifier may be: the register types and the packed ones.
+TYPE_NAMES = frozenset(TYPES) | {"u16x2", "s16x2", "f16x2", "bf16x2", "f32x2", "tf32", "e4m3x2", "e5m2x2"}
 
 
 class UnsupportedInstruction(ValueError):
@@ -45,10 +43,29 @@ class Spec:
     ndst: int
     nsrc: int
     approx: bool = False      # the user opted into IEEE stand-ins for .approx functions (``approx``)
+    match: Match | None = None   # the table's reading of ``mods`` (``fragsim.ptx.isa.grammar``)
 
     @property
     def text(self) -> str:
         return ".".join((self.opcode, *self.mods))
+
+    def slot(self, name: str, default: str | None = None) -> str | None:
+        """The spelling of slot ``name`` (``"rn"`` for ``.rnd``), ``default`` where absent."""
+        return default if self.match is None else self.match.get(name, default)
+
+    def has(self, name: str) -> bool:
+        """Whether slot or literal ``name`` is present (``has("sat")``)."""
+        return self.match is not None and self.match.has(name)
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The PTX types among the modifiers, in order (``cvt.rn.f16.f32`` -> ("f16", "f32"))."""
+        return tuple(m for m in self.mods if m in TYPE_NAMES)
+
+    @property
+    def flags(self) -> frozenset[str]:
+        """The modifiers that are not types."""
+        return frozenset(m for m in self.mods if m not in TYPE_NAMES)
 
 
 @dataclass(frozen=True)
@@ -65,12 +82,3 @@ class Semantic:
     dst: tuple[str, ...]
     src: tuple[str, ...]
     warp: bool = False
-
-
-def resolve(spec: Spec) -> Semantic:
-    """The semantic of ``spec`` from the family that defines its opcode."""
-    for family in FAMILIES:
-        resolvers = importlib.import_module(f"{__name__}.{family}").RESOLVERS
-        if spec.opcode in resolvers:
-            return resolvers[spec.opcode](spec)
-    raise UnsupportedInstruction(f"{spec.text}: not an instruction fragsim runs")

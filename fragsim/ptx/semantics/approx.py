@@ -18,14 +18,10 @@ import numpy as np
 
 from . import Semantic, Spec, UnsupportedInstruction
 
-#: function -> (float64 implementation, types PTX defines it for)
-FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], tuple[str, ...]]] = {
-    "ex2": (np.exp2, ("f32", "f16", "f16x2", "bf16", "bf16x2")),
-    "lg2": (np.log2, ("f32",)),
-    "rsqrt": (lambda x: 1.0 / np.sqrt(x), ("f32", "f64")),
-    "sin": (np.sin, ("f32",)),
-    "cos": (np.cos, ("f32",)),
-    "tanh": (np.tanh, ("f32", "f16", "f16x2", "bf16", "bf16x2")),
+#: function -> its float64 implementation (the forms each has are the instruction table's rows)
+FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "ex2": np.exp2, "lg2": np.log2, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sin": np.sin, "cos": np.cos,
+    "tanh": np.tanh,
 }
 #: what a user adds to run such a kernel anyway
 OPT_IN = "run_kernel(..., approx='ieee') or fragsim run --approx ieee computes IEEE stand-ins, flagged as not bit-exact"
@@ -40,16 +36,11 @@ def _float_type(name: str):
     return {"f32": np.float32, "f64": np.float64, "f16": np.float16}.get(name)
 
 
-def _function(spec: Spec) -> Semantic:
-    impl, types = FUNCTIONS[spec.opcode]
+def function(spec: Spec) -> Semantic:
+    impl = FUNCTIONS[spec.opcode]
     if not spec.approx:
         raise refusal(spec)
-    mods = [m for m in spec.mods if m not in ("approx", "ftz", "abs")]
-    if len(mods) != 1 or mods[0] not in types:
-        raise UnsupportedInstruction(f"{spec.text}: expected {spec.opcode}.approx{{.ftz}}.TYPE with TYPE one of "
-                                     f"{', '.join(types)}")
-    t = mods[0]
-    ftz = "ftz" in spec.mods
+    t, ftz = spec.types[-1], "ftz" in spec.flags
     if t not in ("f32", "f64", "f16"):
         raise UnsupportedInstruction(f"{spec.text}: IEEE stand-ins are modelled for .f32, .f64 and .f16 only")
     ft = _float_type(t)
@@ -67,6 +58,3 @@ def _function(spec: Spec) -> Semantic:
             y = np.where(np.abs(y) < tiny, np.copysign(ft(0), y), y)
         return (np.ascontiguousarray(y).view(bits),)
     return Semantic(fn, (t,), (t,))
-
-
-RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {name: _function for name in FUNCTIONS}

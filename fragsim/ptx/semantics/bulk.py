@@ -3,8 +3,8 @@
 (``.tile`` loads into shared memory, stores to global memory) through ``fragsim.tma``, integer
 ``cp.reduce.async.bulk`` to global memory, ``cp.async.bulk.commit_group``/``wait_group{.read}``, and
 the prefetches (``prefetch``, ``prefetchu``, ``cp.async.bulk.prefetch{.tensor}``: no data effect).
-``cp.async.mbarrier.arrive`` is semantics/mbarrier.py's; every other ``cp`` form is semantics/tensor.py's
-(``cp.async``).
+``cp.async.mbarrier.arrive`` is semantics/mbarrier.py's and ``cp.async`` semantics/tensor.py's (the
+instruction table routes each form to its builder).
 
 **Loads** read their source (global memory) when they issue and land, with their complete-tx on the
 mbarrier, as semantics/mbarrier.py says (before the mbarrier's next operation or when no thread can
@@ -36,6 +36,8 @@ CTA of the cluster.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 import struct
 from dataclasses import dataclass
@@ -46,11 +48,14 @@ from fragsim.facts.mbarrier import TENSORMAP_ALIGN, TENSORMAP_BYTES
 from fragsim.facts.tma import BULK_ALIGN, INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES
 
 from .. import ast as A
-from ..program import Compiler, Op, PtxLoadError
+from ..op import Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
-from . import UnsupportedInstruction, memory, tensor
+from . import UnsupportedInstruction, memory
 from .mbarrier import Flight, cp_async_arrive, no_larger_clusters, shared_address, units
+
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
 
 U16, U32, U64 = TYPES["u16"], TYPES["u32"], TYPES["u64"]
 LOAD_DONE = "mbarrier::complete_tx::bytes"
@@ -443,29 +448,27 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
 
 # --------------------------------------------------------------------------------- the cp opcode
 
-def _nothing(ins: A.Instr, c: Compiler) -> Op:
+def nothing(ins: A.Instr, c: Compiler) -> Op:
     """A prefetch: no effect on data (its address operands are not even read)."""
     if not ins.operands or not isinstance(ins.operands[0], (A.Addr, A.TexAddr)):
         raise PtxLoadError(f"line {ins.line}: {ins.text}: expected an address [a]")
     return Op(ins, "", lambda s, idx: None)
 
 
-def _cp(ins: A.Instr, c: Compiler) -> Op:
+def cp(ins: A.Instr, c: Compiler) -> Op:
     mods = ins.mods
     if mods[:1] == ("reduce",):
         return _reduce(ins, c)
     if mods[:2] == ("async", "mbarrier"):
         return cp_async_arrive(ins, c)
     if mods[:2] != ("async", "bulk"):
-        return tensor.BUILDERS["cp"](ins, c)
+        raise UnsupportedInstruction(f"{ins.text}: not a bulk copy (cp.async.bulk, cp.reduce.async.bulk); "
+                                     "cp.async is semantics/tensor.py's")
     rest = mods[2:]
     if rest[:1] == ("tensor",):
         return _tensor(ins, c, rest[1:])
     if rest[:1] == ("prefetch",):
-        return _nothing(ins, c)
+        return nothing(ins, c)
     if rest[:1] in (("commit_group",), ("wait_group",)):
         return _groups(ins, c, rest)
     return _bulk(ins, c, rest)
-
-
-BUILDERS = {"cp": _cp, "prefetch": _nothing, "prefetchu": _nothing}

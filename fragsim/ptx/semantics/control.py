@@ -10,21 +10,26 @@ the kernel, exits.  A barrier makes its threads wait until the threads it expect
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.ranges import format_ranges
 
 from .. import ast as A
-from ..program import TRAPPING_EXTERNS, Compiler, Op, PtxLoadError
+from ..op import TRAPPING_EXTERNS, Op, PtxLoadError
 from ..state import BARRIERS, EXITED, WAITING, PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
 
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
+
 U32 = TYPES["u32"]
 
 
-def _bra(ins: A.Instr, c: Compiler) -> Op:
+def bra(ins: A.Instr, c: Compiler) -> Op:
     if not ins.operands or not isinstance(ins.operands[0], A.Label):
         raise UnsupportedInstruction(f"{ins.text}: expected a label (brx.idx tables are not modelled)")
     target = c.label(ins.operands[0].name, ins.line)
@@ -34,13 +39,13 @@ def _bra(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, sets_pc=True, kind="branch", target=target)
 
 
-def _exit(ins: A.Instr, c: Compiler) -> Op:
+def build_exit(ins: A.Instr, c: Compiler) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         s.status[idx] = EXITED
     return Op(ins, "", run, kind="exit")
 
 
-def _barrier(ins: A.Instr, c: Compiler) -> Op:
+def build_barrier(ins: A.Instr, c: Compiler) -> Op:
     """bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}; bar.arrive a, b (arrives, does not wait)."""
     if ins.mods[:1] == ("warp",):
         return _warp_barrier(ins, c)
@@ -122,7 +127,7 @@ def _warp_barrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def _call(ins: A.Instr, c: Compiler) -> Op:
+def build_call(ins: A.Instr, c: Compiler) -> Op:
     ops = list(ins.operands)
     rets = ops.pop(0).items if ops and isinstance(ops[0], A.ParamList) else ()
     target = ops.pop(0)
@@ -204,7 +209,7 @@ def _assertfail(ins: A.Instr, c: Compiler, args) -> Op:
     return Op(ins, "", run)
 
 
-def _ret(ins: A.Instr, c: Compiler) -> Op:
+def build_ret(ins: A.Instr, c: Compiler) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         d = s.depth[idx]
         top = d == 0
@@ -226,20 +231,14 @@ def _ret(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, sets_pc=True, kind="ret")
 
 
-def _nothing(ins: A.Instr, c: Compiler) -> Op:
+def nothing(ins: A.Instr, c: Compiler) -> Op:
     """No effect on data in a simulation that runs every access in program order."""
     return Op(ins, "", lambda s, idx: None)
 
 
-def _trap(ins: A.Instr, c: Compiler) -> Op:
+def trap(ins: A.Instr, c: Compiler) -> Op:
     line = ins.line
 
     def run(s: State, idx: np.ndarray) -> None:
         raise PtxRuntimeError(f"line {line}: {s.where(int(idx[0]))}: trap (the kernel aborts)")
     return Op(ins, "", run)
-
-
-BUILDERS = {
-    "bra": _bra, "exit": _exit, "bar": _barrier, "barrier": _barrier, "call": _call, "ret": _ret,
-    "membar": _nothing, "fence": _nothing, "nanosleep": _nothing, "pmevent": _nothing, "trap": _trap,
-}

@@ -44,7 +44,6 @@ by ``fragsim gpu-check --family ptx_cvt`` on 69.5 million cases, recorded under 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 import numpy as np
@@ -60,9 +59,6 @@ FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64")
 #: .irnd (round to an integral value) -> the mode of ``ieee.MODES`` (.frnd) it rounds in
 IRND = {m + "i": m for m in MODES}
-FLAGS = ("ftz", "sat", "relu", "satfinite")
-#: Types and modifiers of cvt that only sm_100 and later have.
-LATER = ("e2m1x2", "e2m3x2", "e3m2x2", "ue8m0x2", "e2m1x4", "e2m3x4", "e3m2x4", "e4m3x4", "e5m2x4", "rs")
 
 _U64 = np.uint64
 F16, BF16, F32, F64, TF32 = (FORMATS[n] for n in ("f16", "bf16", "f32", "f64", "tf32"))
@@ -422,48 +418,9 @@ def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Sem
 
 def resolve_cvt(spec: Spec) -> Semantic:
     """The semantic of a ``cvt`` instruction (see the module docstring)."""
-    later = [m for m in spec.mods if m in LATER]
-    if later:
-        raise _refuse(spec, f".{later[0]} is sm_100 and later (fragsim models the H100, sm_90)")
-    types = [m for m in spec.mods if m in TYPES]
-    if len(types) != 2:
-        raise _refuse(spec, f"cvt takes .dtype.atype, got {len(types)} type{'s' if len(types) != 1 else ''}")
-    d, a = types
-    if TYPES[d].kind != "f" and TYPES[a].kind != "f":
-        return _integer(spec)
-    if any(TYPES[t].kind in ("b", "pred") for t in types):
-        raise _refuse(spec, "cvt converts typed values (.b and .pred types are not conversions)")
-    flags: set[str] = set()
-    rnds: list[str] = []
-    for m in spec.mods:
-        if m in TYPES:
-            continue
-        if m in IRND or m in MODES or m == "rna":
-            rnds.append(m)
-        elif m in FLAGS and m not in flags:
-            flags.add(m)
-        else:
-            raise _refuse(spec, f".{m} is given twice" if m in flags else f".{m} is not a modifier of cvt")
-    if len(rnds) > 1:
-        raise _refuse(spec, f"{' and '.join('.' + r for r in rnds)}: one rounding modifier at most")
-    rnd = rnds[0] if rnds else None
+    d, a = spec.types
+    rnd = next((m for m in spec.mods if m in IRND or m in MODES or m == "rna"), None)
+    flags = set(spec.flags) - {rnd}
     if d in FLOATS and a in FLOATS or (d in FLOATS and a in INTS) or (d in INTS and a in FLOATS):
         return _scalar(spec, d, a, flags, rnd)
     return _packed(spec, d, a, flags, rnd)
-
-
-def _integer(spec: Spec) -> Semantic:
-    try:
-        mod = importlib.import_module("fragsim.ptx.semantics.integer")
-    except ModuleNotFoundError as e:
-        if e.name != "fragsim.ptx.semantics.integer":
-            raise
-        mod = None
-    resolver = getattr(mod, "resolve_integer_cvt", None)
-    if resolver is None:
-        raise _refuse(spec, "integer cvt is not modelled yet (fragsim.ptx.semantics.integer.resolve_integer_cvt "
-                      "does not exist)")
-    return resolver(spec)
-
-
-RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {"cvt": resolve_cvt}

@@ -4,16 +4,21 @@ addresses to and from generic ones) and ``activemask``."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import ast as A
-from ..program import Compiler, Op
+from ..op import Op
 from ..state import WINDOW_BYTES, WINDOWS, PtxRuntimeError, State
 from ..types import TYPES, type_of
 from . import UnsupportedInstruction
 
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
 
-def _mov(ins: A.Instr, c: Compiler) -> Op:
+
+def build_mov(ins: A.Instr, c: Compiler) -> Op:
     t = type_of(ins.mods)
     if t is None or len(ins.operands) != 2:
         raise UnsupportedInstruction(f"{ins.text}: expected mov.TYPE d, a")
@@ -61,7 +66,7 @@ def _mov_vector(ins: A.Instr, c: Compiler, t, d, a) -> Op:
 
 
 
-def _cvta(ins: A.Instr, c: Compiler) -> Op:
+def cvta(ins: A.Instr, c: Compiler) -> Op:
     """``cvta.SPACE.size d, a`` (SPACE address -> generic) and ``cvta.to.SPACE.size d, a`` (generic ->
     SPACE); ``.shared::cta`` is ``.shared``."""
     mods = [m.split("::")[0] for m in ins.mods]
@@ -95,7 +100,7 @@ def _cvta(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def _activemask(ins: A.Instr, c: Compiler) -> Op:
+def activemask(ins: A.Instr, c: Compiler) -> Op:
     if ins.mods != ("b32",) or len(ins.operands) != 1:
         raise UnsupportedInstruction(f"{ins.text}: expected activemask.b32 d")
     write = c.writer(ins.operands[0], TYPES["b32"], ins.line)
@@ -106,6 +111,3 @@ def _activemask(ins: A.Instr, c: Compiler) -> Op:
         np.bitwise_or.at(bits, inv, np.uint64(1) << s.lane[idx].astype(np.uint64))
         write(s, idx, bits[inv].astype(np.uint32))
     return Op(ins, "", run)
-
-
-BUILDERS = {"mov": _mov, "cvta": _cvta, "activemask": _activemask}

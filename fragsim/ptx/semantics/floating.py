@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -66,42 +65,9 @@ def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
     return UnsupportedInstruction(f"{spec.text}: {why}")
 
 
-class _Mods:
-    """The modifiers of one instruction, read against its allowed slots (each a set of spellings,
-    filled at most once); the type(s) come last.  Like ptxas, any order of the modifiers is taken."""
-
-    def __init__(self, spec: Spec, slots: list[tuple[str, tuple[str, ...]]], ntypes: int = 1):
-        self.spec = spec
-        if len(spec.mods) < ntypes:
-            raise _refuse(spec, "no type")
-        self.types = spec.mods[len(spec.mods) - ntypes:]
-        self.found: dict[str, str] = {}
-        for m in spec.mods[: len(spec.mods) - ntypes]:
-            slot = next((name for name, spellings in slots if m in spellings), None)
-            if slot is None:
-                raise _refuse(spec, f"modifier .{m} is not defined for {spec.opcode}")
-            if slot in self.found:
-                raise _refuse(spec, f"modifiers .{self.found[slot]} and .{m} exclude each other")
-            self.found[slot] = m
-
-    def get(self, slot: str, default: Any = None) -> Any:
-        return self.found.get(slot, default)
-
-    def has(self, slot: str) -> bool:
-        return slot in self.found
-
-
-def _check_operands(spec: Spec, ndst: int, nsrc: int) -> None:
-    if spec.ndst != ndst or spec.nsrc != nsrc:
-        raise _refuse(spec, f"takes {ndst} destination and {nsrc} source operands, got {spec.ndst} and {spec.nsrc}")
-
-
-def _type(spec: Spec, t: str, allowed: tuple[str, ...]) -> str:
-    if t == "f32x2":
-        raise _refuse(spec, SM100)
-    if t not in allowed:
-        raise _refuse(spec, f"type .{t} not defined for {spec.opcode} (types: {', '.join(allowed)})")
-    return t
+def _which(spec: Spec, group: tuple[str, ...]) -> str | None:
+    """The member of ``group`` among the instruction's modifiers (its row's grammar admits one at most)."""
+    return next((g for g in group if g in spec.flags), None)
 
 
 # ---------------------------------------------------------------------------------------- helpers
@@ -238,36 +204,13 @@ def _post(x: np.ndarray, f: str, sat: bool, relu: bool) -> np.ndarray:
     return x
 
 
-def _arith(spec: Spec) -> Semantic:
+def arith(spec: Spec) -> Semantic:
     op = spec.opcode
     ternary = op in ("fma", "mad")
-    slots = [("rnd", MODES), ("ftz", ("ftz",)), ("oob", ("oob",)), ("sat", ("sat",)), ("relu", ("relu",))]
-    if len(spec.mods) >= 2 and spec.mods[-2] in SCALARS and spec.mods[-1] in SCALARS:
-        raise _refuse(spec, "mixed-precision form, " + SM100)
-    m = _Mods(spec, slots)
-    t = _type(spec, m.types[0], FLOATS)
+    t = spec.types[-1]
     f = PACKED.get(t, t)
-    _check_operands(spec, 1, 3 if ternary else 2)
-    mode = m.get("rnd")
-    allowed = {"f32": {"rnd", "ftz", "sat"}, "f64": {"rnd"}, "f16": {"rnd", "ftz", "sat"}, "bf16": {"rnd"}}[f]
-    if op == "fma" and f in ("f16", "bf16"):
-        allowed = allowed | {"relu", "oob"}
-    if op == "mad" and f in ("f16", "bf16"):
-        raise _refuse(spec, f"mad is not defined for .{t} (fma is)")
-    extra = set(m.found) - allowed
-    if extra:
-        raise _refuse(spec, f".{m.found[sorted(extra)[0]]} is not defined for {op}.{t}")
-    if f in ("f16", "bf16") and mode not in (None, "rn"):
-        raise _refuse(spec, f"{op}.{t} rounds only .rn")
-    if ternary and mode is None:
-        raise _refuse(spec, f"{op}.{t} needs a rounding modifier (.rn .rz .rm .rp)"
-                      + (" (mad.f32 without one is the sm_1x form)" if op == "mad" and f == "f32" else ""))
-    if m.has("sat") and m.has("relu"):
-        raise _refuse(spec, ".sat and .relu exclude each other")
-    if m.has("oob") and m.has("ftz"):
-        raise _refuse(spec, ".oob does not take .ftz")
-    mode = mode or "rn"
-    ftz, sat, relu, oob = m.has("ftz"), m.has("sat"), m.has("relu"), m.has("oob")
+    mode = _which(spec, MODES) or "rn"          # add/sub/mul without one round to nearest even
+    ftz, sat, relu, oob = (m in spec.flags for m in ("ftz", "sat", "relu", "oob"))
     ff = fmt(f)
 
     fast = mode == "rn" and f in ("f32", "f64") and not (f == "f64" and ternary) and _host_is_ieee()
@@ -302,19 +245,13 @@ def _arith(spec: Spec) -> Semantic:
 
 # ---------------------------------------------------------------------------------- div, rcp, sqrt
 
-def _divlike(spec: Spec) -> Semantic:
+def divlike(spec: Spec) -> Semantic:
     op = spec.opcode
-    m = _Mods(spec, [("approx", ("approx", "full")), ("rnd", MODES), ("ftz", ("ftz",))])
-    if m.has("approx"):
-        from .approx import OPT_IN
-        raise _refuse(spec, f".{m.get('approx')} results are the MUFU approximation's, not IEEE: not modelled; {OPT_IN}")
-    t = _type(spec, m.types[0], ("f32", "f64"))
-    _check_operands(spec, 1, 2 if op == "div" else 1)
-    if not m.has("rnd"):
-        raise _refuse(spec, f"{op}.{t} needs .approx, .full or a rounding modifier (.rn .rz .rm .rp)")
-    if m.has("ftz") and t == "f64":
-        raise _refuse(spec, ".ftz is not defined for .f64")
-    mode, ftz, ff = m.get("rnd"), m.has("ftz"), fmt(t)
+    t = spec.types[-1]
+    mode = _which(spec, MODES)
+    if mode is None:         # .approx / .full: the MUFU's (an IEEE stand-in reaches here as .rn)
+        raise _refuse(spec, "the MUFU's approximation is not modelled bit for bit")
+    ftz, ff = "ftz" in spec.flags, fmt(t)
 
     def run(*xs: np.ndarray) -> tuple[np.ndarray]:
         ops = [np.asarray(x).astype(ff.dtype, copy=False) for x in xs]
@@ -349,21 +286,11 @@ def _divlike(spec: Spec) -> Semantic:
 
 # ------------------------------------------------------------------------- min, max, neg, abs, ...
 
-def _minmax(spec: Spec) -> Semantic:
+def minmax(spec: Spec) -> Semantic:
     op = spec.opcode
-    m = _Mods(spec, [("ftz", ("ftz",)), ("NaN", ("NaN",)), ("xorsign", ("xorsign",)), ("abs", ("abs",))])
-    t = _type(spec, m.types[0], FLOATS)
+    t = spec.types[-1]
     f = PACKED.get(t, t)
-    if spec.nsrc == 3:
-        raise _refuse(spec, "three-operand " + op + ", " + SM100)
-    _check_operands(spec, 1, 2)
-    if m.has("xorsign") != m.has("abs"):
-        raise _refuse(spec, ".xorsign and .abs go together in two-operand " + op)
-    if f == "f64" and m.found:
-        raise _refuse(spec, f"{op}.f64 takes no modifiers")
-    if f == "bf16" and m.has("ftz"):
-        raise _refuse(spec, ".ftz is not defined for ." + t)
-    ftz, nan_mode, xorsign = m.has("ftz"), m.has("NaN"), m.has("xorsign")
+    ftz, nan_mode, xorsign = (m in spec.flags for m in ("ftz", "NaN", "xorsign"))
     ff = fmt(f)
     signbit = ff.dtype(1 << (ff.storage_bits - 1))
 
@@ -401,15 +328,11 @@ def _minmax_nan(a: np.ndarray, b: np.ndarray, f: str) -> np.ndarray:
     return _nan_of(f, [b, a])
 
 
-def _negabs(spec: Spec) -> Semantic:
+def negabs(spec: Spec) -> Semantic:
     op = spec.opcode
-    m = _Mods(spec, [("ftz", ("ftz",))])
-    t = _type(spec, m.types[0], FLOATS)
+    t = spec.types[-1]
     f = PACKED.get(t, t)
-    _check_operands(spec, 1, 1)
-    if m.has("ftz") and f in ("f64", "bf16"):
-        raise _refuse(spec, ".ftz is not defined for ." + t)
-    ftz, ff = m.has("ftz"), fmt(f)
+    ftz, ff = "ftz" in spec.flags, fmt(f)
     signbit = ff.dtype(1 << (ff.storage_bits - 1))
 
     def element(a: np.ndarray) -> np.ndarray:
@@ -424,10 +347,8 @@ def _negabs(spec: Spec) -> Semantic:
     return Semantic(lambda a: (fn(a),), (t,), (t,))
 
 
-def _copysign(spec: Spec) -> Semantic:
-    m = _Mods(spec, [])
-    t = _type(spec, m.types[0], ("f32", "f64"))
-    _check_operands(spec, 1, 2)
+def copysign(spec: Spec) -> Semantic:
+    t = spec.types[-1]
     ff = fmt(t)
     signbit = ff.dtype(1 << (ff.storage_bits - 1))
 
@@ -437,12 +358,8 @@ def _copysign(spec: Spec) -> Semantic:
     return Semantic(run, (t,), (t, t))
 
 
-def _testp(spec: Spec) -> Semantic:
-    if len(spec.mods) != 2 or spec.mods[0] not in TESTS:
-        raise _refuse(spec, f"testp takes one of .{', .'.join(TESTS)} and a type")
-    test = spec.mods[0]
-    t = _type(spec, spec.mods[1], ("f32", "f64"))
-    _check_operands(spec, 1, 1)
+def testp(spec: Spec) -> Semantic:
+    test, t = str(spec.slot("op")), spec.types[-1]
     ff = fmt(t)
 
     def run(a: np.ndarray) -> tuple[np.ndarray]:
@@ -482,28 +399,16 @@ def _bool(op: str | None, t: np.ndarray, c: np.ndarray | None) -> np.ndarray:
     return {"and": t & c, "or": t | c, "xor": t ^ c}[op]
 
 
-def _cmp_mods(spec: Spec, ntypes: int) -> tuple[str, str | None, bool, tuple[str, ...]]:
-    if not spec.mods or spec.mods[0] not in CMP_OPS + ("lo", "ls", "hi", "hs"):
-        raise _refuse(spec, f"{spec.opcode} needs a comparison (.{', .'.join(CMP_OPS)})")
-    rest = Spec(spec.opcode, spec.mods[1:], spec.ndst, spec.nsrc)
-    m = _Mods(rest, [("bool", BOOL_OPS), ("ftz", ("ftz",))], ntypes)
-    return spec.mods[0], m.get("bool"), m.has("ftz"), m.types
+def _cmp_mods(spec: Spec) -> tuple[str, str | None, bool, tuple[str, ...]]:
+    """(comparison, boolean operation or None, .ftz, types) as the row's grammar read them."""
+    return str(spec.slot("CmpOp")), spec.slot("BoolOp"), "ftz" in spec.flags, spec.types
 
 
 def _setp(spec: Spec) -> Semantic:
-    cmp, bop, ftz, (t,) = _cmp_mods(spec, 1)
-    t = _type(spec, t, FLOATS)
+    cmp, bop, ftz, (t,) = _cmp_mods(spec)
     f = PACKED.get(t, t)
-    if cmp not in CMP_OPS:
-        raise _refuse(spec, f".{cmp} compares unsigned integers, not floats")
-    if ftz and f not in ("f32", "f16"):
-        raise _refuse(spec, ".ftz is not defined for ." + t)
-    nsrc = 3 if bop else 2
     # p|q: q is the complement's (scalar f32/f64) or the high half-word's (packed); scalar f16 and
-    # bf16 write p alone (ptxas refuses a q there)
-    if spec.nsrc != nsrc or spec.ndst not in ((1,) if t in ("f16", "bf16") else (1, 2)):
-        raise _refuse(spec, f"takes {'p' if t in ('f16', 'bf16') else 'p or p|q'} and {nsrc} sources, "
-                      f"got {spec.ndst} destinations and {spec.nsrc} sources")
+    # bf16 write p alone (their rows take no q)
     ndst = spec.ndst
 
     def run(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> Arrays:
@@ -522,23 +427,12 @@ def _setp(spec: Spec) -> Semantic:
 #: what ``set`` writes for true, by destination type (false writes zero)
 SET_TRUE = {"u32": 0xFFFFFFFF, "s32": 0xFFFFFFFF, "u16": 0xFFFF, "s16": 0xFFFF,
             "f32": 0x3F800000, "f16": 0x3C00, "bf16": 0x3F80}
-SET_DTYPES = {"f32": ("u32", "s32", "f32", "f16", "bf16"), "f64": ("u32", "s32", "f32", "f16", "bf16"),
-              "f16": ("u16", "s16", "u32", "s32", "f16", "bf16"), "bf16": ("u16", "s16", "u32", "s32", "bf16"),
-              "f16x2": ("f16x2", "u32", "s32"), "bf16x2": ("bf16x2", "u32", "s32")}
+
 
 
 def _set(spec: Spec) -> Semantic:
-    cmp, bop, ftz, (dt, st) = _cmp_mods(spec, 2)
-    nsrc = 3 if bop else 2
-    _check_operands(spec, 1, nsrc)
-    st = _type(spec, st, FLOATS)
+    cmp, bop, ftz, (dt, st) = _cmp_mods(spec)
     f = PACKED.get(st, st)
-    if cmp not in CMP_OPS:
-        raise _refuse(spec, f".{cmp} compares unsigned integers, not floats")
-    if dt not in SET_DTYPES[st]:
-        raise _refuse(spec, f"set.{dt}.{st} is not defined (destinations for .{st}: {', '.join(SET_DTYPES[st])})")
-    if ftz and (f not in ("f32", "f16") or dt in ("bf16", "bf16x2")):
-        raise _refuse(spec, f".ftz is not defined for set.{dt}.{st}")
 
     def test(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> Arrays:
         if st in PACKED:
@@ -564,19 +458,5 @@ def _set(spec: Spec) -> Semantic:
 
 
 def resolve_float_compare(spec: Spec) -> Semantic:
-    """``setp``/``set`` whose source type is a float (the integer family, which resolves these
-    opcodes, hands float comparisons here)."""
-    if spec.opcode not in ("setp", "set"):
-        raise _refuse(spec, "not a comparison")
+    """``setp``/``set`` whose source type is a float."""
     return _setp(spec) if spec.opcode == "setp" else _set(spec)
-
-
-#: The opcodes with float forms.  Those that also have integer forms (add ... max) reach these
-#: resolvers through the integer family, which dispatches them by type; so do setp and set, through
-#: ``resolve_float_compare``.
-RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {
-    "add": _arith, "sub": _arith, "mul": _arith, "fma": _arith, "mad": _arith,
-    "div": _divlike, "rcp": _divlike, "sqrt": _divlike,
-    "min": _minmax, "max": _minmax, "neg": _negabs, "abs": _negabs,
-    "copysign": _copysign, "testp": _testp,
-}

@@ -16,16 +16,11 @@ as ``a + ~b + carry``: ``sub.cc`` sets it when ``a >= b`` (unsigned), and ``subc
 chain (``add.cc`` then ``subc``, ``sub.cc`` then ``addc``) gives what ptxas's code gives on the
 H100 (measured: gpu_check family ``ptx_int``).
 
-**Opcodes shared with floating point.**  ``semantics.FAMILIES`` is searched in order and this
-module comes first, so it is the one dispatcher of every opcode that has integer and float forms:
-``add sub mul mad div abs neg min max`` of a float type go to
-``fragsim.ptx.semantics.floating.RESOLVERS[opcode]``, ``setp``/``set`` comparing floats to
-``floating.resolve_float_compare(spec)``, and ``cvt`` with a float on either side to
-``fragsim.ptx.semantics.convert.RESOLVERS["cvt"]`` (imported when the instruction is resolved; the
-instruction is refused if that module or entry does not exist).  Integer-only ``cvt`` is
-``resolve_integer_cvt(spec)``, which the convert module may call.  ``selp`` and ``slct`` move bits
+**Opcodes shared with floating point.**  The instruction table (``fragsim.ptx.isa``) routes each
+form to its family by its type: the integer forms of ``add sub mul mad div abs neg min max setp set
+cvt`` come here, the float forms go to ``floating``/``convert``.  ``selp`` and ``slct`` move bits
 whatever the type and are resolved here for ``.f32``/``.f64`` too (``slct``'s ``.f32`` selector
-included).  Float-only opcodes (``fma``, ``copysign``, ``testp`` ...) are not keys here.
+included).
 
 **Measured on the H100** (gpu_check family ``ptx_int``), where the PTX ISA leaves it open or the
 H100 departs from it: division and remainder by zero give all ones (``0xffff...``) for every width
@@ -38,7 +33,6 @@ nothing.  An 8-bit destination (``cvt.u8``/``cvt.s8``) in a wider register arriv
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Collection
 
 import numpy as np
@@ -71,75 +65,9 @@ def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
     return UnsupportedInstruction(f"{spec.text}: {why}")
 
 
-def _mods(spec: Spec, allowed: Collection[str]) -> tuple[set[str], list[str]]:
-    """(flags, types in order) of ``spec``; refuses a modifier that is neither a type nor allowed,
-    and one given twice."""
-    flags: set[str] = set()
-    types: list[str] = []
-    for m in spec.mods:
-        if m in TYPES or m in PACKED:
-            types.append(m)
-        elif m in allowed and m not in flags:
-            flags.add(m)
-        elif m in flags:
-            raise _refuse(spec, f".{m} is given twice")
-        else:
-            raise _refuse(spec, f".{m} is not a modifier of {spec.opcode}")
-    return flags, types
-
-
-def _one_type(spec: Spec, types: list[str], choices: Collection[str]) -> str:
-    if len(types) != 1:
-        raise _refuse(spec, f"{spec.opcode} takes one type, got {len(types)}")
-    if types[0] not in choices:
-        raise _refuse(spec, f"{spec.opcode} has no .{types[0]} form (types: "
-                      f"{', '.join('.' + c for c in choices)})")
-    return types[0]
-
-
-def _operands(spec: Spec, ndst: int, nsrc: int) -> None:
-    if (spec.ndst, spec.nsrc) != (ndst, nsrc):
-        raise _refuse(spec, f"takes {ndst} destination and {nsrc} source operands, "
-                      f"the line has {spec.ndst} and {spec.nsrc}")
-
-
-def _one_of(spec: Spec, flags: set[str], group: Collection[str], required: bool) -> str | None:
-    hit = [g for g in group if g in flags]
-    if len(hit) > 1:
-        raise _refuse(spec, f"{' and '.join('.' + h for h in hit)} exclude each other")
-    if required and not hit:
-        raise _refuse(spec, f"{spec.opcode} needs one of {', '.join('.' + g for g in group)}")
-    return hit[0] if hit else None
-
-
-def _is_float(name: str) -> bool:
-    t = TYPES.get(name)
-    # .f32x2 (sm_100) is no register type here: floating refuses it by name
-    return (t is not None and t.kind == "f") or name == "f32x2"
-
-
-def _delegate(spec: Spec, module: str, what: str, entry: Callable[[object], Callable[[Spec], Semantic] | None]
-              ) -> Semantic:
-    name = f"fragsim.ptx.semantics.{module}"
-    try:
-        mod = importlib.import_module(name)
-    except ModuleNotFoundError as e:
-        if e.name != name:
-            raise
-        raise _refuse(spec, f"{what} is not modelled yet ({name} does not exist)") from None
-    resolver = entry(mod)
-    if resolver is None:
-        raise _refuse(spec, f"{what} is not modelled ({name} does not resolve it)")
-    return resolver(spec)
-
-
-def _floating(spec: Spec) -> Semantic:
-    return _delegate(spec, "floating", f"floating-point {spec.opcode}",
-                     lambda m: getattr(m, "RESOLVERS", {}).get(spec.opcode))
-
-
-def _float_types(spec: Spec) -> bool:
-    return any(_is_float(m) for m in spec.mods)
+def _which(flags: Collection[str], group: Collection[str]) -> str | None:
+    """The member of ``group`` among the instruction's modifiers (the row's grammar admits one at most)."""
+    return next((g for g in group if g in flags), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,24 +215,15 @@ _ARITH = tuple(f"{k}{n}" for k in "us" for n in _WIDTHS)
 _CARRY_TYPES = ("u32", "s32", "u64", "s64")
 
 
-def _add_sub(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _floating(spec)
+def add_sub(spec: Spec) -> Semantic:
     sub = spec.opcode == "sub"
-    flags, types = _mods(spec, ("sat", "cc"))
-    t = _one_type(spec, types, _ARITH if sub else (*_ARITH, *PACKED))
-    _operands(spec, 1, 2)
-    if "sat" in flags and "cc" in flags:
-        raise _refuse(spec, ".cc and .sat exclude each other")
+    flags, types = spec.flags, spec.types
+    t = types[-1]
     if "sat" in flags:
-        if t != "s32":
-            raise _refuse(spec, ".sat applies only to .s32")
         sign = -1 if sub else 1
         return Semantic(lambda a, b: (_clamp_s32(_sv(a).astype(np.int64) + sign * _sv(b).astype(np.int64)),),
                         (t,), (t, t))
     if "cc" in flags:
-        if t not in _CARRY_TYPES:
-            raise _refuse(spec, f".cc applies to {', '.join('.' + c for c in _CARRY_TYPES)}")
         if sub:
             return Semantic(lambda a, b: _adc(a, ~b, True), (t, "pred"), (t, t))
         return Semantic(lambda a, b: _adc(a, b, False), (t, "pred"), (t, t))
@@ -319,10 +238,9 @@ def _add_sub(spec: Spec) -> Semantic:
     return Semantic(lambda a, b: (a + b,), (t,), (t, t))
 
 
-def _addc_subc(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("cc",))
-    t = _one_type(spec, types, _CARRY_TYPES)
-    _operands(spec, 1, 2)
+def addc_subc(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
     sub = spec.opcode == "subc"
 
     def fn(a, b, cf):
@@ -332,55 +250,40 @@ def _addc_subc(spec: Spec) -> Semantic:
     return Semantic(lambda a, b, cf: fn(a, b, cf)[:1], (t,), (t, t, "pred"))
 
 
-def _mul(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _floating(spec)
-    flags, types = _mods(spec, ("lo", "hi", "wide"))
-    t = _one_type(spec, types, _ARITH)
-    mode = _one_of(spec, flags, ("lo", "hi", "wide"), required=True)
-    _operands(spec, 1, 2)
+def mul(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
+    mode = _which(flags, ("lo", "hi", "wide"))
     signed = t[0] == "s"
     bits = TYPES[t].bits
     if mode == "wide":
-        if bits == 64:
-            raise _refuse(spec, ".wide applies to 16- and 32-bit types")
         return Semantic(lambda a, b: (_wide(a, b, signed),), (f"{t[0]}{2 * bits}",), (t, t))
     part = 0 if mode == "lo" else 1
     return Semantic(lambda a, b: (_mul_parts(a, b, signed)[part],), (t,), (t, t))
 
 
-def _mad(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _floating(spec)
-    flags, types = _mods(spec, ("lo", "hi", "wide", "sat", "cc"))
-    t = _one_type(spec, types, _ARITH)
-    mode = _one_of(spec, flags, ("lo", "hi", "wide"), required=True)
-    _operands(spec, 1, 3)
+def mad(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
+    mode = _which(flags, ("lo", "hi", "wide"))
     signed = t[0] == "s"
     bits = TYPES[t].bits
     if "sat" in flags:
-        if (mode, t) != ("hi", "s32") or "cc" in flags:
-            raise _refuse(spec, ".sat applies only to mad.hi.s32")
         return Semantic(lambda a, b, c: (_clamp_s32(_sv(_mul_parts(a, b, True)[1]).astype(np.int64)
                                                     + _sv(c).astype(np.int64)),), (t,), (t, t, t))
     if mode == "wide":
-        if bits == 64 or "cc" in flags:
-            raise _refuse(spec, ".wide applies to 16- and 32-bit types, without .cc")
         wt = f"{t[0]}{2 * bits}"
         return Semantic(lambda a, b, c: (_wide(a, b, signed) + c,), (wt,), (t, t, wt))
     part = 0 if mode == "lo" else 1
     if "cc" in flags:
-        if t not in _CARRY_TYPES:
-            raise _refuse(spec, f".cc applies to {', '.join('.' + c for c in _CARRY_TYPES)}")
         return Semantic(lambda a, b, c: _adc(_mul_parts(a, b, signed)[part], c, False), (t, "pred"), (t, t, t))
     return Semantic(lambda a, b, c: (_mul_parts(a, b, signed)[part] + c,), (t,), (t, t, t))
 
 
-def _madc(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("lo", "hi", "cc"))
-    t = _one_type(spec, types, _CARRY_TYPES)
-    mode = _one_of(spec, flags, ("lo", "hi"), required=True)
-    _operands(spec, 1, 3)
+def madc(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
+    mode = _which(flags, ("lo", "hi"))
     signed = t[0] == "s"
     part = 0 if mode == "lo" else 1
 
@@ -400,28 +303,23 @@ def _mul24_product(a: np.ndarray, b: np.ndarray, signed: bool, hi: bool) -> np.n
     return ((p >> 16) if hi else p).astype(np.uint32)
 
 
-def _mul24_mad24(spec: Spec) -> Semantic:
+def mul24_mad24(spec: Spec) -> Semantic:
     mad = spec.opcode == "mad24"
-    flags, types = _mods(spec, ("lo", "hi", "sat") if mad else ("lo", "hi"))
-    t = _one_type(spec, types, ("u32", "s32"))
-    hi = _one_of(spec, flags, ("lo", "hi"), required=True) == "hi"
+    flags, types = spec.flags, spec.types
+    t = types[-1]
+    hi = _which(flags, ("lo", "hi")) == "hi"
     signed = t == "s32"
     if not mad:
-        _operands(spec, 1, 2)
         return Semantic(lambda a, b: (_mul24_product(a, b, signed, hi),), (t,), (t, t))
-    _operands(spec, 1, 3)
     if "sat" in flags:
-        if not (hi and signed):
-            raise _refuse(spec, ".sat applies only to mad24.hi.s32")
         return Semantic(lambda a, b, c: (_clamp_s32(_sv(_mul24_product(a, b, True, True)).astype(np.int64)
                                                     + _sv(c).astype(np.int64)),), (t,), (t, t, t))
     return Semantic(lambda a, b, c: (_mul24_product(a, b, signed, hi) + c,), (t,), (t, t, t))
 
 
-def _sad(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, _ARITH)
-    _operands(spec, 1, 3)
+def sad(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     signed = t[0] == "s"
 
     def fn(a, b, c):
@@ -449,37 +347,26 @@ def _divrem(a: np.ndarray, b: np.ndarray, signed: bool) -> tuple[np.ndarray, np.
     return np.where(zero, ones, q).astype(a.dtype), np.where(zero, ones, r).astype(a.dtype)
 
 
-def _div_rem(spec: Spec) -> Semantic:
-    if spec.opcode == "div" and _float_types(spec):
-        return _floating(spec)
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, _ARITH)
-    _operands(spec, 1, 2)
+def div_rem(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     signed = t[0] == "s"
     part = 0 if spec.opcode == "div" else 1
     return Semantic(lambda a, b: (_divrem(a, b, signed)[part],), (t,), (t, t))
 
 
-def _abs_neg(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _floating(spec)
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("s16", "s32", "s64"))
-    _operands(spec, 1, 1)
+def abs_neg(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     if spec.opcode == "neg":
         return Semantic(lambda a: (a.dtype.type(0) - a,), (t,), (t,))
     return Semantic(lambda a: (np.where(_sv(a) < 0, a.dtype.type(0) - a, a).astype(a.dtype),), (t,), (t,))
 
 
-def _min_max(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _floating(spec)
-    flags, types = _mods(spec, ("relu",))
-    t = _one_type(spec, types, (*_ARITH, *PACKED))
-    _operands(spec, 1, 2)
+def min_max(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
     relu = "relu" in flags
-    if relu and t not in ("s32", "s16x2"):
-        raise _refuse(spec, ".relu applies to .s32 and .s16x2")
     pick = np.minimum if spec.opcode == "min" else np.maximum
     signed = t[0] == "s"
     if t in PACKED:
@@ -503,10 +390,9 @@ def _min_max(spec: Spec) -> Semantic:
 # ---------------------------------------------------------------------------------------------
 # bit manipulation
 
-def _bitcount(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("b32", "b64"))
-    _operands(spec, 1, 1)
+def bitcount(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     if spec.opcode == "popc":
         return Semantic(lambda a: (_popc(a),), ("u32",), (t,))
     if spec.opcode == "clz":
@@ -514,10 +400,9 @@ def _bitcount(spec: Spec) -> Semantic:
     return Semantic(lambda a: (_brev(a),), (t,), (t,))
 
 
-def _bfind(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("shiftamt",))
-    t = _one_type(spec, types, ("u32", "u64", "s32", "s64"))
-    _operands(spec, 1, 1)
+def bfind(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
     signed = t[0] == "s"
     msb = TYPES[t].bits - 1
     shiftamt = "shiftamt" in flags
@@ -549,10 +434,7 @@ def _fns_fn(mask, base, offset):
     return (np.where(found, hit.argmax(axis=-1), 0xFFFFFFFF).astype(np.uint32),)
 
 
-def _fns(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    _one_type(spec, types, ("b32",))
-    _operands(spec, 1, 3)
+def fns(spec: Spec) -> Semantic:
     return Semantic(_fns_fn, ("b32",), ("b32", "u32", "s32"))
 
 
@@ -562,10 +444,9 @@ def _field(b: np.ndarray, w: int) -> np.ndarray:
     return (b & np.uint32(0xFF) if w == 32 else b).astype(np.int64)
 
 
-def _bfe(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("u32", "u64", "s32", "s64"))
-    _operands(spec, 1, 3)
+def bfe(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     w = TYPES[t].bits
     signed = t[0] == "s"
 
@@ -582,10 +463,9 @@ def _bfe(spec: Spec) -> Semantic:
     return Semantic(fn, (t,), (t, "u32", "u32"))
 
 
-def _bfi(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("b32", "b64"))
-    _operands(spec, 1, 4)
+def bfi(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     w = TYPES[t].bits
 
     def fn(a, b, c, d):
@@ -607,11 +487,9 @@ PRMT_MODES = {
 }
 
 
-def _prmt(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, tuple(PRMT_MODES))
-    _one_type(spec, types, ("b32",))
-    mode = _one_of(spec, flags, tuple(PRMT_MODES), required=False)
-    _operands(spec, 1, 3)
+def prmt(spec: Spec) -> Semantic:
+    flags = spec.flags
+    mode = _which(flags, tuple(PRMT_MODES))
     shifts = np.arange(4, dtype=np.uint64)
 
     def fn(a, b, c):
@@ -638,14 +516,11 @@ def _lut3(a, b, c, lut):
     return d
 
 
-def _lop3(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("and", "or"))
-    _one_type(spec, types, ("b32",))
-    op = _one_of(spec, flags, ("and", "or"), required=False)
+def lop3(spec: Spec) -> Semantic:
+    flags = spec.flags
+    op = _which(flags, ("and", "or"))
     if op is None:
-        _operands(spec, 1, 4)
         return Semantic(lambda a, b, c, lut: (_lut3(a, b, c, lut),), ("b32",), ("b32",) * 4)
-    _operands(spec, 2, 5)
 
     def boolop(a, b, c, lut, q):
         d = _lut3(a, b, c, lut)
@@ -654,31 +529,26 @@ def _lop3(spec: Spec) -> Semantic:
     return Semantic(boolop, ("b32", "pred"), ("b32",) * 4 + ("pred",))
 
 
-def _logic(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("pred", "b16", "b32", "b64"))
+def logic(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     if spec.opcode == "not":
-        _operands(spec, 1, 1)
         return Semantic(lambda a: (~a,), (t,), (t,))
-    _operands(spec, 1, 2)
     op = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[spec.opcode]
     return Semantic(lambda a, b: (op(a, b),), (t,), (t, t))
 
 
-def _cnot(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, ("b16", "b32", "b64"))
-    _operands(spec, 1, 1)
+def cnot(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     return Semantic(lambda a: ((a == 0).astype(a.dtype),), (t,), (t,))
 
 
-def _shift(spec: Spec) -> Semantic:
+def resolve_shift(spec: Spec) -> Semantic:
     """Shift counts are unsigned 32-bit; counts at or above the width clamp to the width."""
-    _, types = _mods(spec, ())
+    types = spec.types
     left = spec.opcode == "shl"
-    t = _one_type(spec, types, tuple(f"b{n}" for n in _WIDTHS) if left else
-                  tuple(f"{k}{n}" for k in "bus" for n in _WIDTHS))
-    _operands(spec, 1, 2)
+    t = types[-1]
     if left:
         return Semantic(lambda a, b: (_shl(a, b),), (t,), (t, "u32"))
     if t[0] == "s":
@@ -686,12 +556,10 @@ def _shift(spec: Spec) -> Semantic:
     return Semantic(lambda a, b: (_shr(a, b),), (t,), (t, "u32"))
 
 
-def _shf(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("l", "r", "clamp", "wrap"))
-    _one_type(spec, types, ("b32",))
-    left = _one_of(spec, flags, ("l", "r"), required=True) == "l"
-    clamp = _one_of(spec, flags, ("clamp", "wrap"), required=True) == "clamp"
-    _operands(spec, 1, 3)
+def shf(spec: Spec) -> Semantic:
+    flags = spec.flags
+    left = _which(flags, ("l", "r")) == "l"
+    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
 
     def fn(a, b, c):
         n = np.minimum(c, np.uint32(32)) if clamp else c & np.uint32(31)
@@ -701,11 +569,10 @@ def _shf(spec: Spec) -> Semantic:
     return Semantic(fn, ("b32",), ("b32", "b32", "u32"))
 
 
-def _szext(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("clamp", "wrap"))
-    t = _one_type(spec, types, ("u32", "s32"))
-    clamp = _one_of(spec, flags, ("clamp", "wrap"), required=True) == "clamp"
-    _operands(spec, 1, 2)
+def szext(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
+    t = types[-1]
+    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
 
     def fn(a, b):
         b1 = (b & np.uint32(31)).astype(np.int64)
@@ -716,11 +583,9 @@ def _szext(spec: Spec) -> Semantic:
     return Semantic(fn, (t,), (t, "u32"))
 
 
-def _bmsk(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("clamp", "wrap"))
-    _one_type(spec, types, ("b32",))
-    clamp = _one_of(spec, flags, ("clamp", "wrap"), required=True) == "clamp"
-    _operands(spec, 1, 2)
+def bmsk(spec: Spec) -> Semantic:
+    flags = spec.flags
+    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
 
     def fn(a, b):
         ones = np.full(a.shape, 0xFFFFFFFF, np.uint32)
@@ -740,15 +605,8 @@ def _bmsk(spec: Spec) -> Semantic:
 # ---------------------------------------------------------------------------------------------
 # comparison and selection
 
-_CMP_TYPES = tuple(f"{k}{n}" for k in "bus" for n in _WIDTHS)
-
-
-def _compare(spec: Spec, cmp: str, t: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+def _compare(cmp: str, t: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     kind = t[0]
-    if kind == "b" and cmp not in ("eq", "ne"):
-        raise _refuse(spec, f".{t} compares only with eq, ne")
-    if kind == "s" and cmp in ("lo", "ls", "hi", "hs"):
-        raise _refuse(spec, f".{t} compares with eq ne lt le gt ge (lo ls hi hs are unsigned)")
     op = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
           "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater,
           "hs": np.greater_equal}[cmp]
@@ -763,31 +621,13 @@ def _boolop(op: str | None, t: np.ndarray, c=None) -> np.ndarray:
     return {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op](t, c)
 
 
-def _setp_set(spec: Spec) -> Semantic:
+def setp_set(spec: Spec) -> Semantic:
     setp = spec.opcode == "setp"
-    source_type = next((m for m in reversed(spec.mods) if m in TYPES), None)
-    if source_type is not None and _is_float(source_type):
-        return _delegate(spec, "floating", f"floating-point {spec.opcode}",
-                         lambda m: getattr(m, "resolve_float_compare", None))
-    flags, types = _mods(spec, (*_CMP, *_BOOL))
-    cmp = str(_one_of(spec, flags, _CMP, required=True))
-    op = _one_of(spec, flags, _BOOL, required=False)
-    nsrc = 3 if op else 2
-    if setp:
-        t = _one_type(spec, types, _CMP_TYPES)
-        if spec.ndst not in (1, 2) or spec.nsrc != nsrc:
-            raise _refuse(spec, f"takes p[|q] and {nsrc} source operands, the line has {spec.ndst} "
-                          f"and {spec.nsrc}")
-    else:
-        if len(types) != 2:
-            raise _refuse(spec, "set takes .dtype.stype")
-        dt, t = types
-        if dt not in ("u32", "s32", "f32", "f16", "bf16"):
-            raise _refuse(spec, f"set's destination type is .u32, .s32, .f32, .f16 or .bf16, not .{dt}")
-        if t not in _CMP_TYPES:
-            raise _refuse(spec, f"set has no .{t} source type")
-        _operands(spec, 1, nsrc)
-    compare = _compare(spec, cmp, t)
+    flags, types = spec.flags, spec.types
+    cmp = str(_which(flags, _CMP))
+    op = _which(flags, _BOOL)
+    dt, t = (None, types[-1]) if setp else types
+    compare = _compare(cmp, t)
     src = (t, t, "pred") if op else (t, t)
     if setp:
         def fn_setp(a, b, *c):
@@ -795,6 +635,7 @@ def _setp_set(spec: Spec) -> Semantic:
             p = _boolop(op, r, *c)
             return (p,) if spec.ndst == 1 else (p, _boolop(op, ~r, *c))
         return Semantic(fn_setp, ("pred",) * spec.ndst, src)
+    assert dt is not None
     word = TYPES[dt].dtype.type
     true, false = word(SET_TRUE[dt]), word(0)
 
@@ -803,28 +644,15 @@ def _setp_set(spec: Spec) -> Semantic:
     return Semantic(fn_set, (dt,), src)
 
 
-_SELECT_TYPES = (*_CMP_TYPES, "f32", "f64")
-
-
-def _selp(spec: Spec) -> Semantic:
-    _, types = _mods(spec, ())
-    t = _one_type(spec, types, _SELECT_TYPES)
-    _operands(spec, 1, 3)
+def selp(spec: Spec) -> Semantic:
+    types = spec.types
+    t = types[-1]
     return Semantic(lambda a, b, c: (np.asarray(np.where(c, a, b), a.dtype),), (t,), (t, t, "pred"))
 
 
-def _slct(spec: Spec) -> Semantic:
-    flags, types = _mods(spec, ("ftz",))
-    if len(types) != 2:
-        raise _refuse(spec, "slct takes .dtype.ctype")
+def slct(spec: Spec) -> Semantic:
+    flags, types = spec.flags, spec.types
     dt, ct = types
-    if dt not in _SELECT_TYPES:
-        raise _refuse(spec, f"slct has no .{dt} destination type")
-    if ct not in ("s32", "f32"):
-        raise _refuse(spec, f"slct's selector type is .s32 or .f32, not .{ct}")
-    if "ftz" in flags and ct != "f32":
-        raise _refuse(spec, ".ftz applies to an .f32 selector")
-    _operands(spec, 1, 3)
     ftz = "ftz" in flags
 
     def nonneg(c):
@@ -836,14 +664,11 @@ def _slct(spec: Spec) -> Semantic:
     return Semantic(lambda a, b, c: (np.asarray(np.where(nonneg(c), a, b), a.dtype),), (dt,), (dt, dt, ct))
 
 
-def _dp(spec: Spec) -> Semantic:
+def dp(spec: Spec) -> Semantic:
     two = spec.opcode == "dp2a"
-    flags, types = _mods(spec, ("lo", "hi") if two else ())
-    if len(types) != 2 or any(x not in ("u32", "s32") for x in types):
-        raise _refuse(spec, f"{spec.opcode} takes .atype.btype, each .u32 or .s32")
+    flags, types = spec.flags, spec.types
     at, bt = types
-    half = (_one_of(spec, flags, ("lo", "hi"), required=True) == "hi") if two else False
-    _operands(spec, 1, 3)
+    half = (_which(flags, ("lo", "hi")) == "hi") if two else False
     ct = "u32" if at == bt == "u32" else "s32"
 
     def parts(x, bits, signed):
@@ -863,9 +688,6 @@ def _dp(spec: Spec) -> Semantic:
 # ---------------------------------------------------------------------------------------------
 # conversion among integer types
 
-_CVT_INT = tuple(f"{k}{n}" for k in "us" for n in (8, 16, 32, 64))
-
-
 def _range(t: PtxType) -> tuple[int, int]:
     return (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "s" else (0, (1 << t.bits) - 1)
 
@@ -874,16 +696,11 @@ def resolve_integer_cvt(spec: Spec) -> Semantic:
     """``cvt{.sat}.dtype.atype`` between u8..u64 and s8..s64: the source value (sign- or
     zero-extended by its type) truncated to the destination width, or with ``.sat`` clamped to the
     destination's range (ptxas takes ``.sat`` only where the source range exceeds it)."""
-    flags, types = _mods(spec, ("sat",))
-    if len(types) != 2 or any(x not in _CVT_INT for x in types):
-        raise _refuse(spec, "integer cvt takes .dtype.atype among .u8 .u16 .u32 .u64 .s8 .s16 .s32 .s64")
-    _operands(spec, 1, 1)
+    flags, types = spec.flags, spec.types
     d, a = TYPES[types[0]], TYPES[types[1]]
     dlo, dhi = _range(d)
     alo, ahi = _range(a)
     sat = "sat" in flags
-    if sat and dlo <= alo and ahi <= dhi:
-        raise _refuse(spec, f".sat does not apply: every .{a.name} fits .{d.name}")
     out = _ut(d.bits)
 
     def fn(x):
@@ -901,22 +718,27 @@ def resolve_integer_cvt(spec: Spec) -> Semantic:
     return Semantic(fn, (d.name,), (a.name,))
 
 
-def _cvt(spec: Spec) -> Semantic:
-    if _float_types(spec):
-        return _delegate(spec, "convert", "cvt with a floating-point type",
-                         lambda m: getattr(m, "RESOLVERS", {}).get("cvt"))
-    return resolve_integer_cvt(spec)
+# ---------------------------------------------------------------------------------------------
+# packing conversion
 
+def cvt_pack(spec: Spec) -> Semantic:
+    """``cvt.pack.sat.convertType.s32{.b32}``: ``a`` and ``b`` clamped to ``convertType``'s range,
+    ``b``'s bits in the low ``size`` bits of the result, ``a``'s in the ``size`` above; for the 8-,
+    4- and 2-bit types ``c``'s low bits fill the rest of the word above them (PTX ISA, "cvt.pack").
+    On the H100 ptxas compiles it to one ``I2IP`` per pair."""
+    ct = str(spec.slot("convertType"))
+    size = int(ct[1:])
+    lo, hi = (-(1 << (size - 1)), (1 << (size - 1)) - 1) if ct[0] == "s" else (0, (1 << size) - 1)
+    field = np.uint64((1 << size) - 1)
 
-RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {
-    "add": _add_sub, "sub": _add_sub, "addc": _addc_subc, "subc": _addc_subc,
-    "mul": _mul, "mad": _mad, "madc": _madc, "mul24": _mul24_mad24, "mad24": _mul24_mad24,
-    "sad": _sad, "div": _div_rem, "rem": _div_rem, "abs": _abs_neg, "neg": _abs_neg,
-    "min": _min_max, "max": _min_max,
-    "popc": _bitcount, "clz": _bitcount, "brev": _bitcount, "bfind": _bfind, "fns": _fns,
-    "bfe": _bfe, "bfi": _bfi, "prmt": _prmt, "lop3": _lop3, "szext": _szext, "bmsk": _bmsk,
-    "and": _logic, "or": _logic, "xor": _logic, "not": _logic, "cnot": _cnot,
-    "shl": _shift, "shr": _shift, "shf": _shf,
-    "setp": _setp_set, "set": _setp_set, "selp": _selp, "slct": _slct,
-    "dp4a": _dp, "dp2a": _dp, "cvt": _cvt,
-}
+    def sat(x: np.ndarray) -> np.ndarray:
+        return (np.clip(_sv(x).astype(np.int64), lo, hi).astype(np.uint64)) & field
+
+    if size == 16:
+        return Semantic(lambda a, b: (((sat(a) << np.uint64(16)) | sat(b)).astype(np.uint32),), ("b32",),
+                        ("s32", "s32"))
+
+    def fn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
+        d = (c.astype(np.uint64) << np.uint64(2 * size)) | (sat(a) << np.uint64(size)) | sat(b)
+        return ((d & np.uint64(0xFFFFFFFF)).astype(np.uint32),)
+    return Semantic(fn, ("b32",), ("s32", "s32", "b32"))

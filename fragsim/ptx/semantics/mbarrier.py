@@ -69,6 +69,8 @@ reports it and, going on, the suspended waits return True.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,11 +79,14 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.facts.mbarrier import MBARRIER_BYTES, MBARRIER_MAX_COUNT
 
 from .. import ast as A
-from ..program import Compiler, Op, PtxLoadError
+from ..op import Op, PtxLoadError
 from ..state import (EXITED, RUNNING, SHARED_WINDOW, SUSPENDED, WAITING, WINDOW_BYTES, PtxRuntimeError, State,
                      cluster_shape)
 from ..types import TYPES
-from . import UnsupportedInstruction, control
+from . import UnsupportedInstruction
+
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
 
 U32, B64, PRED = TYPES["u32"], TYPES["b64"], TYPES["pred"]
 
@@ -439,7 +444,7 @@ def _qualifiers(ins: A.Instr) -> tuple[str, set[str], bool]:
     return what, got, space is None
 
 
-def _mbarrier(ins: A.Instr, c: Compiler) -> Op:
+def mbarrier(ins: A.Instr, c: Compiler) -> Op:
     what, flags, generic = _qualifiers(ins)
     no_larger_clusters(ins, c)
     ops = list(ins.operands)
@@ -660,11 +665,11 @@ def cp_async_arrive(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------- barrier.cluster, mapa
 
-def _barrier(ins: A.Instr, c: Compiler) -> Op:
+def build_barrier(ins: A.Instr, c: Compiler) -> Op:
     """barrier.cluster.arrive{.release|.relaxed}{.aligned} / barrier.cluster.wait{.acquire}{.aligned} for a
-    cluster of one CTA; every other bar/barrier form is control's."""
+    cluster of one CTA (bar/barrier{.cta} are control's)."""
     if ins.mods[:1] != ("cluster",):
-        return control.BUILDERS["barrier"](ins, c)
+        raise UnsupportedInstruction(f"{ins.text}: not barrier.cluster; bar/barrier{{.cta}} are semantics/control.py's")
     no_larger_clusters(ins, c)
     what = ins.mods[1] if len(ins.mods) > 1 else ""
     allowed = {"arrive": {"release", "relaxed", "aligned"}, "wait": {"acquire", "aligned"}}.get(what)
@@ -711,7 +716,7 @@ def _barrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", wait, sets_pc=True, kind="barrier", extra={"wake": wake})
 
 
-def _mapa(ins: A.Instr, c: Compiler) -> Op:
+def mapa(ins: A.Instr, c: Compiler) -> Op:
     """mapa{.shared::cluster}.u32|u64 d, a, rank: the address of ``a`` in CTA ``rank`` of the cluster --
     ``a`` itself, the cluster being this CTA alone (rank 0)."""
     mods = [m for m in ins.mods if m != "shared::cluster"]
@@ -733,7 +738,7 @@ def _mapa(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def _getctarank(ins: A.Instr, c: Compiler) -> Op:
+def getctarank(ins: A.Instr, c: Compiler) -> Op:
     """getctarank{.shared::cluster}.u32|u64 d, a: the rank of the CTA whose shared memory ``a`` names: 0."""
     mods = [m for m in ins.mods if m != "shared::cluster"]
     if mods not in (["u32"], ["u64"]) or len(ins.operands) != 2:
@@ -741,6 +746,3 @@ def _getctarank(ins: A.Instr, c: Compiler) -> Op:
     no_larger_clusters(ins, c)
     write = c.writer(ins.operands[0], U32, ins.line)
     return Op(ins, "", lambda s, idx: write(s, idx, np.zeros(len(idx), np.uint32)))
-
-
-BUILDERS = {"mbarrier": _mbarrier, "barrier": _barrier, "mapa": _mapa, "getctarank": _getctarank}

@@ -15,13 +15,18 @@ unspecified: a kernel that depends on it has a race).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import ast as A
-from ..program import Compiler, Op, PtxLoadError
+from ..op import Op, PtxLoadError
 from ..state import State
 from ..types import TYPES, PtxType
 from . import Spec, UnsupportedInstruction, floating
+
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
 
 SPACES = ("global", "shared", "local", "param", "const")
 #: Qualifiers with no effect on values in a sequential simulation (their prefixes for the
@@ -77,7 +82,7 @@ def _address(ins: A.Instr, c: Compiler, operand, space: str | None):
     return read, space if space is not None else implied
 
 
-def _ld(ins: A.Instr, c: Compiler) -> Op:
+def ld(ins: A.Instr, c: Compiler) -> Op:
     space, n, t = _parse(ins)
     if len(ins.operands) != 2:
         raise PtxLoadError(f"line {ins.line}: {ins.text} d, [a] takes two operands")
@@ -96,7 +101,7 @@ def _ld(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, extra={"space": space, "width": width})
 
 
-def _st(ins: A.Instr, c: Compiler) -> Op:
+def st(ins: A.Instr, c: Compiler) -> Op:
     space, n, t = _parse(ins)
     if len(ins.operands) != 2:
         raise PtxLoadError(f"line {ins.line}: {ins.text} [a], b takes two operands")
@@ -147,7 +152,7 @@ def _int_op(op: str, t: PtxType):
 
 #: atom.add.f32 / red.add.f32 (PTX ISA: "rounds to nearest even and flushes subnormal inputs and
 #: results to sign-preserving zero"; the H100 runs it as RED/ATOM .ADD.F32.FTZ.RN): add.rn.ftz.f32.
-_F32_ADD = floating.RESOLVERS["add"](Spec("add", ("rn", "ftz", "f32"), 1, 2)).fn
+_F32_ADD = floating.arith(Spec("add", ("rn", "ftz", "f32"), 1, 2)).fn
 
 
 def _f32_add(a, b, _):
@@ -203,8 +208,11 @@ def _atom(ins: A.Instr, c: Compiler, red: bool) -> Op:
     return Op(ins, "", run, extra={"space": space, "width": width})
 
 
-BUILDERS = {
-    "ld": _ld, "ldu": _ld, "st": _st,
-    "atom": lambda ins, c: _atom(ins, c, red=False),
-    "red": lambda ins, c: _atom(ins, c, red=True),
-}
+def atom(ins: A.Instr, c: Compiler) -> Op:
+    """atom{.sem}{.scope}{.space}.op.type d, [a], b{, c}: the old value to d."""
+    return _atom(ins, c, red=False)
+
+
+def red(ins: A.Instr, c: Compiler) -> Op:
+    """red{.sem}{.scope}{.space}.op.type [a], b: atom without the old value."""
+    return _atom(ins, c, red=True)

@@ -15,6 +15,8 @@ the rest with zeros.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -28,10 +30,13 @@ from fragsim.sim.smem import matrix_movement
 
 from .. import ast as A
 from ..memory import put_bytes
-from ..program import Compiler, Op, PtxLoadError
+from ..op import Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
+
+if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
+    from ..program import Compiler
 
 B32, U32, U64 = TYPES["b32"], TYPES["u32"], TYPES["u64"]
 #: Warps of one mma.sync step from which the arithmetic runs on numba's thread pool.
@@ -91,7 +96,7 @@ def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int
     return w, rows, s.cta[s.cols(idx)].reshape(w, WARP_LANES)[:, 0]
 
 
-def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
+def ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     op = _matrix_entry(ins)
     d, a = ins.operands
     if not isinstance(a, A.Addr):
@@ -129,7 +134,7 @@ def _ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, collective=True, extra={"shared_op": op})
 
 
-def _stmatrix(ins: A.Instr, c: Compiler) -> Op:
+def stmatrix(ins: A.Instr, c: Compiler) -> Op:
     op = _matrix_entry(ins)
     a, v = ins.operands
     if not isinstance(a, A.Addr):
@@ -153,7 +158,7 @@ def _stmatrix(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------------------ movmatrix
 
-def _movmatrix(ins: A.Instr, c: Compiler) -> Op:
+def movmatrix(ins: A.Instr, c: Compiler) -> Op:
     if ins.mods != ("sync", "aligned", "m8n8", "trans", "b16"):
         raise UnsupportedInstruction(f"{ins.text}: modelled is movmatrix.sync.aligned.m8n8.trans.b16")
     from fragsim.sim.movmatrix import movmatrix
@@ -279,7 +284,7 @@ def mma_batches(ops: list[Op]) -> dict[int, MmaBatch]:
     return out
 
 
-def _mma(ins: A.Instr, c: Compiler) -> Op:
+def mma(ins: A.Instr, c: Compiler) -> Op:
     name = ".".join(m for m in ins.mods if m not in ("sync", "aligned"))
     try:
         form = lookup(name)
@@ -339,7 +344,7 @@ def _mma(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------------------- cp.async
 
-def _cp(ins: A.Instr, c: Compiler) -> Op:
+def cp(ins: A.Instr, c: Compiler) -> Op:
     mods = ins.mods
     if mods[:1] != ("async",):
         raise UnsupportedInstruction(f"{ins.text}: only cp.async is modelled (not cp.async.bulk or cp.reduce)")
@@ -502,7 +507,7 @@ def whole_warpgroups(s: State, idx: np.ndarray, ins: A.Instr) -> int:
     return len(idx) // THREADS
 
 
-def _wgmma(ins: A.Instr, c: Compiler) -> Op:
+def wgmma(ins: A.Instr, c: Compiler) -> Op:
     what = ins.mods[0] if ins.mods else ""
     if what in ("fence", "commit_group", "wait_group"):
         # D is computed when the mma issues (a race-free kernel reads it only after the wait that
@@ -571,6 +576,3 @@ def _wgmma(ins: A.Instr, c: Compiler) -> Op:
         for k, w in enumerate(writers):
             w(s, idx, out[:, k])
     return Op(ins, "", run, collective=True, extra={"form": form})
-
-
-BUILDERS = {"wgmma": _wgmma, "ldmatrix": _ldmatrix, "stmatrix": _stmatrix, "movmatrix": _movmatrix, "mma": _mma, "cp": _cp}

@@ -28,7 +28,6 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 
-from ..types import TYPES
 from . import Semantic, Spec, UnsupportedInstruction
 
 _LANES = np.arange(WARP_LANES, dtype=np.int64)
@@ -41,27 +40,6 @@ _SEGMASK_SHIFT = 8
 
 def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
     return UnsupportedInstruction(f"{spec.text}: {why}")
-
-
-def _split(spec: Spec, modes: tuple[str, ...], types: tuple[str, ...], needs_sync: bool = True
-           ) -> tuple[str, str]:
-    """(mode, type) of ``spec``: exactly one of ``modes``, one of ``types``, ``.sync`` present."""
-    mods = list(spec.mods)
-    if needs_sync:
-        if "sync" not in mods:
-            raise _refuse(spec, f"{spec.opcode} without .sync is not supported on sm_70 and later (use "
-                          f"{spec.opcode}.sync)")
-        mods.remove("sync")
-    mode = [m for m in mods if m in modes]
-    typ = [m for m in mods if m in TYPES]
-    rest = [m for m in mods if m not in modes and m not in TYPES]
-    if rest:
-        raise _refuse(spec, f".{rest[0]} is not a modifier of {spec.opcode}")
-    if len(mode) != 1:
-        raise _refuse(spec, f"{spec.opcode} needs one of {', '.join('.' + m for m in modes)}")
-    if len(typ) != 1 or typ[0] not in types:
-        raise _refuse(spec, f"{spec.opcode}.{mode[0]} takes {' or '.join('.' + t for t in types)}")
-    return mode[0], typ[0]
 
 
 def _operands(spec: Spec, ndst: tuple[int, ...], nsrc: int) -> None:
@@ -105,17 +83,15 @@ def _shfl_fn(mode: str, with_pred: bool) -> Callable[..., tuple]:
     return fn
 
 
-def _shfl(spec: Spec) -> Semantic:
-    mode, _ = _split(spec, ("up", "down", "bfly", "idx"), ("b32",))
+def shfl(spec: Spec) -> Semantic:
+    mode = str(spec.slot("mode"))
     _operands(spec, (1, 2), 4)
     pred = spec.ndst == 2
     return Semantic(_shfl_fn(mode, pred), ("b32", "pred") if pred else ("b32",), ("b32",) * 4, warp=True)
 
 
-def _vote(spec: Spec) -> Semantic:
-    mode, typ = _split(spec, ("all", "any", "uni", "ballot"), ("pred", "b32"))
-    if (mode == "ballot") != (typ == "b32"):
-        raise _refuse(spec, "vote.ballot takes .b32, vote.all/.any/.uni take .pred")
+def resolve_vote(spec: Spec) -> Semantic:
+    mode, typ = str(spec.slot("mode", "ballot")), spec.types[-1]
     _operands(spec, (1,), 2)
 
     def fn(mask, a, membermask):
@@ -132,8 +108,8 @@ def _vote(spec: Spec) -> Semantic:
     return Semantic(fn, (typ,), ("pred", "b32"), warp=True)
 
 
-def _match(spec: Spec) -> Semantic:
-    mode, typ = _split(spec, ("any", "all"), ("b32", "b64"))
+def resolve_match(spec: Spec) -> Semantic:
+    mode, typ = ("all" if spec.has("all") else "any"), spec.types[-1]
     _operands(spec, (1, 2) if mode == "all" else (1,), 2)
     pred = spec.ndst == 2
 
@@ -147,18 +123,8 @@ def _match(spec: Spec) -> Semantic:
     return Semantic(fn, ("b32", "pred") if pred else ("b32",), (typ, "b32"), warp=True)
 
 
-_REDUX = {
-    "add": ("u32", "s32"), "min": ("u32", "s32"), "max": ("u32", "s32"),
-    "and": ("b32",), "or": ("b32",), "xor": ("b32",),
-}
-
-
-def _redux(spec: Spec) -> Semantic:
-    if "f32" in spec.mods:
-        raise _refuse(spec, "redux.sync on .f32 needs sm_100a; fragsim models sm_80 and sm_90")
-    op, typ = _split(spec, tuple(_REDUX), ("u32", "s32", "b32"))
-    if typ not in _REDUX[op]:
-        raise _refuse(spec, f"redux.sync.{op} takes {' or '.join('.' + t for t in _REDUX[op])}")
+def redux(spec: Spec) -> Semantic:
+    op, typ = spec.slot("op"), spec.types[-1]
     _operands(spec, (1,), 2)
 
     def fn(mask, a, membermask):
@@ -177,17 +143,10 @@ def _redux(spec: Spec) -> Semantic:
     return Semantic(fn, (typ,), (typ, "b32"), warp=True)
 
 
-def _elect(spec: Spec) -> Semantic:
-    if spec.mods != ("sync",):
-        raise _refuse(spec, "elect takes exactly .sync")
+def elect(spec: Spec) -> Semantic:
     _operands(spec, (2,), 1)
 
     def fn(mask, membermask):
         leader = np.where(mask.any(axis=-1), mask.argmax(axis=-1), 0).astype(np.uint32)
         return _broadcast(leader), mask & (_LANES == leader[..., None])
     return Semantic(fn, ("b32", "pred"), ("b32",), warp=True)
-
-
-RESOLVERS: dict[str, Callable[[Spec], Semantic]] = {
-    "shfl": _shfl, "vote": _vote, "match": _match, "redux": _redux, "elect": _elect,
-}

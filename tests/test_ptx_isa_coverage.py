@@ -1,0 +1,52 @@
+"""The instruction table and the GPU recordings agree: every bit-exact row of the PTX families has
+recorded GPU cases, every recorded variant is a form of a row, and the support page is the table's."""
+
+import os
+import subprocess
+import sys
+
+from fragsim.gpu_check.ptx_coverage import recorded
+from fragsim.ptx.isa import support, table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data", "ptx")
+FAMILIES = ("ptx_int", "ptx_float", "ptx_cvt")
+
+
+def test_every_recorded_variant_is_admitted_by_a_row():
+    _, orphans = support.coverage(recorded(DATA))
+    assert orphans == []
+
+
+def test_every_bit_exact_row_of_the_ptx_families_has_recorded_gpu_cases():
+    cov, _ = support.coverage(recorded(DATA))
+    uncovered = [r.syntax.text for i, r in enumerate(table.ROWS)
+                 if r.status.level == "bit-exact" and r.status.family in FAMILIES and i not in cov]
+    assert uncovered == []
+
+
+def test_a_row_is_covered_only_by_variants_it_admits():
+    cov, _ = support.coverage(recorded(DATA))
+    for i, c in cov.items():
+        row = table.ROWS[i]
+        assert all(row.syntax.match(tuple(v.split(".")[1:])) is not None for v in c.variants)
+
+
+def test_the_docs_support_page_is_generated_from_the_table():
+    out = subprocess.run([sys.executable, "-m", "fragsim", "run", "--instructions", "--markdown"],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    with open(os.path.join(ROOT, "docs", "instructions.md")) as f:
+        assert f.read() == out, "docs/instructions.md is stale: fragsim run --instructions --markdown > docs/instructions.md"
+
+
+def test_the_listing_filters_rows():
+    text = support.listing("bfind")
+    assert "bfind{.shiftamt}.type" in text and "add.type" not in text
+    assert support.listing("no-such-thing") == "no instruction matches 'no-such-thing'"
+
+
+def test_an_unvalidated_row_has_no_recording_yet():
+    """Once the GPU has run a row's forms, its status says bit-exact."""
+    cov, _ = support.coverage(recorded(DATA))
+    stale = [r.syntax.text for i, r in enumerate(table.ROWS) if r.status.level == "unvalidated" and i in cov]
+    assert stale == []
