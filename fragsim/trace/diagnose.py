@@ -1,4 +1,4 @@
-"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.ptx.trace_report``), in the words of
+"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.trace.report``), in the words of
 ``fragsim check``, and its verification on the kernel.
 
 mma.sync operands: the CTA runs again (one run per pass) with an observer that follows, for the
@@ -30,17 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from fragsim.facts.hardware import WARP_LANES
 from fragsim.check.report import Finding
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.ptx import ast as A
 
-from . import ast as A
-from .trace_checks import Analysis
-from .trace_ids import NONE, combine
-from .trace_operands import operand_names, wgmma_operands
-from .trace_passes import Launch
-from .trace_report import elements
-from .trace_result import BadMma
-from .trace_suspects import Suspect
+from .checks import Analysis
+from .ids import NONE, combine
+from .operands import operand_names, wgmma_operands
+from .passes import Launch
+from .report import elements
+from .result import BadMma
+from .suspects import Suspect
 
 #: Pitches tried beyond the line's own: up to this many 16-byte paddings.
 PADDINGS = 8
