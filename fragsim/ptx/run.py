@@ -213,7 +213,8 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
-    about the run's events (``fragsim.ptx.observe``).  ``check``: look for kernel bugs while running
+    about the run's events (``fragsim.ptx.observe``: their ``on_<kind>`` methods; one that names no
+    event kind is a TypeError).  ``check``: look for kernel bugs while running
     (``fragsim.ptx.checks``): True/"stop" stops at the first with a ``KernelIssue``, "continue" lists
     them all in ``Run.issues``; add "uninitialized" (``"continue,uninitialized"``) for reads of shared
     memory nothing wrote.  ``report``: collect the shared-memory traffic
@@ -298,10 +299,10 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
         checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
         checker.install()
     traffic = Traffic(module, program) if report else None
-    state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
     if checker is not None:
         state.checker = checker
-        state.observers = (checker, *state.observers)
+    state.attach(((checker,) if checker is not None else ()) + tuple(observers)
+                 + ((traffic,) if traffic is not None else ()))
     steps = execute(program, state, max_steps=max_steps)
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
     run.issues = None if checker is None else checker.issues

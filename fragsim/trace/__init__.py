@@ -28,7 +28,7 @@ from .args import gemm_shape, parse_matrix
 from .checks import Analysis
 from .diagnose import diagnose as explain
 from .ids import CODES
-from .passes import Launch, Observer, Tracing, make_plan
+from .passes import Launch, PassObserver, Tracing, make_plan
 from .report import first_bad, fragment_report
 from .result import Trace
 from .stores import EXACT, out_formats
@@ -63,7 +63,7 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     launch = Launch(module, entry.name, grid, block, dynamic_smem, arch, approx, max_steps, args, tracing, lines)
     outputs = []
     for p in range(plan.passes):
-        pargs = launch.run(p, ctas, [Observer(tracing, p)])
+        pargs = launch.run(p, ctas, [PassObserver(tracing, p)])
         tracing.end_pass(p)
         if 0 <= p - plan.d_first < plan.d_digits:
             outputs.append(launch.output(pargs))

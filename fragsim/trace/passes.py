@@ -28,13 +28,15 @@ import numpy as np
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.wgmma import THREADS
 from fragsim.ptx.memory import Buffer
+from fragsim.ptx.observe import Mma, Observer, Wgmma
 from fragsim.ptx.run import run_kernel
+from fragsim.ptx.state import State
 
 from .args import MatrixArg, array_of
 from .ids import NONE, IdCode, agree, combine, digit, ndigits, one_value
 from .operands import operand_elements, pack_words, wgmma_operands
 
-__all__ = ["Plan", "make_plan", "Event", "Tracing", "Observer", "Launch"]
+__all__ = ["Plan", "make_plan", "Event", "Tracing", "PassObserver", "Launch"]
 
 
 #: Per pass, the per-element identities of this many inconsistent mma's are kept for the report.
@@ -249,23 +251,24 @@ class Tracing:
         return out[1], out[0]                # k, cols
 
 
-class Observer:
-    """Watches one pass: tells the tracing each mma (``mma`` and ``wgmma`` events, fragsim/ptx/observe.py)."""
+class PassObserver(Observer):
+    """Watches one pass: tells the tracing each mma (``Mma`` and ``Wgmma`` events, fragsim.ptx.observe)."""
 
     def __init__(self, tracing: Tracing, p: int):
         self.t, self.p, self.n = tracing, p, 0
 
-    def on_mma(self, s, idx, form, a, b, c, result) -> None:
-        result["d"] = self.t.step(s, idx, form, operand_elements(form, "A", a), operand_elements(form, "B", b), c,
-                                  self.p, self.n, WARP_LANES)
+    def on_mma(self, s: State, e: Mma) -> None:
+        form = e.form
+        e.result["d"] = self.t.step(s, e.idx, form, operand_elements(form, "A", e.a), operand_elements(form, "B", e.b),
+                                    e.c, self.p, self.n, WARP_LANES)
         self.n += 1
 
-    def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
+    def on_wgmma(self, s: State, e: Wgmma) -> None:
         try:
-            A_, B_ = wgmma_operands(form, a, b, smem, trans_a, trans_b)
-        except ValueError as e:
-            raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {e}") from None
-        result["d"] = self.t.step(s, idx, form, A_, B_, c, self.p, self.n, THREADS)
+            A_, B_ = wgmma_operands(e.form, e.a, e.b, e.smem, e.trans_a, e.trans_b)
+        except ValueError as err:
+            raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {err}") from None
+        e.result["d"] = self.t.step(s, e.idx, e.form, A_, B_, e.c, self.p, self.n, THREADS)
         self.n += 1
 
 
