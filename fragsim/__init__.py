@@ -39,7 +39,7 @@ _LAZY = {
     "check_tma_wgmma": ("fragsim.check.tma_wgmma", "check_tma_wgmma"),
     "run_kernel": ("fragsim.ptx.run", "run_kernel"),
     "Buffer": ("fragsim.ptx.memory", "Buffer"),
-    "trace_fragments": ("fragsim.ptx.trace", "trace_fragments"),
+    "trace_fragments": ("fragsim.trace", "trace_fragments"),
     "TensorMap": ("fragsim.tma", "TensorMap"),
     "tma_load": ("fragsim.tma", "tma_load"),
     "tma_store": ("fragsim.tma", "tma_store"),

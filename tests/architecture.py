@@ -91,7 +91,7 @@ def room(module: str) -> str:
 
 #: The package's rooms (folders); a module directly in fragsim/ is a room of its own.
 ROOMS = ("fragsim.facts", "fragsim.instructions", "fragsim.layout", "fragsim.sim", "fragsim.arith", "fragsim.banks",
-         "fragsim.tma", "fragsim.search", "fragsim.check", "fragsim.ptx", "fragsim.cli", "fragsim.viz",
+         "fragsim.tma", "fragsim.search", "fragsim.check", "fragsim.ptx", "fragsim.trace", "fragsim.cli", "fragsim.viz",
          "fragsim.gpu_check")
 
 

@@ -28,6 +28,15 @@ def test_no_room_takes_a_private_name_of_another():
     assert A.private_borrowings() == []
 
 
+def test_fragment_tracing_sits_above_the_machine_and_the_checker():
+    """fragsim.trace runs kernels (ptx) and explains with fragsim check's diagnosis (check); neither of
+    those rooms imports it."""
+    wrong = [f"{e.source}:{e.line} imports {e.target}" for e in A.imports()
+             if A.room(e.source) in ("fragsim.ptx", "fragsim.check") and A.room(e.target) == "fragsim.trace"]
+    assert wrong == []
+    assert {A.room(e.target) for e in A.imports() if A.room(e.source) == "fragsim.trace"} >= {"fragsim.ptx", "fragsim.check"}
+
+
 def test_the_model_never_imports_the_pictures_the_gpu_check_or_the_command_line():
     wrong = [f"{e.source}:{e.line} imports {e.target}" for e in A.imports()
              if A.room(e.source) not in UPPER and A.room(e.target) in UPPER and DOORS.get(e.source) != e.target]

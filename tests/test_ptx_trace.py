@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fragsim.ptx import trace_ids as T
-from fragsim.ptx.trace_passes import make_plan
-from fragsim.ptx.trace import trace_fragments
+from fragsim.trace import ids as T
+from fragsim.trace import trace_fragments
+from fragsim.trace.passes import make_plan
 
 DATA = Path(__file__).parent / "data" / "ptx"
 TRACE = DATA / "trace"

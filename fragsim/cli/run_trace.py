@@ -58,7 +58,7 @@ def picture(bad, path: str) -> bool:
 
 
 def run_trace(args, values: list, ctas, dims) -> int:
-    from fragsim.ptx.trace import trace_fragments
+    from fragsim.trace import trace_fragments
 
     spec = roles(args.trace)
     out = args.out

@@ -92,9 +92,11 @@ from fragsim.facts.hardware import MATRIX_ROW_BYTES, WARP_LANES, WARPGROUP_WARPS
 from fragsim.ranges import format_ranges
 
 from . import ast as A
+from .observe import (BarArrive, BarRelease, BulkIssue, BulkLand, BulkRead, CpLand, MbarrierArrive, MbarrierWait, Observer,
+                      SharedAccess, SharedStore, WarpSync)
 from .program import Compiler, var_bytes
 from .shadow import ALL_LANES, MAX_CELL, Shadow
-from .state import EXITED, RUNNING, WAITING, PtxRuntimeError, SkipThreads
+from .state import EXITED, RUNNING, WAITING, PtxRuntimeError, SkipThreads, State
 
 KINDS: dict[str, str] = {
     "out_of_bounds": "an access outside every global buffer, beyond the CTA's shared memory or the thread's stack",
@@ -287,7 +289,7 @@ class _Warpgroup:
     touched: set = field(default_factory=set)      # wgmma registers accessed since the last fence
 
 
-class Checker:
+class Checker(Observer):
     """The checks of one run: an observer of the machine's events (``fragsim.ptx.observe``) that also
     takes the faults ``State.fault`` routes to it, and wraps the instructions it must see before they
     run (warp-collective ones, wgmma and its registers).  ``issues``: the findings."""
@@ -305,7 +307,7 @@ class Checker:
         self.files = program.module.files
         self.shadow = Shadow(state, cell_bytes(program))
         self.warpgroups: dict[int, _Warpgroup] = {}
-        self._store: tuple | None = None           # the bytes of the st the next shared event is
+        self._store: tuple | None = None           # the bytes of the st the next SharedAccess is
         self._compiler: Compiler | None = None
         self._aligned_pc = np.array([op.kind == "barrier" and (op.instr.opcode == "bar" or "aligned" in op.instr.mods)
                                      for op in program.ops] + [False])
@@ -373,10 +375,11 @@ class Checker:
 
     # ---- shared memory events ------------------------------------------------------------------------
 
-    def on_shared_store(self, s, idx, addrs, data) -> None:
-        self._store = (idx, data)
+    def on_shared_store(self, s: State, e: SharedStore) -> None:
+        self._store = (e.idx, e.data)
 
-    def on_shared(self, s, idx, addrs, width, write) -> None:
+    def on_shared_access(self, s: State, e: SharedAccess) -> None:
+        idx, addrs, width, write = e.idx, e.addrs, e.width, e.write
         opcode = s.op.instr.opcode
         if opcode == "wgmma":                  # its descriptor reads are recorded before it runs
             return
@@ -430,25 +433,22 @@ class Checker:
             return (mine(j) == theirs).all(axis=1)
         return same
 
-    def on_cp_land(self, s, idx, flat, width) -> None:
+    def on_cp_land(self, s: State, e: CpLand) -> None:
         sh = self.shadow
-        X = sh.cells(flat // sh.nbytes, flat % sh.nbytes, width)
-        t = np.repeat(idx, X.shape[1])
+        X = sh.cells(e.flat // sh.nbytes, e.flat % sh.nbytes, e.width)
+        t = np.repeat(e.idx, X.shape[1])
         sh.land(X.reshape(-1), sh.t_cw[t], sh.t_tid[t])
 
-    def on_bulk_land(self, s, idx, flat, cta=None, addr=None, phase=None) -> None:
+    def on_bulk_land(self, s: State, e: BulkLand) -> None:
         sh = self.shadow
-        X = np.unique(flat // sh.nbytes * sh.ncell + flat % sh.nbytes // sh.G)
-        if cta is None:
-            sh.bulk(X)
-        else:
-            sh.bulk_write(X, int(idx[0]), (int(cta), int(addr), int(phase)))
+        X = np.unique(e.flat // sh.nbytes * sh.ncell + e.flat % sh.nbytes // sh.G)
+        sh.bulk_write(X, int(e.idx[0]), (int(e.cta), int(e.addr), int(e.phase)))
 
-    def on_mbarrier_arrive(self, s, idx, cta, addr, phase) -> None:
-        self.shadow.mb_arrive(idx, (int(cta), int(addr)), np.broadcast_to(np.asarray(phase), idx.shape))
+    def on_mbarrier_arrive(self, s: State, e: MbarrierArrive) -> None:
+        self.shadow.mb_arrive(e.idx, (int(e.cta), int(e.addr)), np.broadcast_to(np.asarray(e.phase), e.idx.shape))
 
-    def on_mbarrier_wait(self, s, idx, cta, addr, phase) -> None:
-        self.shadow.mb_wait(idx, (int(cta), int(addr), int(phase)))
+    def on_mbarrier_wait(self, s: State, e: MbarrierWait) -> None:
+        self.shadow.mb_wait(e.idx, (int(e.cta), int(e.addr), int(e.phase)))
 
     def _bulk_cells(self, idx, flat):
         """(cells, their thread, the first shared address, bytes) of a bulk copy's shared bytes."""
@@ -457,16 +457,18 @@ class Checker:
         t = np.repeat(idx[:1], len(X))
         return X, t, np.array([int(flat.min()) % sh.nbytes]), len(flat)
 
-    def on_bulk_issue(self, s, idx, flat) -> None:
+    def on_bulk_issue(self, s: State, e: BulkIssue) -> None:
         """A bulk or tensor copy into shared memory issues: its bytes are in flight until they land."""
+        idx, flat = e.idx, e.flat
         sh = self.shadow
         X, t, a, n = self._bulk_cells(idx, flat)
         h = sh.write(X, sh.t_cw[t], sh.t_tid[t], sh.t_bit[t], s.op.line, False, None, issue=True)
         if h.any():
             self._hazards(h, X, np.zeros(len(X), np.int64), idx[:1], a, n, True, s.op.line, "bulk")
 
-    def on_bulk_read(self, s, idx, flat) -> None:
+    def on_bulk_read(self, s: State, e: BulkRead) -> None:
         """A bulk or tensor copy (or reduction) to global memory reads shared bytes through the async proxy."""
+        idx, flat = e.idx, e.flat
         sh = self.shadow
         X, t, a, n = self._bulk_cells(idx, flat)
         line = s.op.line
@@ -575,12 +577,12 @@ class Checker:
 
     # ---- barriers --------------------------------------------------------------------------------------
 
-    def on_bar_arrive(self, s, idx, barrier, count, wait) -> None:
-        self.shadow.arrive(idx, barrier)
+    def on_bar_arrive(self, s: State, e: BarArrive) -> None:
+        self.shadow.arrive(e.idx, e.barrier)
 
-    def on_bar_release(self, s, idx) -> None:
-        self._aligned_barriers(s, idx)
-        self.shadow.release(idx, s.barrier[idx])
+    def on_bar_release(self, s: State, e: BarRelease) -> None:
+        self._aligned_barriers(s, e.idx)
+        self.shadow.release(e.idx, s.barrier[e.idx])
 
     def _aligned_barriers(self, s, idx) -> None:
         """``bar.sync`` (``barrier.sync.aligned``) is .aligned: the live lanes of a warp that a barrier
@@ -616,8 +618,8 @@ class Checker:
                         f"{ins.text} is .aligned: every lane of the warp that has not exited executes the same "
                         f"barrier instruction{split}{'; ' + missing if missing else ''}")
 
-    def on_warp_sync(self, s, idx) -> None:
-        self.shadow.warp_sync(idx)
+    def on_warp_sync(self, s: State, e: WarpSync) -> None:
+        self.shadow.warp_sync(e.idx)
 
     def deadlock(self, program, s) -> None:
         """No thread can run and some wait: one finding per barrier waited at (who waits where); then,

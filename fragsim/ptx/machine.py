@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .observe import BarRelease, GuardOff
 from .program import Program
 from .semantics.tensor import mma_batches
 from .state import BARRIERS, EXITED, RUNNING, WAITING, PtxRuntimeError, State
@@ -81,7 +82,7 @@ def execute(program: Program, s: State, max_steps: int = MAX_STEPS) -> int:
             pc[skipped] += 1
             if s.observers and len(skipped):
                 s.op = op
-                s.emit("guard_off", idx, off=g if negated else ~g)
+                s.emit(GuardOff(idx, off=g if negated else ~g))
         if len(act):
             s.op = op
             op.run(s, act)
@@ -129,7 +130,7 @@ def converged(ops: list, batches: dict, s: State, idx: np.ndarray, cur: int, ste
                 act = idx[~g] if negated else idx[g]
             if s.observers and act is not idx:
                 s.op = op
-                s.emit("guard_off", idx, off=g if negated else ~g)
+                s.emit(GuardOff(idx, off=g if negated else ~g))
         if kind == "branch":                     # a branch moves its threads to its target, nothing else
             cur = op.target if act is not None else cur + 1
         else:
@@ -181,7 +182,7 @@ def release(program: Program, s: State, force: bool = False) -> bool:
         return False
     go = waiting[free[key]]
     if s.observers and len(go):
-        s.emit("bar_release", go)               # s.barrier[go] still names their barriers
+        s.emit(BarRelease(go))                  # s.barrier[go] still names their barriers
     s.status[go] = RUNNING
     s.barrier[go] = -1
     for k in np.flatnonzero(free).tolist():

@@ -62,7 +62,8 @@ class Run:
         return None if self.shared is None else self.shared.totals
 
 
-def _dims(value, name: str) -> tuple[int, int, int]:
+def launch_dims(value, name: str) -> tuple[int, int, int]:
+    """A grid or block (``name`` says which, for errors) as (x, y, z): an int or 1-3 positive ints."""
     if isinstance(value, (numbers.Integral,)) and not isinstance(value, bool):
         value = (int(value),)
     if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3:
@@ -90,7 +91,8 @@ def _cta(c, g: tuple[int, int, int]) -> tuple[int, int, int]:
     return c3  # type: ignore[return-value]
 
 
-def _module(ptx) -> A.Module:
+def load_module(ptx) -> A.Module:
+    """``ptx`` (PTX text, the path of a .ptx file, or a parsed module) as a parsed module."""
     from .parse import parse
     if isinstance(ptx, A.Module):
         return ptx
@@ -107,7 +109,8 @@ def _module(ptx) -> A.Module:
     return parse(ptx)
 
 
-def _entry(module: A.Module, kernel) -> A.Function:
+def find_entry(module: A.Module, kernel) -> A.Function:
+    """The ``.entry`` named ``kernel`` (or a plain C++ name inside one mangled name; None: the only one)."""
     entries = module.entries
     if kernel is None:
         if len(entries) != 1:
@@ -210,7 +213,8 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
 
     ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
-    about the run's events (``fragsim.ptx.observe``).  ``check``: look for kernel bugs while running
+    about the run's events (``fragsim.ptx.observe``: their ``on_<kind>`` methods; one that names no
+    event kind is a TypeError).  ``check``: look for kernel bugs while running
     (``fragsim.ptx.checks``): True/"stop" stops at the first with a ``KernelIssue``, "continue" lists
     them all in ``Run.issues``; add "uninitialized" (``"continue,uninitialized"``) for reads of shared
     memory nothing wrote.  ``report``: collect the shared-memory traffic
@@ -221,9 +225,9 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
         raise TypeError(f"report must be True or False, got {report!r}")
     from .checks import options
     checking = options(check)
-    module = _module(ptx)
-    entry = _entry(module, kernel)
-    g, b = _dims(grid, "grid"), _dims(block, "block")
+    module = load_module(ptx)
+    entry = find_entry(module, kernel)
+    g, b = launch_dims(grid, "grid"), launch_dims(block, "block")
     threads = b[0] * b[1] * b[2]
     if threads > MAX_THREADS_PER_CTA:
         raise ValueError(f"block {b}: {threads} threads, more than {MAX_THREADS_PER_CTA} per CTA")
@@ -295,10 +299,10 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
         checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
         checker.install()
     traffic = Traffic(module, program) if report else None
-    state.observers = tuple(observers) + ((traffic,) if traffic is not None else ())
     if checker is not None:
         state.checker = checker
-        state.observers = (checker, *state.observers)
+    state.attach(((checker,) if checker is not None else ()) + tuple(observers)
+                 + ((traffic,) if traffic is not None else ()))
     steps = execute(program, state, max_steps=max_steps)
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
     run.issues = None if checker is None else checker.issues

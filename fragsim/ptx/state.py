@@ -25,6 +25,7 @@ import numpy as np
 from fragsim.facts.hardware import WARP_LANES
 
 from .memory import GlobalMemory, put_bytes, take_bytes
+from .observe import Event, Handler, SharedAccess, SharedStore, handlers
 from .types import PtxType
 
 #: Generic address of shared byte 0 (``cvta.shared``): a 4 GiB window below the default global buffers.
@@ -133,17 +134,23 @@ class State:
         self._file_rows: dict = {}
         self.pc_converged = 0                                    # the PC of machine.converged's threads
         self.op: Any = None                                      # the instruction running (observers read it)
-        self.observers: tuple = ()                               # see observe.py
+        self.observers: tuple = ()                               # see observe.py; set by attach
+        self.handlers: dict[type[Event], tuple[Handler, ...]] = {}   # event class -> bound methods (attach)
         self.async_units: Any = None                             # mbarriers, bulk copies: semantics/mbarrier.py
         self.checker: Any = None                                 # run_kernel(check=...): fragsim.ptx.checks
         self.set_span(None)
 
-    def emit(self, kind: str, idx: np.ndarray, **data) -> None:
-        """Tell every observer with an ``on_<kind>`` method about an event (observe.py)."""
-        for o in self.observers:
-            fn = getattr(o, "on_" + kind, None)
-            if fn is not None:
-                fn(self, idx, **data)
+    def attach(self, observers) -> None:
+        """Watch the run with ``observers`` (observe.py): their ``on_<kind>`` methods looked up once,
+        an ``on_`` method that names no event kind refused (TypeError)."""
+        observers = tuple(observers)
+        self.handlers = handlers(observers)
+        self.observers = observers
+
+    def emit(self, event: Event) -> None:
+        """Tell every observer with a method for ``event``'s kind about it (observe.py)."""
+        for fn in self.handlers.get(type(event), ()):
+            fn(self, event)
 
     # ---- the threads of the step ---------------------------------------------------------------
 
@@ -363,7 +370,7 @@ class State:
             mem, off, skip = self._offsets(space, addrs, width, idx, line, "load")
             if skip is None:
                 if self.observers and space == "shared":
-                    self.emit("shared", idx, addrs=addrs, width=width, write=False)
+                    self.emit(SharedAccess(idx, addrs=addrs, width=width, write=False))
                 return take_bytes(mem, off, width)
         # checks going on past a fault: the faulting threads read zeros
         out = np.zeros((len(idx), width), np.uint8)
@@ -400,8 +407,8 @@ class State:
             mem, off, skip = self._offsets(space, addrs, width, idx, line, "store")
             if skip is None:
                 if self.observers and space == "shared":
-                    self.emit("shared_store", idx, addrs=addrs, data=data)
-                    self.emit("shared", idx, addrs=addrs, width=width, write=True)
+                    self.emit(SharedStore(idx, addrs=addrs, data=data))
+                    self.emit(SharedAccess(idx, addrs=addrs, width=width, write=True))
                 put_bytes(mem, off, data)
                 return
         keep = ~skip                 # checks going on past a fault: the faulting threads' stores are dropped

@@ -45,6 +45,8 @@ from fragsim.instructions.shared_op import NCU_METRICS, SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS, cp_async_op, matrix_op, plain_op
 
 from . import ast as A
+from .observe import BarRelease, CpAsync, GuardOff, Observer, SharedAccess, Wgmma
+from .state import State
 
 #: Nsight Compute's counters (the instruction table's names, ``SharedOp.metrics``).
 LD_WAVEFRONTS, LD_CONFLICTS = NCU_METRICS["ld"]
@@ -406,9 +408,9 @@ def _picture(row: SharedRow) -> str:
 
 # ---------------------------------------------------------------------------------------- the observer
 
-class Traffic:
+class Traffic(Observer):
     """The observer ``run_kernel(report=True)`` attaches: rows accumulate as the machine tells of
-    shared-memory accesses (``on_shared``, ``on_cp_async``, ``on_wgmma``), of guards that leave a
+    shared-memory accesses (``on_shared_access``, ``on_cp_async``, ``on_wgmma``), of guards that leave a
     warp idle (``on_guard_off``) and of barriers (``on_bar_release``); the instructions with an op_misc
     cost of their own (``misc_cost``) are counted as they run (their ``Op.run`` wrapped, as the checks
     wrap theirs)."""
@@ -505,9 +507,10 @@ class Traffic:
 
     # ---- events
 
-    def on_shared(self, s, idx: np.ndarray, addrs: np.ndarray, width: int, write: bool) -> None:
+    def on_shared_access(self, s: State, e: SharedAccess) -> None:
+        idx, addrs, width, write = e.idx, e.addrs, e.width, e.write
         row = self._row(s, width, write)
-        if row.kind == "ldgsts":   # the cp_async event, which knows the sources, counts it
+        if row.kind == "ldgsts":   # the CpAsync event, which knows the sources, counts it
             return
         if row.kind == ATOM:
             if not write:          # an atom reads then writes each address: its reads are its lanes
@@ -522,16 +525,17 @@ class Traffic:
         a, m = by_warp(idx, addrs)
         self._add(row, a, m)
 
-    def on_cp_async(self, s, idx: np.ndarray, dst: np.ndarray, src: np.ndarray, size: int) -> None:
-        row = self._row(s, size, True)
-        a, m, g = by_warp(idx, dst, src.astype(np.int64))
+    def on_cp_async(self, s: State, e: CpAsync) -> None:
+        row = self._row(s, e.size, True)
+        a, m, g = by_warp(e.idx, e.dst, e.src.astype(np.int64))
         self._add(row, a, m, g)
         if id(s.op) in self._phantom_ops:
             self.phantom += PHANTOM_LDS * len(a)
 
-    def on_guard_off(self, s, idx: np.ndarray, off: np.ndarray) -> None:
+    def on_guard_off(self, s: State, e: GuardOff) -> None:
         """Warps whose lanes at ``s.op`` are all off: an idle execution of a shared-memory instruction
         that issues so (``MISC_PER_IDLE``), and the never-executed LDS before a block's first cp.async."""
+        idx, off = e.idx, e.off
         op = s.op
         key = id(op)
         ins = op.instr
@@ -583,15 +587,15 @@ class Traffic:
             row.wavefronts += int(wf.sum())
             row.ideal += int(ideal.sum())
 
-    def on_bar_release(self, s, idx: np.ndarray) -> None:
+    def on_bar_release(self, s: State, e: BarRelease) -> None:
         """Every warp of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
-        if not len(idx):
+        if not len(e.idx):
             return
-        self.barrier_waits += warps_in(idx)
+        self.barrier_waits += warps_in(e.idx)
 
-    def on_wgmma(self, s, idx: np.ndarray, form, a: np.ndarray, b: np.ndarray, trans_a: bool, trans_b: bool,
-                 **_) -> None:
+    def on_wgmma(self, s: State, e: Wgmma) -> None:
         """``a``: A's descriptors (groups,) or its registers; ``b``: B's descriptors (groups,)."""
+        form, a, b, trans_a, trans_b = e.form, e.a, e.b, e.trans_a, e.trans_b
         row = self.rows.get(id(s.op))
         if row is None:
             ins = s.op.instr

@@ -48,6 +48,7 @@ from fragsim.facts.mbarrier import TENSORMAP_ALIGN, TENSORMAP_BYTES
 from fragsim.facts.tma import BULK_ALIGN, INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_TYPES
 
 from .. import ast as A
+from ..observe import BulkIssue, BulkRead
 from ..op import Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
@@ -250,7 +251,7 @@ def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             flat = cta * s.smem.shape[1] + int(d[i]) + np.arange(int(n[i]))
             bar.flights.append(Flight(t, flat, data, int(n[i]), line))
             if s.observers:
-                s.emit("bulk_issue", np.array([t]), flat=flat)
+                s.emit(BulkIssue(np.array([t]), flat=flat))
 
     def run_store(s: State, idx: np.ndarray) -> None:
         u = units(s)
@@ -263,7 +264,7 @@ def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             data = s.smem[int(s.cta[t]), int(a[i]):int(a[i] + n[i])].reshape(-1, BULK_ALIGN).copy()
             u.stores.append(Store(t, -1, rows, data, line))
             if s.observers:
-                s.emit("bulk_read", np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i]))
+                s.emit(BulkRead(np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i])))
 
     return Op(ins, "", run_load if load else run_store)
 
@@ -302,7 +303,7 @@ def _reduce(ins: A.Instr, c: Compiler) -> Op:
             data = s.smem[int(s.cta[th]), int(a[i]):int(a[i] + n[i])].reshape(-1, w).copy()
             u.stores.append(Store(th, -1, addrs, data, line, combine))
             if s.observers:
-                s.emit("bulk_read", np.array([th]), flat=int(s.cta[th]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i]))
+                s.emit(BulkRead(np.array([th]), flat=int(s.cta[th]) * s.smem.shape[1] + np.arange(a[i], a[i] + n[i])))
     return Op(ins, "", run)
 
 
@@ -423,7 +424,7 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             flat = (cta * s.smem.shape[1] + box.shared_address[:, None] + lanes).reshape(-1)
             bar.flights.append(Flight(t, flat, values.reshape(-1), tmap.box_bytes, line))
             if s.observers:
-                s.emit("bulk_issue", np.array([t]), flat=flat)
+                s.emit(BulkIssue(np.array([t]), flat=flat))
 
     def run_store(s: State, idx: np.ndarray) -> None:
         u = units(s)
@@ -441,7 +442,7 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
             rows = box.shared_address[stored][:, None] + lanes
             u.stores.append(Store(t, -1, addrs, s.smem[int(s.cta[t])][rows].copy(), line))
             if s.observers:
-                s.emit("bulk_read", np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + rows.reshape(-1))
+                s.emit(BulkRead(np.array([t]), flat=int(s.cta[t]) * s.smem.shape[1] + rows.reshape(-1)))
 
     return Op(ins, "", run_load if load else run_store)
 

@@ -18,6 +18,7 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.ranges import format_ranges
 
 from .. import ast as A
+from ..observe import BarArrive, WarpSync
 from ..op import TRAPPING_EXTERNS, Op, PtxLoadError
 from ..state import BARRIERS, EXITED, WAITING, PtxRuntimeError, State
 from ..types import TYPES
@@ -79,7 +80,7 @@ def build_barrier(ins: A.Instr, c: Compiler) -> Op:
                                       f"counts {s.barrier_count[key]} and {nn} at once")
             s.barrier_count[key] = nn
         if s.observers:
-            s.emit("bar_arrive", idx, barrier=b, count=n, wait=not arrive)
+            s.emit(BarArrive(idx, barrier=b, count=n, wait=not arrive))
         cols = s.cols(idx)
         s.pc[cols] += 1
         if arrive:                  # counted toward the barrier's completion (machine.release)
@@ -123,7 +124,7 @@ def _warp_barrier(ins: A.Instr, c: Compiler) -> Op:
                                   f"{format_ranges(np.flatnonzero(away).tolist())} of the warp are elsewhere (a "
                                   "diverged __syncwarp is not modelled)")
         if s.observers:
-            s.emit("warp_sync", idx)
+            s.emit(WarpSync(idx))
     return Op(ins, "", run)
 
 

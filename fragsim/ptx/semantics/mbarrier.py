@@ -44,24 +44,12 @@ nothing can complete and the run stops with a deadlock report naming the mbarrie
 pending arrivals and tx-count (never a hang).  ``barrier.cluster.wait`` suspends the same way until
 every non-exited thread of the cluster (the CTA) has arrived.
 
-Events for observers (``State.emit``), enough to order accesses by mbarriers (an arrive releases, a
-wait that returns True acquires what the phase's arrivals and copies released); ``cta``/``addr``
-name the mbarrier, ``phase`` numbers count from 0 at ``init``:
-
-``mbarrier_arrive(s, idx, cta, addr, phase)``
-    threads ``idx`` performed arrive-on operations, each in phase ``phase[k]`` ((n,) int64).
-``mbarrier_wait(s, idx, cta, addr, phase)``
-    threads ``idx`` observed phase ``phase`` complete (their test_wait/try_wait returned True, at once
-    or when the phase completed while they were suspended).
-``bulk_land(s, idx, flat, cta, addr, phase)``
-    a bulk or tensor copy issued by thread ``idx`` wrote its bytes into shared memory (``flat``: byte
-    indices into ``State.smem`` flattened), its complete-tx counted in phase ``phase`` of the mbarrier.
-``bulk_issue(s, idx, flat)`` (semantics/bulk.py)
-    thread ``idx`` issued a bulk or tensor copy into shared memory bytes ``flat`` (they land later:
-    ``bulk_land``).
-``bulk_read(s, idx, flat)`` (semantics/bulk.py)
-    thread ``idx`` issued a bulk or tensor copy (or ``cp.reduce.async.bulk``) to global memory, which
-    reads shared memory bytes ``flat`` through the async proxy (fragsim reads them as it issues).
+Events for observers (``State.emit``; their fields in ``fragsim.ptx.observe``), enough to order
+accesses by mbarriers (an arrive releases, a wait that returns True acquires what the phase's
+arrivals and copies released): ``MbarrierArrive`` (threads performed arrive-on operations),
+``MbarrierWait`` (threads observed a phase complete), ``BulkLand`` (a bulk or tensor copy's bytes
+landed, its complete-tx counted in a phase); semantics/bulk.py tells ``BulkIssue`` (a copy into
+shared memory issues) and ``BulkRead`` (a copy to global memory reads shared memory as it issues).
 
 With checks on (``fragsim.ptx.checks``), a deadlock is a finding instead of an error: the checker
 reports it and, going on, the suspended waits return True.
@@ -79,6 +67,7 @@ from fragsim.facts.hardware import WARP_LANES
 from fragsim.facts.mbarrier import MBARRIER_BYTES, MBARRIER_MAX_COUNT
 
 from .. import ast as A
+from ..observe import BulkLand, MbarrierArrive, MbarrierWait
 from ..op import Op, PtxLoadError
 from ..state import (EXITED, RUNNING, SHARED_WINDOW, SUSPENDED, WAITING, WINDOW_BYTES, PtxRuntimeError, State,
                      cluster_shape)
@@ -188,7 +177,7 @@ class Units:
             f = bar.flights.pop(0)
             smem[f.flat] = f.data
             if s.observers:
-                s.emit("bulk_land", np.array([f.thread]), flat=f.flat, cta=bar.cta, addr=bar.addr, phase=bar.phase)
+                s.emit(BulkLand(np.array([f.thread]), flat=f.flat, cta=bar.cta, addr=bar.addr, phase=bar.phase))
             self.transact(s, bar, -f.tx, f.thread, f.line, "the complete-tx of a copy")
 
     def transact(self, s: State, bar: MBarrier, delta: int, t: int, line: int, what: str) -> None:
@@ -255,7 +244,7 @@ class Units:
         bar.waiters = []
         if len(woken):
             if s.observers:
-                s.emit("mbarrier_wait", woken, cta=bar.cta, addr=bar.addr, phase=bar.phase - 1)
+                s.emit(MbarrierWait(woken, cta=bar.cta, addr=bar.addr, phase=bar.phase - 1))
             self.wake(s, woken, True)
 
     @staticmethod
@@ -536,7 +525,7 @@ def _arrive(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets,
             phase, before = u.arrive(s, bar, counts[pos], v[pos] if expect else None,  # type: ignore[index]
                                      drop, no_complete, idx[pos], line, text)
             if s.observers:
-                s.emit("mbarrier_arrive", idx[pos], cta=cta, addr=addr, phase=phase)
+                s.emit(MbarrierArrive(idx[pos], cta=cta, addr=addr, phase=phase))
             state[pos] = encode_state(phase, before, addr, no_complete)
         write(s, idx, state)
     return Op(ins, "", run, kind="barrier")
@@ -572,7 +561,7 @@ def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, o
                 # the phase of parity p completed: the current one has the other parity
                 done[pos] = p != bar.phase % 2
                 if s.observers and done[pos].any():
-                    s.emit("mbarrier_wait", idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1)
+                    s.emit(MbarrierWait(idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1))
                 continue
             mark, phase, _, bits, _ = _state_fields(v[pos])
             cur = bar.phase & _PHASE_MASK
@@ -588,7 +577,7 @@ def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, o
                 raise PtxRuntimeError(f"line {line}: {s.where(int(idx[pos[k]]))}: {text}: the state operand is {why}")
             done[pos] = phase != cur
             if s.observers and done[pos].any():
-                s.emit("mbarrier_wait", idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1)
+                s.emit(MbarrierWait(idx[pos][done[pos]], cta=cta, addr=addr, phase=bar.phase - 1))
         if done.any():
             wake(s, idx[done], True)
             s.pc[idx[done]] += 1
@@ -659,7 +648,7 @@ def cp_async_arrive(ins: A.Instr, c: Compiler) -> Op:
             if noinc:
                 phase, _ = u.arrive(s, bar, np.ones(len(pos), np.int64), None, False, False, idx[pos], line, text)
                 if s.observers:
-                    s.emit("mbarrier_arrive", idx[pos], cta=cta, addr=addr, phase=phase)
+                    s.emit(MbarrierArrive(idx[pos], cta=cta, addr=addr, phase=phase))
     return Op(ins, "", run, kind="barrier")
 
 

@@ -30,6 +30,7 @@ from fragsim.sim.smem import matrix_movement
 
 from .. import ast as A
 from ..memory import put_bytes
+from ..observe import CpAsync, CpLand, Mma, SharedAccess, Wgmma
 from ..op import Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
@@ -91,8 +92,8 @@ def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int
     al = op.address_lanes
     s.check_shared(rows[:, :al], op.bytes_per_addr, idx.reshape(w, WARP_LANES)[:, :al], ins.line)
     if s.observers:
-        s.emit("shared", idx.reshape(w, WARP_LANES)[:, :al], addrs=rows[:, :al], width=op.bytes_per_addr,
-               write=ins.opcode == "stmatrix")
+        s.emit(SharedAccess(idx.reshape(w, WARP_LANES)[:, :al], addrs=rows[:, :al], width=op.bytes_per_addr,
+                            write=ins.opcode == "stmatrix"))
     return w, rows, s.cta[s.cols(idx)].reshape(w, WARP_LANES)[:, 0]
 
 
@@ -328,8 +329,8 @@ def mma(ins: A.Instr, c: Compiler) -> Op:
         a, b, cc = (gather(s, idx, op, w).reshape(w, -1) for op in "ABC")
         result: dict = {}
         if s.observers:        # one may give D itself (fragment tracing: identities), sparing the arithmetic
-            s.emit("mma", idx, form=form, a=a.reshape(w, WARP_LANES, -1), b=b.reshape(w, WARP_LANES, -1),
-                   c=cc.reshape(w, WARP_LANES, -1), result=result)
+            s.emit(Mma(idx, form=form, a=a.reshape(w, WARP_LANES, -1), b=b.reshape(w, WARP_LANES, -1),
+                       c=cc.reshape(w, WARP_LANES, -1), result=result))
         if "d" in result:
             d = np.asarray(result["d"], np.uint32).reshape(w * WARP_LANES, -1)
         else:
@@ -379,10 +380,10 @@ def cp(ins: A.Instr, c: Compiler) -> Op:
         d = d.astype(np.int64)
         s.check_shared(d, size, idx, line)
         if s.observers:
-            s.emit("shared", idx, addrs=d, width=size, write=True)
+            s.emit(SharedAccess(idx, addrs=d, width=size, write=True))
         a = src(s, idx)
         if s.observers:
-            s.emit("cp_async", idx, dst=d, src=a, size=size)
+            s.emit(CpAsync(idx, dst=d, src=a, size=size))
         full = n == size
         if full.all():
             data = s.load("global", a, size, idx, line)
@@ -428,7 +429,7 @@ def land(s: State, smem: np.ndarray, c: Copies, sel: np.ndarray | None = None) -
     """cp.async copies ``c`` (those ``sel`` selects) write their bytes into shared memory."""
     flat, data = (c.flat, c.data) if sel is None else (c.flat[sel], c.data[sel])
     if s.observers:
-        s.emit("cp_land", c.threads if sel is None else c.threads[sel], flat=flat, width=data.shape[1])
+        s.emit(CpLand(c.threads if sel is None else c.threads[sel], flat=flat, width=data.shape[1]))
     put_bytes(smem, flat, data)
 
 
@@ -564,8 +565,8 @@ def wgmma(ins: A.Instr, c: Compiler) -> Op:
         smem = s.smem[s.cta[first]]
         result: dict = {}
         if s.observers:        # one may give D itself (fragment tracing: identities), sparing the arithmetic
-            s.emit("wgmma", idx, form=form, a=av, b=bv, c=cc, smem=smem, trans_a=trans_a, trans_b=trans_b,
-                   result=result)
+            s.emit(Wgmma(idx, form=form, a=av, b=bv, c=cc, smem=smem, trans_a=trans_a, trans_b=trans_b,
+                         result=result))
         try:
             out = np.asarray(result["d"], np.uint32) if "d" in result else wgmma(
                 form, av, bv, cc, smem=smem, scale_d=sd, scale_a=scale_a, scale_b=scale_b, trans_a=trans_a,

@@ -1,7 +1,7 @@
-"""The suspects of the first inconsistent mma a trace finds (``fragsim.ptx.trace_checks``): which
+"""The suspects of the first inconsistent mma a trace finds (``fragsim.trace.checks``): which
 operand (A or B) holds what it should not, what it should hold instead -- the fragment's origin
 and k block fitted from what it holds, or the rows and columns where the epilogue stored its D --
-and why, in a sentence.  ``fragsim.ptx.trace_diagnose`` tries them in order.
+and why, in a sentence.  ``fragsim.trace.diagnose`` tries them in order.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace_checks import Analysis, repeated
-from .trace_ids import GARBAGE, OTHER, agree
-from .trace_operands import operand_names
-from .trace_passes import Tracing
+from .checks import Analysis, repeated
+from .ids import GARBAGE, OTHER, agree
+from .operands import operand_names
+from .passes import Tracing
 
 __all__ = ["Suspect", "operand_suspects", "store_suspects", "what_is_wrong", "span"]
 

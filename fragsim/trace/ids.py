@@ -1,4 +1,4 @@
-"""Element identities in bits, for ``fragsim.trace_fragments`` (``fragsim.ptx.trace``): how a
+"""Element identities in bits, for ``fragsim.trace_fragments`` (``fragsim.trace``): how a
 number (a digit of a row, column or k) is written into an element of A or B and read back, and how
 the digits the elements of a fragment hold are summarised and combined over the passes.
 

@@ -1,5 +1,5 @@
-"""The first inconsistent mma of a trace reported (``fragsim.ptx.trace``): which mma the checks
-(``fragsim.ptx.trace_checks``) find first -- fed wrongly, its D stored elsewhere, or a D element
+"""The first inconsistent mma of a trace reported (``fragsim.trace``): which mma the checks
+(``fragsim.trace.checks``) find first -- fed wrongly, its D stored elsewhere, or a D element
 summed over some k twice or never --, as a ``BadMma`` with its wrong elements in lane and register
 order and its PTX (and CUDA) line, and the picture of its expected vs received fragment map (a
 ``fragsim.check`` report, drawn as the checker's).
@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
+from fragsim.ptx import ast as A
 
-from . import ast as A
-from .trace_checks import Analysis
-from .trace_operands import operand_names, positions
-from .trace_passes import Event, Tracing
-from .trace_result import BadMma, Element
-from .trace_suspects import operand_suspects, span, store_suspects, what_is_wrong
+from .checks import Analysis
+from .operands import operand_names, positions
+from .passes import Event, Tracing
+from .result import BadMma, Element
+from .suspects import operand_suspects, span, store_suspects, what_is_wrong
 
 __all__ = ["first_bad", "fragment_report", "elements"]
 

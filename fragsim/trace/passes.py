@@ -1,8 +1,8 @@
-"""The passes of ``fragsim.trace_fragments`` (``fragsim.ptx.trace``): what each pass sends, the
+"""The passes of ``fragsim.trace_fragments`` (``fragsim.trace``): what each pass sends, the
 kernel run on each, and what the mma's of a run received.
 
 The kernel runs (``run_kernel`` with an observer) with its A and B buffers holding element
-identities (``fragsim.ptx.trace_ids``) instead of numbers: every move (``ld``/``st``/``cp.async``/
+identities (``fragsim.trace.ids``) instead of numbers: every move (``ld``/``st``/``cp.async``/
 ``ldmatrix``/``prmt``/``mov`` ...) keeps bits, so the identities reach the mma's registers -- or
 shared memory, where ``wgmma`` reads them through its descriptors with fragsim's own operand model.
 Pass 1 sends row/column numbers, pass 2 k numbers, larger matrices one more pass per digit (the
@@ -11,7 +11,7 @@ the tracer supplies D (the arithmetic is skipped): identities of (A's row, B's c
 integers exact after the epilogue's conversion; where A or B holds no element (padding) the mma
 passes C through.  The identities of all mma's of a pass are decoded together at its end
 (``Tracing.end_pass``) into per-fragment digit summaries; what they mean is checked by
-``fragsim.ptx.trace_checks``.
+``fragsim.trace.checks``.
 
 Assumptions: the kernel's control flow does not depend on A's and B's values (the same mma's run
 in every pass; a different run is an error) and A and B reach the mma as the bits they were (no
@@ -27,14 +27,16 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.instructions.wgmma import THREADS
+from fragsim.ptx.memory import Buffer
+from fragsim.ptx.observe import Mma, Observer, Wgmma
+from fragsim.ptx.run import run_kernel
+from fragsim.ptx.state import State
 
-from .memory import Buffer
-from .run import run_kernel
-from .trace_args import MatrixArg, array_of
-from .trace_ids import NONE, IdCode, agree, combine, digit, ndigits, one_value
-from .trace_operands import operand_elements, pack_words, wgmma_operands
+from .args import MatrixArg, array_of
+from .ids import NONE, IdCode, agree, combine, digit, ndigits, one_value
+from .operands import operand_elements, pack_words, wgmma_operands
 
-__all__ = ["Plan", "make_plan", "Event", "Tracing", "Observer", "Launch"]
+__all__ = ["Plan", "make_plan", "Event", "Tracing", "PassObserver", "Launch"]
 
 
 #: Per pass, the per-element identities of this many inconsistent mma's are kept for the report.
@@ -249,23 +251,24 @@ class Tracing:
         return out[1], out[0]                # k, cols
 
 
-class Observer:
-    """Watches one pass: tells the tracing each mma (``mma`` and ``wgmma`` events, fragsim/ptx/observe.py)."""
+class PassObserver(Observer):
+    """Watches one pass: tells the tracing each mma (``Mma`` and ``Wgmma`` events, fragsim.ptx.observe)."""
 
     def __init__(self, tracing: Tracing, p: int):
         self.t, self.p, self.n = tracing, p, 0
 
-    def on_mma(self, s, idx, form, a, b, c, result) -> None:
-        result["d"] = self.t.step(s, idx, form, operand_elements(form, "A", a), operand_elements(form, "B", b), c,
-                                  self.p, self.n, WARP_LANES)
+    def on_mma(self, s: State, e: Mma) -> None:
+        form = e.form
+        e.result["d"] = self.t.step(s, e.idx, form, operand_elements(form, "A", e.a), operand_elements(form, "B", e.b),
+                                    e.c, self.p, self.n, WARP_LANES)
         self.n += 1
 
-    def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
+    def on_wgmma(self, s: State, e: Wgmma) -> None:
         try:
-            A_, B_ = wgmma_operands(form, a, b, smem, trans_a, trans_b)
-        except ValueError as e:
-            raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {e}") from None
-        result["d"] = self.t.step(s, idx, form, A_, B_, c, self.p, self.n, THREADS)
+            A_, B_ = wgmma_operands(e.form, e.a, e.b, e.smem, e.trans_a, e.trans_b)
+        except ValueError as err:
+            raise ValueError(f"line {s.op.line}: {s.op.instr.text}: {err}") from None
+        e.result["d"] = self.t.step(s, e.idx, e.form, A_, B_, e.c, self.p, self.n, THREADS)
         self.n += 1
 
 

@@ -1,5 +1,5 @@
 """Which of a kernel's arguments are A, B and D, for ``fragsim.trace_fragments``
-(``fragsim.ptx.trace``): the ``a``/``b``/``d`` specs (``"1.T"``, ``"2:64x64"``) read against the
+(``fragsim.trace``): the ``a``/``b``/``d`` specs (``"1.T"``, ``"2:64x64"``) read against the
 arguments, and the GEMM's shape they give.
 """
 
@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .memory import Buffer
-from .trace_ids import CODES
+from fragsim.ptx.memory import Buffer
+
+from .ids import CODES
 
 __all__ = ["MatrixArg", "parse_matrix", "gemm_shape", "array_of"]
 

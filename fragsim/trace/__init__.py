@@ -3,14 +3,14 @@
 The kernel runs once per pass with element identities in its GEMM's inputs (its arrays copied),
 and every mma's operands are decoded and checked; the modules, in the order a trace uses them:
 
-- ``trace_args``: which arguments are A, B and D, the GEMM's shape;
-- ``trace_ids``: element identities in bits, their digits combined over the passes;
-- ``trace_passes``: the plan of the passes, the runs, what each mma received (``trace_operands``:
+- ``args``: which arguments are A, B and D, the GEMM's shape;
+- ``ids``: element identities in bits, their digits combined over the passes;
+- ``passes``: the plan of the passes, the runs, what each mma received (``operands``:
   an mma's operands as element words);
-- ``trace_checks``: the per-mma checks and k coverage; ``trace_stores``: where the epilogue put D;
-- ``trace_suspects`` and ``trace_report``: the first inconsistent mma, what it should have held,
-  reported as a ``BadMma`` (``trace_result``: ``Trace``, ``BadMma``, ``Element``);
-- ``trace_diagnose``: its diagnosis in ``fragsim check``'s words, verified on the kernel.
+- ``checks``: the per-mma checks and k coverage; ``stores``: where the epilogue put D;
+- ``suspects`` and ``report``: the first inconsistent mma, what it should have held,
+  reported as a ``BadMma`` (``result``: ``Trace``, ``BadMma``, ``Element``);
+- ``diagnose``: its diagnosis in ``fragsim check``'s words, verified on the kernel.
 
 The manual: docs/trace.md.
 """
@@ -20,18 +20,18 @@ from __future__ import annotations
 import time
 
 from fragsim.facts.arch import DEFAULT_ARCH
+from fragsim.ptx import ast as A
+from fragsim.ptx.machine import MAX_STEPS
+from fragsim.ptx.run import find_entry, launch_dims, load_module
 
-from . import ast as A
-from .machine import MAX_STEPS
-from .run import _dims, _entry, _module
-from .trace_args import gemm_shape, parse_matrix
-from .trace_checks import Analysis
-from .trace_diagnose import diagnose as explain
-from .trace_ids import CODES
-from .trace_passes import Launch, Observer, Tracing, make_plan
-from .trace_report import first_bad, fragment_report
-from .trace_result import Trace
-from .trace_stores import EXACT, out_formats
+from .args import gemm_shape, parse_matrix
+from .checks import Analysis
+from .diagnose import diagnose as explain
+from .ids import CODES
+from .passes import Launch, PassObserver, Tracing, make_plan
+from .report import first_bad, fragment_report
+from .result import Trace
+from .stores import EXACT, out_formats
 
 __all__ = ["trace_fragments"]
 
@@ -50,8 +50,8 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     with the fix.  Returns a ``Trace`` (``.ok``, ``.first``, ``.counts``; ``print`` it)."""
     t0 = time.time()
     text = ptx_text(ptx)
-    module = _module(text if text is not None else ptx)
-    entry = _entry(module, kernel)
+    module = load_module(text if text is not None else ptx)
+    entry = find_entry(module, kernel)
     args = list(args)
     ma, mb, md = (parse_matrix(x, r, args) for x, r in ((a, "A"), (b, "B"), (d, "D")))
     M, N, K = gemm_shape(ma, mb, md)
@@ -63,7 +63,7 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     launch = Launch(module, entry.name, grid, block, dynamic_smem, arch, approx, max_steps, args, tracing, lines)
     outputs = []
     for p in range(plan.passes):
-        pargs = launch.run(p, ctas, [Observer(tracing, p)])
+        pargs = launch.run(p, ctas, [PassObserver(tracing, p)])
         tracing.end_pass(p)
         if 0 <= p - plan.d_first < plan.d_digits:
             outputs.append(launch.output(pargs))
@@ -77,7 +77,7 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
         if diagnose:
             explain(launch, an, first, suspects, e, u)
         first.picture = first.report if first.report is not None else fragment_report(first, tracing.events[e])
-    g, bl = _dims(grid, "grid"), _dims(block, "block")
+    g, bl = launch_dims(grid, "grid"), launch_dims(block, "block")
     nctas = len(ctas) if ctas is not None else g[0] * g[1] * g[2]
     return Trace(entry.name, g, bl, nctas, plan.passes, sum(len(ev.first) for ev in tracing.events), first is None,
                  first, an.counts, an.untraced, time.time() - t0, an.stored)

@@ -1,4 +1,4 @@
-"""Where the epilogue stores D, for ``fragsim.trace_fragments`` (``fragsim.ptx.trace``): the
+"""Where the epilogue stores D, for ``fragsim.trace_fragments`` (``fragsim.trace``): the
 accumulators hold identities of (A's row, B's column) written in the digits the output format
 holds exactly (f16 2048, bf16 256, f32 2**24); the output arrays of the passes that carry them are
 decoded back, and every D element must have landed at its row and column of the output.
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .trace_ids import GARBAGE, NONE, combine
-from .trace_passes import Tracing
+from .ids import GARBAGE, NONE, combine
+from .passes import Tracing
 
 __all__ = ["EXACT", "Placement", "out_formats", "placement"]
 

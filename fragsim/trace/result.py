@@ -1,4 +1,4 @@
-"""What ``fragsim.trace_fragments`` (``fragsim.ptx.trace``) returns: the ``Trace`` of a run, its
+"""What ``fragsim.trace_fragments`` (``fragsim.trace``) returns: the ``Trace`` of a run, its
 first inconsistent mma (``BadMma``) and that mma's wrong elements (``Element``), with their text,
 their dicts (``--json``) and the picture Jupyter shows.
 """

@@ -1,4 +1,4 @@
-"""An mma's operands as element words, for ``fragsim.trace_fragments`` (``fragsim.ptx.trace``):
+"""An mma's operands as element words, for ``fragsim.trace_fragments`` (``fragsim.trace``):
 registers -> the elements of A, B, C (``fragsim.unpack``'s map, taken once per form), D's elements
 -> its registers (``fragsim.pack``'s), a wgmma's operands read from shared memory through its
 descriptors by fragsim's operand model, which lane and register hold each position of a fragment,
@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import ast as A
+from fragsim.ptx import ast as A
 
 __all__ = ["operand_elements", "pack_words", "wgmma_operands", "positions", "operand_names"]
 

@@ -1,4 +1,4 @@
-"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.ptx.trace_report``), in the words of
+"""The diagnosis of the first inconsistent mma a trace finds (``fragsim.trace.report``), in the words of
 ``fragsim check``, and its verification on the kernel.
 
 mma.sync operands: the CTA runs again (one run per pass) with an observer that follows, for the
@@ -30,17 +30,19 @@ from typing import Any
 
 import numpy as np
 
-from fragsim.facts.hardware import WARP_LANES
 from fragsim.check.report import Finding
+from fragsim.facts.hardware import WARP_LANES
+from fragsim.ptx import ast as A
+from fragsim.ptx.observe import CpLand, Mma, Observer, SharedAccess, Wgmma
+from fragsim.ptx.state import State
 
-from . import ast as A
-from .trace_checks import Analysis
-from .trace_ids import NONE, combine
-from .trace_operands import operand_names, wgmma_operands
-from .trace_passes import Launch
-from .trace_report import elements
-from .trace_result import BadMma
-from .trace_suspects import Suspect
+from .checks import Analysis
+from .ids import NONE, combine
+from .operands import operand_names, wgmma_operands
+from .passes import Launch
+from .report import elements
+from .result import BadMma
+from .suspects import Suspect
 
 #: Pitches tried beyond the line's own: up to this many 16-byte paddings.
 PADDINGS = 8
@@ -67,7 +69,7 @@ def _reg_names(x) -> list:
     return [getattr(i, "name", None) for i in items]
 
 
-class Follow:
+class Follow(Observer):
     """Observer of one re-run of the target's CTA: for warp ``warp`` the last load into each
     register, and at the target mma (the ``occurrence``-th execution of ``line`` by that warp) what
     it read.  ``fixes``: {(load line, load occurrence): (op, addrs)} loads to replace by those (the
@@ -87,11 +89,12 @@ class Follow:
         self.found: dict | None = None
         self.chain: list = []              # the warpgroup's wgmma's so far: descriptors, D registers
 
-    def on_cp_land(self, s, idx, flat, width) -> None:
+    def on_cp_land(self, s: State, e: CpLand) -> None:
         self.version += 1
 
-    def on_shared(self, s, idx, addrs, width, write) -> None:
-        if write:
+    def on_shared_access(self, s: State, e: SharedAccess) -> None:
+        idx, addrs = e.idx, e.addrs
+        if e.write:
             self.version += 1
             return
         ins = s.op.instr
@@ -146,11 +149,12 @@ class Follow:
         self.count += 1
         return int(hit[0]) if self.count == self.occurrence + 1 else None
 
-    def on_mma(self, s, idx, form, a, b, c, result) -> None:
+    def on_mma(self, s: State, e: Mma) -> None:
         from fragsim.sim.registers import unpack
 
-        result["d"] = np.zeros(c.shape[:2] + (form.nregs("D"),), np.uint32)     # D does not matter here
-        g = self._target(s, idx, WARP_LANES)
+        form, a, b = e.form, e.a, e.b
+        e.result["d"] = np.zeros(e.c.shape[:2] + (form.nregs("D"),), np.uint32)     # D does not matter here
+        g = self._target(s, e.idx, WARP_LANES)
         if g is None:
             return
         regs = {"A": a[g].copy(), "B": b[g].copy()}
@@ -164,9 +168,9 @@ class Follow:
                       "loads": {op: [self.last.get(n) for n in _reg_names(s.op.instr.operands[k])]
                                 for op, k in (("A", 1), ("B", 2))}}
 
-    def on_wgmma(self, s, idx, form, a, b, c, smem, trans_a, trans_b, result) -> None:
-        result["d"] = np.zeros_like(c)           # D does not matter here
-
+    def on_wgmma(self, s: State, e: Wgmma) -> None:
+        e.result["d"] = np.zeros_like(e.c)       # D does not matter here
+        idx, form, a, b, smem, trans_a, trans_b = e.idx, e.form, e.a, e.b, e.smem, e.trans_a, e.trans_b
         first = np.asarray(idx)[::4 * WARP_LANES]
         hit = np.flatnonzero(s.tid_linear[first] // WARP_LANES == self.warp)
         if hit.size:                   # every wgmma of the warpgroup: the k-steps of its accumulators

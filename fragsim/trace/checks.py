@@ -1,12 +1,12 @@
-"""The checks of ``fragsim.trace_fragments`` (``fragsim.ptx.trace``) on what the passes found
-(``fragsim.ptx.trace_passes``), for every warp (warpgroup) of every CTA run:
+"""The checks of ``fragsim.trace_fragments`` (``fragsim.trace``) on what the passes found
+(``fragsim.trace.passes``), for every warp (warpgroup) of every CTA run:
 
 - every row of the A fragment holds one row of A, every column of the B fragment one column of B,
   none of them twice (*rows*, *cols*);
 - each k slot holds one k in A and the same k in B (*k*), no k twice in one mma;
 - over the whole run every D element is summed over each k of A exactly once (*k coverage*);
 - every D element the epilogue stores lands at its row and column of the output (*stores*:
-  ``fragsim.ptx.trace_stores``).
+  ``fragsim.trace.stores``).
 
 Assumption: one CTA computes each D element over all of K (split-K across CTAs or warps traces as
 missing k).
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace_ids import NONE, combine
-from .trace_passes import Tracing
-from .trace_stores import placement
+from .ids import NONE, combine
+from .passes import Tracing
+from .stores import placement
 
 __all__ = ["Analysis", "local_bad", "repeated"]
 
