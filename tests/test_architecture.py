@@ -11,7 +11,7 @@ import architecture as A
 UPPER = ("fragsim.viz", "fragsim.gpu_check", "fragsim.cli")
 #: The model's only ways up: Jupyter's pictures (by name, on first display) and the GPU machine behind
 #: check_load/check_store/check_copy(..., gpu=True).
-DOORS = {"fragsim.display": "fragsim.viz.notebook", "fragsim.check.gpu": "fragsim.gpu_check.check_program"}
+DOORS = {"fragsim.display": "fragsim.viz.notebook", "fragsim.check.gpu": "fragsim.gpu_check.check.program"}
 
 
 def test_the_import_graph_has_no_cycles():
