@@ -16,7 +16,9 @@ A family is everything needed to check one kind of instruction against a real GP
 
 ``FAMILIES`` is the registry ``fragsim gpu-check`` reads (its --family choices, help and defaults);
 ``DEFAULT`` is what runs without --family.  Adding a family: a module with a class implementing
-``Family`` (``RunnerFamily`` gives the common run/replay/summary flow), and one line in ``_MODULES``.
+``Family`` (``RunnerFamily`` gives the common run/replay/summary flow) in the family's subpackage
+(``gpu_check/<family>/family.py``, or a module of ``gpu_check/ptx/`` for a PTX family), and one line in
+``_MODULES``.
 """
 
 from __future__ import annotations
@@ -32,20 +34,21 @@ from . import runner
 
 Say = Callable[..., None]
 
-#: family name -> the module that defines it (as its ``FAMILY``); the order of --family's choices.
+#: family name -> the module that defines it (in its ``FAMILIES``), relative to this package; the order
+#: of --family's choices.
 _MODULES = {
-    "mma": "table",
-    "shared": "table",
-    "movmatrix": "movmatrix",
-    "wgmma": "wgmma_run",
-    "gemm": "gemm",
-    "ptx_int": "ptx_int",
-    "ptx_cvt": "ptx_cvt",
-    "ptx_float": "ptx_float",
-    "ptx_kernels": "ptx_kernels",
-    "ptx_ncu": "ptx_ncu",
-    "ptx": "ptx_all",
-    "tma": "tma",
+    "mma": "table.family",
+    "shared": "table.family",
+    "movmatrix": "movmatrix.family",
+    "wgmma": "wgmma.family",
+    "gemm": "gemm.family",
+    "ptx_int": "ptx.integer",
+    "ptx_cvt": "ptx.convert",
+    "ptx_float": "ptx.floating",
+    "ptx_kernels": "ptx.kernels",
+    "ptx_ncu": "ptx.traffic",
+    "ptx": "ptx.combined",
+    "tma": "tma.family",
 }
 
 
@@ -92,7 +95,7 @@ def families() -> dict[str, Family]:
 
 #: What ``fragsim gpu-check`` checks without --family: the table's mma forms and shared ops together
 #: (module, name), loaded by name like every family of the registry.
-DEFAULT = ("table", "BOTH")
+DEFAULT = ("table.family", "BOTH")
 
 
 def default() -> Family:

@@ -117,7 +117,7 @@ def shared_asm(op, addr: str, regs=None, vals=None, src: str | None = None) -> s
     """The ``asm volatile`` statement of one shared-memory instruction (its entry's PTX text): loads
     write ``regs`` (C lvalues), stores read ``vals`` (C expressions), cp.async copies from the
     global address ``src``; ``addr`` is the 32-bit shared address.  The cross-check kernels here and
-    the Nsight Compute probe (ncu_probe.py) both emit it."""
+    the Nsight Compute probe (banks/probe.py) both emit it."""
     if op.kind in ("ldsm", "ld"):
         asm = op.asm(f"%{op.nregs}", [f"%{i}" for i in range(op.nregs)])
         outs = ", ".join(f'"=r"({r})' for r in regs)

@@ -5,9 +5,9 @@ A record is a compressed ``.npz`` of named arrays plus ``meta``, a JSON string w
     format   "fragsim-gpu-record"
     version  VERSION (records of older versions: ``python -m fragsim.gpu_check.convert_records``)
     kind     what the arrays hold: "mma", "shared", "movmatrix" (warp corpora: corpus.py),
-             "wgmma", "wgmma-fuzz" (compacted wgmma cases and descriptor fuzz: wgmma_corpus.py),
-             "wgmma-run", "wgmma-fuzz-run" (a wgmma run's raw output: wgmma_run.py),
-             "ncu-banks", "access-ncu" (Nsight Compute launches: ncu_banks.py, access_ncu.py),
+             "wgmma", "wgmma-fuzz" (compacted wgmma cases and descriptor fuzz: wgmma/corpus.py,
+             wgmma/fuzz_corpus.py), "wgmma-run", "wgmma-fuzz-run" (a wgmma run's raw output: wgmma/family.py),
+             "ncu-banks", "access-ncu" (Nsight Compute launches: banks/measure.py, banks/access.py),
              "mmasim" (MMA-Sim's reference results: mmasim_corpus.py)
 
 and whatever else the kind records (the device, driver and CUDA versions, seeds, the command).

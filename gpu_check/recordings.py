@@ -54,7 +54,7 @@ def _warp(src: str, dst: str) -> None:
 
 def _wgmma(src: str, dst: str) -> None:
     from . import record
-    from .wgmma_run import CORPORA
+    from .wgmma.family import CORPORA
 
     for name in CORPORA:
         meta, arrays = record.load(os.path.join(src, f"{name}.npz"), ("wgmma",))

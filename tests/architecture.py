@@ -52,13 +52,18 @@ def _walk(tree: ast.AST):
 
 
 def imports(mods: dict[str, Path] | None = None) -> list[Import]:
-    """Every import between the package's own modules (module level and inside functions)."""
+    """Every import between the package's own modules (module level and inside functions), the
+    ``importlib.import_module`` calls whose target the source spells out included."""
     mods = modules() if mods is None else mods
     out = []
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         base = name.split(".") if is_pkg else name.split(".")[:-1]
-        for node in _walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                  and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+                  for t in n.targets if isinstance(t, ast.Name)}
+        for node in _walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name in mods:
@@ -80,7 +85,45 @@ def imports(mods: dict[str, Path] | None = None) -> list[Import]:
                         plain.append(a.name)
                 if plain:
                     out.append(Import(name, target, tuple(plain), node.lineno))
+            elif isinstance(node, ast.Call) and _is_import_module(node) and node.args:
+                target = _dynamic_target(node.args[0], name, is_pkg, consts, mods)
+                # a registry loading its own package's modules by name is no edge out of the package
+                if target is not None and not (name == target or name.startswith(target + ".")):
+                    out.append(Import(name, target, (), node.lineno))
     return out
+
+
+def _is_import_module(node: ast.Call) -> bool:
+    f = node.func
+    return (isinstance(f, ast.Attribute) and f.attr == "import_module") or (
+        isinstance(f, ast.Name) and f.id == "import_module")
+
+
+def _dynamic_target(arg: ast.expr, name: str, is_pkg: bool, consts: dict[str, str],
+                    mods: dict[str, Path]) -> str | None:
+    """The module an importlib.import_module(...) call loads, as far as the source says: a string
+    literal, a module-level string constant, or an f-string's leading part (``f"{__package__}.{x}"`` ->
+    the package: an edge to the room it reaches into)."""
+    package = name if is_pkg else name.rsplit(".", 1)[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        text = arg.value
+    elif isinstance(arg, ast.Name) and arg.id in consts:
+        text = consts[arg.id]
+    elif isinstance(arg, ast.JoinedStr):
+        text = ""
+        for part in arg.values:
+            if isinstance(part, ast.Constant):
+                text += str(part.value)
+            elif isinstance(part.value, ast.Name) and part.value.id in ("__package__", "__name__"):
+                text += package if part.value.id == "__package__" else name
+            else:
+                break
+    else:
+        return None
+    text = text.rstrip(".")
+    while text and text not in mods:
+        text = text.rsplit(".", 1)[0] if "." in text else ""
+    return text if text.startswith("fragsim") else None
 
 
 def room(module: str) -> str:

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from fragsim.sim import smem as S
-from fragsim.gpu_check import access_kernels as K
-from fragsim.gpu_check import access_ncu as N
-from fragsim.gpu_check.ncu_run import COUNTERS, INSTRUCTIONS, OP_MISC_WAVEFRONTS
+from fragsim.gpu_check.banks import access_kernels as K
+from fragsim.gpu_check.banks import access as N
+from fragsim.gpu_check.banks.ncu import COUNTERS, INSTRUCTIONS, OP_MISC_WAVEFRONTS
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.search.swizzle_search import swizzle_search
 

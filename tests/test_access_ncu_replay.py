@@ -1,5 +1,5 @@
 """Whole access sets measured under Nsight Compute (tests/data/access/, made by
-``python -m fragsim.gpu_check.access_ncu measure``), replayed against fragsim's predicted totals.
+``python -m fragsim.gpu_check.banks.access measure``), replayed against fragsim's predicted totals.
 
 Every launch: per counter group (ld, st, ldgsts) the wavefronts and bank conflicts, the executed
 instructions per kind, and the hardware's data check (every register the reads returned is the
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from fragsim.gpu_check import access_ncu as N
+from fragsim.gpu_check.banks import access as N
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "access")
 RECORDS = sorted(glob.glob(os.path.join(DATA, "*.npz")))

@@ -10,7 +10,8 @@ from fragsim.arith.explain import explain
 from fragsim.facts.arch import (ALIASES, ARCHS, COMPUTE_CAPABILITIES, DEFAULT_ARCH, WGMMA_PARAMS, WgmmaParams,
                                 arch_for_cc, get_arch, get_params)
 from fragsim.cli import build_parser
-from fragsim.gpu_check import bulk, kernels
+from fragsim.gpu_check.table import bulk
+from fragsim.gpu_check import kernels
 from fragsim.instructions import FORMS, SHARED_OPS
 
 

@@ -11,11 +11,17 @@ import architecture as A
 UPPER = ("fragsim.viz", "fragsim.gpu_check", "fragsim.cli")
 #: The model's only ways up: Jupyter's pictures (by name, on first display) and the GPU machine behind
 #: check_load/check_store/check_copy(..., gpu=True).
-DOORS = {"fragsim.display": "fragsim.viz.notebook", "fragsim.check.gpu": "fragsim.gpu_check.check_program"}
+DOORS = {"fragsim.display": "fragsim.viz.notebook", "fragsim.check.gpu": "fragsim.gpu_check.check.program"}
 
 
 def test_the_import_graph_has_no_cycles():
-    assert A.cycles(A.imports()) == []
+    """importlib.import_module calls count as imports (tests/architecture.py reads their targets); the
+    two doors up are the only edges left out."""
+    assert A.cycles([e for e in A.imports() if DOORS.get(e.source) != e.target]) == []
+
+
+def test_importlib_imports_are_seen():
+    assert any(e.source == "fragsim.display" and e.target == "fragsim.viz.notebook" for e in A.imports())
 
 
 def test_the_rooms_are_layered_too():

@@ -2,11 +2,11 @@
 
 Each record holds address sets, masks and cp.async source addresses with the counters ncu read
 for them (one warp, one instruction per launch, `ncu --clock-control none`; see
-fragsim/gpu_check/ncu_banks.py): ncu_banks_<n>.npz on an H200 (every instruction of the table then),
+fragsim/gpu_check/banks/measure.py): ncu_banks_<n>.npz on an H200 (every instruction of the table then),
 ncu_banks_h100_cp_async_*.npz on an H100 (cp.async only: shifted and partial-warp copies, two-line
 probes of the source-line classes, random sets; docs/research/cp_async/NOTES.md),
 ncu_banks_h100_small_vectors_21.npz on an H100 (the ld/st.shared vectors of 8- and 16-bit elements:
-``python -m fragsim.gpu_check.ncu_banks measure --seed 21 --budget 250 --ops ld.shared.v2.u8 ...``).
+``python -m fragsim.gpu_check.banks.measure measure --seed 21 --budget 250 --ops ld.shared.v2.u8 ...``).
 The model must reproduce wavefronts and bank conflicts exactly wherever it claims to be exact; where
 it does not (cp.async groups in the regimes listed in fragsim.banks.rules.group_wavefronts) the
 counter is recorded and the deviation pinned, not predicted.
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import fragsim
-from fragsim.gpu_check.ncu_banks import OPS, load_record, measured_figures
+from fragsim.gpu_check.banks.measure import OPS, load_record, measured_figures
 from fragsim.instructions.shared_ops import parse_shared_op, plain_op
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "banks")

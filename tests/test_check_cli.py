@@ -72,7 +72,7 @@ def test_gpu_without_a_gpu_exits_2_with_one_line(monkeypatch, capsys):
     def no_cupy():
         raise runner.GpuUnavailable("CuPy is not installed")
     monkeypatch.setattr(runner, "import_cupy", no_cupy)
-    monkeypatch.setattr("fragsim.gpu_check.check_program.import_cupy", no_cupy)
+    monkeypatch.setattr("fragsim.gpu_check.check.program.import_cupy", no_cupy)
     assert main(["check", *FORM, "--operand", "A", *TILE, "--load", RIGHT, "--var", "mf=0", "--var", "kb=0",
                  "--gpu"]) == 2
     err = capsys.readouterr().err

@@ -16,8 +16,8 @@ import fragsim.check as C
 from fragsim.check.gpu import Recorded, Recording, recorded_names
 from fragsim.check.machine import Simulator
 from fragsim.cli import main
-from fragsim.gpu_check.check_cases import CASES
-from fragsim.gpu_check.check_program import program_source
+from fragsim.gpu_check.check.cases import CASES
+from fragsim.gpu_check.check.program import program_source
 from fragsim.instructions import SHARED_OPS
 
 DATA = Path(__file__).parent / "data" / "check"
@@ -62,7 +62,7 @@ def test_a_gpu_that_differs_is_reported_register_by_register():
 
 
 def test_the_command_exits_3_when_the_gpu_disagrees(monkeypatch, capsys):
-    monkeypatch.setattr("fragsim.gpu_check.check_program.GpuMachine", FlipsABit)
+    monkeypatch.setattr("fragsim.gpu_check.check.program.GpuMachine", FlipsABit)
     assert main(["check", "--form", F16, "--operand", "A", "--tile", A16, "--load", f"ldmatrix.x4: {A_X4}",
                  "--gpu"]) == 3
     assert "the hardware DISAGREES with fragsim" in capsys.readouterr().out
@@ -122,7 +122,7 @@ def test_the_gpu_program_moves_vector_elements_as_the_checkers_packed_words(op):
     (fragsim.check.machine) moves a lane's bytes as packed words: the GPU machine converts both ways."""
     import numpy as np
 
-    from fragsim.gpu_check.check_program import to_elements, to_words
+    from fragsim.gpu_check.check.program import to_elements, to_words
 
     rng = np.random.default_rng(op.bytes_per_addr)
     smem = rng.integers(0, 256, 4096).astype(np.uint8)

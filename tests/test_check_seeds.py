@@ -1,10 +1,10 @@
 """fragsim.check on the seed documents' address math: the right recipes pass, and each classic
-mistake injected into a right recipe is diagnosed by name (gpu_check/check_cases.py)."""
+mistake injected into a right recipe is diagnosed by name (gpu_check/check/cases.py)."""
 
 import pytest
 
 import fragsim
-from fragsim.gpu_check.check_cases import BF16, CASES, S1_A, S1_A_EXPR, S1_B, S1_B_EXPR
+from fragsim.gpu_check.check.cases import BF16, CASES, S1_A, S1_A_EXPR, S1_B, S1_B_EXPR
 
 RIGHT = [c for c in CASES if c.ok]
 WRONG = [c for c in CASES if not c.ok]

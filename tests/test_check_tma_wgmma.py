@@ -173,7 +173,7 @@ def test_report_json_and_text():
     assert "WRONG: 3,072 of 4,096" in str(r)
 
 
-# gpu_check/ptx_kernels.py's TMA_CHECK cases (src/tma_wgmma_check.cu's -D knobs): the check's verdict on
+# gpu_check/ptx/kernels.py's TMA_CHECK cases (src/tma_wgmma_check.cu's -D knobs): the check's verdict on
 # each configuration is the product the H100 run is predicted to give (fragsim.run_kernel agrees)
 KNOBS = {"tma_check_right": {}, "tma_check_map_noswizzle": {"map": "none"}, "tma_check_sbo512": {"sbo": 512},
          "tma_check_kadv16": {"kadv": 16}, "tma_check_swz64": {"swz": "64B"}, "tma_check_shift384": {"shift": 384},
@@ -182,7 +182,7 @@ KNOBS = {"tma_check_right": {}, "tma_check_map_noswizzle": {"map": "none"}, "tma
 
 @pytest.mark.parametrize("name", sorted(KNOBS))
 def test_gpu_check_cases_verdict_and_finding(name):
-    from fragsim.gpu_check import ptx_kernels as P
+    from fragsim.gpu_check.ptx import kernels as P
     _, swz, want, kind = P.TMA_CHECK[name]
     kn = KNOBS[name]
     tm = TensorMap("bf16", (128, 64), (256,), (64, 64), swizzle=kn.get("map", "128B"))

@@ -85,7 +85,7 @@ def test_var_at_the_int64_edges_is_accepted(capsys):
 
 
 def test_gpu_check_json_file_is_checked_before_the_run(capsys, monkeypatch):
-    from fragsim.gpu_check import bulk
+    from fragsim.gpu_check.table import bulk
 
     def no_run(*a, **k):
         raise AssertionError("the run started before the output path was checked")

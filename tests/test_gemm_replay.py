@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fragsim import FORMS, lookup
-from fragsim.gpu_check import gemm as G
+from fragsim.gpu_check.gemm import family as G
 
 REC = json.loads((Path(__file__).parent / "data" / "gemm" / "gemm_h100.json").read_text())
 SAMPLE = 4          # seeds per form that CI replays, besides the longest K

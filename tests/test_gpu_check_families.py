@@ -15,8 +15,10 @@ import pytest
 
 import fragsim
 from fragsim.cli import main
-from fragsim.gpu_check import corpus, movmatrix, runner, wgmma_run
-from fragsim.gpu_check import gemm as G
+from fragsim.gpu_check import corpus, runner
+from fragsim.gpu_check.movmatrix import family as movmatrix
+from fragsim.gpu_check.wgmma import family as wgmma_run
+from fragsim.gpu_check.gemm import family as G
 
 DATA = Path(__file__).parent / "data"
 MOVM = DATA / "hw_movmatrix" / "nvidia_h100_sm90"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from fragsim.cli import main
-from fragsim.gpu_check import bulk, corpus
+from fragsim.gpu_check.table import bulk
+from fragsim.gpu_check import corpus
 
 MMA = "m16n8k8.row.col.f16.f16.f16.f16"
 OPS = [MMA, "ldmatrix.x2.trans", "st.shared.v2.b32", "cp.async.ca.8"]

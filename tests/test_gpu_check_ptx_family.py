@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from fragsim.cli import main
-from fragsim.gpu_check.ptx_all import MEMBERS, PtxFamily
+from fragsim.gpu_check.ptx.combined import MEMBERS, PtxFamily
 from fragsim.gpu_check.family import families
 
 DATA = Path(__file__).parent / "data" / "ptx"

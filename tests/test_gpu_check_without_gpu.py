@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from fragsim.cli import main
-from fragsim.gpu_check import bulk, corpus, record, recordings
+from fragsim.gpu_check.table import bulk
+from fragsim.gpu_check import corpus, record, recordings
 
 DATA = Path(__file__).parent / "data"
 H200 = DATA / "hw" / "nvidia_h200_sm90"

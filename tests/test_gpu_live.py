@@ -14,7 +14,8 @@ from hypothesis.extra import numpy as hnp
 import fragsim
 from fragsim import FORMS, lookup
 from fragsim.facts.formats import IntFormat
-from fragsim.gpu_check import bulk, generate as G, generate_exact as X, kernels as K
+from fragsim.gpu_check.table import bulk, generate as G, generate_exact as X
+from fragsim.gpu_check import kernels as K
 from fragsim.gpu_check.prelude import TILE_BYTES
 
 pytestmark = pytest.mark.gpu

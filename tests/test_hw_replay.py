@@ -18,7 +18,8 @@ import pytest
 import fragsim
 from fragsim import FORMS, lookup
 from fragsim.cli import main
-from fragsim.gpu_check import bulk, corpus, generate as G, kernels as K
+from fragsim.gpu_check.table import bulk, generate as G
+from fragsim.gpu_check import corpus, kernels as K
 from fragsim.facts.arch import arch_for_cc
 from fragsim.gpu_check.prelude import TILE_BYTES
 

@@ -13,7 +13,7 @@ import fragsim
 from fragsim import FORMS, lookup
 from fragsim.facts.arch import ARCHS
 from fragsim.facts.formats import IntFormat, int_from_bits, int_to_bits
-from fragsim.gpu_check import generate as G, generate_exact as X
+from fragsim.gpu_check.table import generate as G, generate_exact as X
 
 LANE = np.arange(32)
 G_, T_ = LANE >> 2, LANE & 3          # groupID, threadID_in_group

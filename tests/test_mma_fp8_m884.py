@@ -231,7 +231,7 @@ def test_movmatrix_matches_the_gpu_live():
     """Live (``pytest -m gpu``): hypothesis-drawn source registers through the GPU and fragsim.movmatrix."""
     from hypothesis import given, settings, strategies as st
     from hypothesis.extra import numpy as hnp
-    from fragsim.gpu_check.movmatrix import FAMILIES
+    from fragsim.gpu_check.movmatrix.family import FAMILIES
     from fragsim.gpu_check.runner import GpuUnavailable
     fam = FAMILIES["movmatrix"]
     try:

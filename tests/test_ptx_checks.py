@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from fragsim.cli import main
-from fragsim.gpu_check import ptx_kernels as P
-from fragsim.gpu_check import ptx_sanitizer as S
+from fragsim.gpu_check.ptx import kernels as P
+from fragsim.gpu_check.ptx import sanitizer as S
 from fragsim.ptx.checks import KINDS, Issue, KernelIssue, options
 from fragsim.ptx.run import run_kernel
 from fragsim.ptx.state import PtxRuntimeError
@@ -325,7 +325,7 @@ def corpus_run(case, check, monkeypatch):
 
 @pytest.mark.parametrize("case", FILES, ids=[c.id for c in FILES])
 def test_the_corpus_kernels_are_clean_but_for_their_documented_bugs_and_checks_change_no_bit(case, monkeypatch):
-    """Every kernel of the corpus finds what gpu_check.ptx_sanitizer.CORPUS says (the bugs documented in
+    """Every kernel of the corpus finds what gpu_check.ptx.sanitizer.CORPUS says (the bugs documented in
     docs/kernel-bugs.md; nothing for the kernels it does not name)."""
     plain, _ = corpus_run(case, False, monkeypatch)
     checked, r = corpus_run(case, "continue,uninitialized", monkeypatch)

@@ -1,4 +1,4 @@
-"""fragsim's checks against NVIDIA compute-sanitizer on an H100 (gpu_check/ptx_sanitizer.py), replayed
+"""fragsim's checks against NVIDIA compute-sanitizer on an H100 (gpu_check/ptx/sanitizer.py), replayed
 from the record tests/data/ptx/checks/sanitizer/ptx_sanitizer.json (no GPU): for every kernel of the
 checks and of the corpus and every tool (memcheck, racecheck, synccheck), the tool reported what
 fragsim's findings imply it would (``ptx_sanitizer.expected``: memcheck out of bounds and misaligned,
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fragsim.gpu_check import ptx_sanitizer as S
+from fragsim.gpu_check.ptx import sanitizer as S
 
 RECORD = Path(__file__).parent / "data" / "ptx" / "checks" / "sanitizer" / "ptx_sanitizer.json"
 RACECHECK_WGMMA = ("racecheck reports no hazard with wgmma's shared-memory reads: in wgmma_smem_bug a st.shared "
@@ -62,7 +62,7 @@ NAMES = [c.name for c in S.CASES] + [f"corpus:{k}" for k in S.CORPUS]
 def record() -> dict:
     if not RECORD.is_file():
         pytest.skip(f"no H100 record ({RECORD.relative_to(Path(__file__).parent.parent)}): "
-                    "python -m fragsim.gpu_check.ptx_sanitizer measure --out tests/data/ptx/checks/sanitizer")
+                    "python -m fragsim.gpu_check.ptx.sanitizer measure --out tests/data/ptx/checks/sanitizer")
     return S.load(RECORD)
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import fragsim
 from fragsim.facts.formats import FORMATS
-from fragsim.gpu_check import ptx_cvt as P
+from fragsim.gpu_check.ptx import convert as P
 from fragsim.ptx.isa.table import resolve
 from fragsim.ptx.isa.table import resolve as resolve_cvt
 from fragsim.ptx.semantics import Spec, UnsupportedInstruction

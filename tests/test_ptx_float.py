@@ -12,7 +12,7 @@ import pytest
 
 from fragsim.cli import main
 from fragsim.facts.formats import FORMATS
-from fragsim.gpu_check import ptx_float_cases as cases
+from fragsim.gpu_check.ptx import floating_cases as cases
 from fragsim.ptx.isa.table import resolve
 from fragsim.ptx.semantics import Spec, UnsupportedInstruction, floating
 from fragsim.ptx.types import TYPES

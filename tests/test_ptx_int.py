@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fragsim.cli import main
-from fragsim.gpu_check import ptx_int
+from fragsim.gpu_check.ptx import integer as ptx_int
 from fragsim.ptx.isa import table
 from fragsim.ptx.semantics import Semantic, Spec, UnsupportedInstruction, integer
 from fragsim.ptx.types import TYPES, ptx_type

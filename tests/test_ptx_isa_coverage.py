@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from fragsim.gpu_check.ptx_coverage import recorded
+from fragsim.gpu_check.ptx.coverage import recorded
 from fragsim.ptx.isa import support, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -502,7 +502,7 @@ def test_a_row_counts_as_an_op_nsight_compute_counts():
 @functools.lru_cache(maxsize=1)
 def _gpu_corpus_mods() -> set[tuple[str, tuple[str, ...]]]:
     """(opcode, mods) of every instruction of the PTX files gpu_check's ptx_kernels family runs on the GPU."""
-    from gpu_check.ptx_kernels import KERNEL
+    from fragsim.gpu_check.ptx.kernels import KERNEL
     files = {p for k in KERNEL.values() for p in k.files}
     out = set()
     for name in files:

@@ -31,7 +31,7 @@ def test_a_bit_exact_status_names_the_family_that_validates_it():
 def test_cvt_rows_admit_exactly_the_candidates_ptxas_assembles():
     """tests/data/ptx/cvt/ptxas_sm90a.txt: ptxas 13.0's verdict on every cvt spelling with a float side
     that the ptx_cvt family tried."""
-    from fragsim.gpu_check.ptx_cvt import candidates
+    from fragsim.gpu_check.ptx.convert import candidates
     with open(os.path.join(DATA, "cvt", "ptxas_sm90a.txt")) as f:
         accepted = {line.strip() for line in f if line.strip() and not line.startswith("#")}
     admitted = set()

@@ -2,7 +2,7 @@
 with the inputs regenerated from the recorded seeds, writes the bits the GPU wrote.
 
 tests/data/ptx/kernels/kernels.npz was written by ``fragsim gpu-check --family ptx_kernels --record``
-(gpu_check/ptx_kernels.py): per case the kernel, PTX file, shape, seed, launch, the digest of the
+(gpu_check/ptx/kernels.py): per case the kernel, PTX file, shape, seed, launch, the digest of the
 inputs and of each output buffer the GPU left (the region one CTA writes, for single-CTA cases),
 and the whole outputs of each kernel's first launch."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fragsim.gpu_check import ptx_kernels as P
+from fragsim.gpu_check.ptx import kernels as P
 
 DATA = Path(__file__).parent / "data" / "ptx" / "kernels"
 META, ARRAYS = P.load(str(DATA / P.FILE))

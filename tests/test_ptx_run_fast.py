@@ -8,7 +8,7 @@ import pytest
 
 import fragsim
 from fragsim.facts.arch import get_arch
-from fragsim.gpu_check import ptx_kernels as P
+from fragsim.gpu_check.ptx import kernels as P
 from fragsim.ptx import machine
 from fragsim.ptx.parse import parse
 from fragsim.ptx.program import Compiler

@@ -9,7 +9,7 @@ import pytest
 
 import fragsim
 from fragsim.facts.formats import to_bits
-from fragsim.gpu_check import ptx_kernels as P
+from fragsim.gpu_check.ptx import kernels as P
 from fragsim.ptx.memory import Buffer
 from fragsim.ptx.program import PtxLoadError
 from fragsim.ptx.run import run_kernel
@@ -332,7 +332,7 @@ def test_the_gpu_launch_passes_each_tensor_map_as_the_drivers_bytes_padded_to_it
     """ptx_kernels' GPU side: a MapArg is encoded (by cuTensorMapEncodeTiled there; a stand-in here) at its
     buffer's device address, in the argument set the tma family's driver call takes, and padded to the
     parameter (CuTe's 256-byte TMA atom)."""
-    from fragsim.gpu_check.tma_cases import tensor_map
+    from fragsim.gpu_check.tma.cases import tensor_map
     case = P.Case("cutlass_wgmma_tma_sm90_nt", "cutlass_wgmma_tma_sm90.sm90a.ptx", 0, 0)
     g = case.launch()
     entry = P.entry_of(case.file, P.BY_NAME[case.kernel].entry)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fragsim.gpu_check import ptx_kernels as P
+from fragsim.gpu_check.ptx import kernels as P
 
 DATA = Path(__file__).parent / "data" / "ptx" / "kernels_tma"
 if not (DATA / P.FILE).is_file():

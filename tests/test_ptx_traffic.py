@@ -14,8 +14,8 @@ import pytest
 import fragsim
 from fragsim.cli import main
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.gpu_check import ptx_kernels as P
-from fragsim.gpu_check import traffic_kernels as T
+from fragsim.gpu_check.ptx import kernels as P
+from fragsim.gpu_check.ptx import traffic_kernels as T
 from fragsim.ptx.memory import Buffer
 from fragsim.ptx import ast as A
 from fragsim.ptx import traffic as TR

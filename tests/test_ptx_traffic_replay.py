@@ -1,13 +1,13 @@
 """The shared-memory traffic report against Nsight Compute on an H100: every launch that
-gpu_check/ptx_ncu.py recorded (tests/data/ptx/ncu: the PTX corpus's kernels and the one-pattern
-kernels of gpu_check/traffic_kernels.py; tests/data/ptx/ncu/<run>: later measurements) has
+gpu_check/ptx/traffic.py recorded (tests/data/ptx/ncu: the PTX corpus's kernels and the one-pattern
+kernels of gpu_check/ptx/traffic_kernels.py; tests/data/ptx/ncu/<run>: later measurements) has
 ``run.totals`` equal to the whole-kernel counters (op_misc and the shared total within the barrier
 part's range, ``SharedReport.barrier_misc``), and per PTX line the executions, wavefronts and ideal
 wavefronts of its shared-memory SASS instruction(s) equal fragsim's row where ptxas keeps one
 instruction (or copies of one) for the line -- after what the comparison takes from the SASS
 because the PTX does not show it (ptxas's WARPSYNC and REDUX, the idle copies of a line ptxas split).
 
-A record is made on the GPU machine by ``python -m fragsim.gpu_check.ptx_ncu measure --out DIR``.
+A record is made on the GPU machine by ``python -m fragsim.gpu_check.ptx.traffic measure --out DIR``.
 The comparison itself (building the line table, reading nvdisasm's and Nsight Compute's pages,
 matching lines, the ranges and what is taken from the SASS) is tested here on records made of
 fragsim's own figures."""
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fragsim.gpu_check import ptx_ncu as N
+from fragsim.gpu_check.ptx import traffic as N
 from fragsim.gpu_check import record
-from fragsim.gpu_check import traffic_kernels as T
+from fragsim.gpu_check.ptx import traffic_kernels as T
 from fragsim.ptx import ast as A
 from fragsim.ptx.parse import parse
 
@@ -37,7 +37,7 @@ def _launch_id(x) -> str:
 
 
 def test_the_h100_recording_is_here():
-    assert "." in RECORDS, "run `python -m fragsim.gpu_check.ptx_ncu measure --out tests/data/ptx/ncu` on an H100"
+    assert "." in RECORDS, "run `python -m fragsim.gpu_check.ptx.traffic measure --out tests/data/ptx/ncu` on an H100"
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=_launch_id)

@@ -11,7 +11,8 @@ import pytest
 
 from fragsim.cli import main
 from fragsim.facts.hardware import WARP_LANES
-from fragsim.gpu_check import ptx_int, record
+from fragsim.gpu_check import record
+from fragsim.gpu_check.ptx import integer as ptx_int
 from fragsim.ptx.isa import table
 from fragsim.ptx.semantics import Spec, UnsupportedInstruction
 

@@ -1,4 +1,4 @@
-"""The tma family of gpu_check (gpu_check/tma.py, tma_device.py) without a GPU: its CUDA builds for
+"""The tma family of gpu_check (gpu_check/tma/family.py, device.py) without a GPU: its CUDA builds for
 sm_90a, its cases cover the argument space the issue names, and the pipeline -- workers, a new worker
 after each fault, the recording, the replay -- runs with fragsim standing in for the GPU and catches a
 changed byte, a probe that did not fault, a map the driver judged otherwise."""
@@ -13,9 +13,9 @@ import pytest
 
 from fragsim.cli import main
 from fragsim.facts.tma import SWIZZLES, TMA_TYPES
-from fragsim.gpu_check import tma as T
-from fragsim.gpu_check import tma_cases as C
-from fragsim.gpu_check import tma_device as D
+from fragsim.gpu_check.tma import family as T
+from fragsim.gpu_check.tma import cases as C
+from fragsim.gpu_check.tma import device as D
 from fragsim.tma import box_layout
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fragsim.facts.tma import TMA_TYPES, oob_nan
-from fragsim.gpu_check import tma as T
-from fragsim.gpu_check.tma_cases import smem_box
+from fragsim.gpu_check.tma import family as T
+from fragsim.gpu_check.tma.cases import smem_box
 
 DATA = Path(__file__).parent / "data" / "tma"
 RECORDINGS = ["run1", "run2", "run3"]

@@ -2,7 +2,7 @@
 descriptors per swizzle mode x majorness, random LBO/SBO/start/base offset; the hardware read shared
 memory full of slot ids, so its D names the slot of every (row, k) it fetched) replayed through
 fragsim.layout.descriptor.operand_addresses, one test per property of the map; and a few full cases replayed
-through fragsim.wgmma.  tests/data/wgmma/fuzz_h100.npz is gpu_check/wgmma_fuzz_corpus.py's compaction
+through fragsim.wgmma.  tests/data/wgmma/fuzz_h100.npz is gpu_check/wgmma/fuzz_corpus.py's compaction
 of the run's fuzz.npz (per case: both descriptors and a 64-bit digest of the hardware's slot ids).
 
 Each property test also shows that its cases can fail: the map with that property changed (the
@@ -19,8 +19,8 @@ from fragsim import MatrixDescriptor, wgmma
 from fragsim.layout.descriptor import SWIZZLE_BYTES, canonical_offsets, operand_addresses, swizzle_address
 from fragsim.sim.wgmma import pack_wg, unpack_wg
 from fragsim.gpu_check import record
-from fragsim.gpu_check.wgmma_fuzz_corpus import digest, load
-from fragsim.gpu_check.wgmma_kernels import SMEM_BYTES
+from fragsim.gpu_check.wgmma.fuzz_corpus import digest, load
+from fragsim.gpu_check.wgmma.kernels import SMEM_BYTES
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "wgmma", "fuzz_h100.npz")
 ATOM = {"none": 128, "32B": 256, "64B": 512, "128B": 1024}     # bytes of one 8-row swizzle atom
@@ -176,12 +176,12 @@ def test_full_cases_replay_through_wgmma(op):
 
 
 def test_compaction_keeps_every_case(tmp_path):
-    """gpu_check/wgmma_fuzz_corpus.compact on a run's fuzz.npz (here two small jobs whose 'hardware' is
+    """gpu_check/wgmma/fuzz_corpus.compact on a run's fuzz.npz (here two small jobs whose 'hardware' is
     the model): every case, its descriptors, and the digest of the slot ids in (row, k) order."""
-    from fragsim.gpu_check import wgmma_cases as W
-    from fragsim.gpu_check.wgmma_fuzz_corpus import compact
-    from fragsim.gpu_check.wgmma_kernels import Variant
-    from fragsim.gpu_check.wgmma_run import fuzz_ids
+    from fragsim.gpu_check.wgmma import cases as W
+    from fragsim.gpu_check.wgmma.fuzz_corpus import compact
+    from fragsim.gpu_check.wgmma.kernels import Variant
+    from fragsim.gpu_check.wgmma.family import fuzz_ids
     jobs = [("fuzz_b", "128B", "MN", Variant("m64n8k16.f32.f16.f16", "reg", 1, 1, False, True)),
             ("fuzz_a", "32B", "K", Variant("m64n16k16.f32.f16.f16", "smem"))]
     rec = {}

@@ -1,6 +1,6 @@
-"""wgmma on the H100: recorded cases (tests/data/wgmma/, from gpu_check/wgmma_run.py) replayed through
+"""wgmma on the H100: recorded cases (tests/data/wgmma/, from gpu_check/wgmma/family.py) replayed through
 fragsim.wgmma, and each alternative parameter row shown to break at least one recorded case.
-The corpora are run 2 (tests/data/wgmma/run2_h100_summary.json), compacted by gpu_check/wgmma_corpus.py."""
+The corpora are run 2 (tests/data/wgmma/run2_h100_summary.json), compacted by gpu_check/wgmma/corpus.py."""
 
 import functools
 import json
@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from fragsim.gpu_check.wgmma_cases import model
-from fragsim.gpu_check.wgmma_corpus import load
-from fragsim.gpu_check.wgmma_run import ALTERNATIVES
+from fragsim.gpu_check.wgmma.cases import model
+from fragsim.gpu_check.wgmma.corpus import load
+from fragsim.gpu_check.wgmma.family import ALTERNATIVES
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "wgmma")
 FAMILIES = {"f16_bf16": "f16/bf16", "tf32": "tf32", "fp8": "fp8", "int8": "int8"}

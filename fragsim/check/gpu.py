@@ -2,7 +2,7 @@
 
 ``verdict(gpu, ...)`` runs a check's program (the tagged shared memory of every pass, the
 instructions with the user's addresses, the payloads) on ``gpu`` -- True for this machine's GPU
-(``fragsim.gpu_check.check_program.GpuMachine``, CuPy), or any object with ``run`` and ``info``
+(``fragsim.gpu_check.check.program.GpuMachine``, CuPy), or any object with ``run`` and ``info``
 such as ``Recorded`` -- compares every load register and every byte of the final shared memory
 with fragsim's, and decodes the hardware's own output into a verdict.
 
@@ -43,7 +43,7 @@ def digest(instrs, smem: np.ndarray, payloads: list) -> str:
 
 def _machine(gpu):
     if gpu is True:
-        from fragsim.gpu_check.check_program import GpuMachine
+        from fragsim.gpu_check.check.program import GpuMachine
 
         return GpuMachine()
     if not (hasattr(gpu, "run") and hasattr(gpu, "info")):

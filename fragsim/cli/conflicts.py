@@ -1,7 +1,7 @@
 """fragsim conflicts OP --addrs EXPR: bank conflicts of one shared-memory instruction, per phase.
 
 Also ``fragsim conflicts --ncu-measure --record DIR``: measure every instruction under Nsight
-Compute on this machine's GPU and record the counters (see fragsim.gpu_check.ncu_banks).
+Compute on this machine's GPU and record the counters (see fragsim.gpu_check.banks.measure).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def run(args) -> int:
         if not args.record:
             raise ValueError("--ncu-measure needs --record DIR (where the measurements go)")
         writable_dir(args.record, "--record")
-        from fragsim.gpu_check.ncu_banks import NcuUnavailable, compare, measure
+        from fragsim.gpu_check.banks.measure import NcuUnavailable, compare, measure
 
         try:
             path = measure(args.record, seed=args.seed, budget=args.budget)

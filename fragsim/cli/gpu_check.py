@@ -31,7 +31,7 @@ DEFAULTS = {"arch": DEFAULT_ARCH, "seed": 0}
 
 def add_arguments(p):
     from fragsim.gpu_check.family import families
-    from fragsim.gpu_check.table import GROUPS
+    from fragsim.gpu_check.table.family import GROUPS
 
     fams = families()
     p.add_argument("--family", choices=tuple(fams),

@@ -95,7 +95,7 @@ def _recorded() -> dict:
                         "tests", "data", "ptx")
     if not os.path.isdir(root):
         return {}
-    from fragsim.gpu_check.ptx_coverage import recorded
+    from fragsim.gpu_check.ptx.coverage import recorded
     return recorded(root)
 
 

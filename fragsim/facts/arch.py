@@ -338,7 +338,7 @@ def _wgmma_row(mma: ArchParams, **own) -> WgmmaParams:
 # sm_90 (H100/H200).  MMA-Sim 2.1.1's Hopper WGMMA: the mma.sync row's numbers for 16-bit and tf32
 # inputs (F = 25, L = 32 bytes of products per block, e_zero -133 / -21, RZ to f32, RNE to f16, one
 # clamp under .satfinite), and for fp8 F = 13, one block of 32, f32 results on the e8m13 grid; every
-# value then checked on an H100 (docs/validation.md, gpu_check/wgmma_run.py).
+# value then checked on an H100 (docs/validation.md, gpu_check/wgmma/family.py).
 WGMMA_PARAMS: dict[str, WgmmaParams] = {
     "sm_90": _wgmma_row(ARCHS["sm_90"], frac_bits_fp8=13, block_fp8=32, f32_man_bits_fp8=13),
 }

@@ -60,6 +60,6 @@ SHAPES |= {(d, n, e): spelled for d in ("ld", "st") for (n, e), spelled in SMALL
 
 # The table's order: the scalars and word vectors first, loads then stores; the vectors of 8/16-bit
 # elements are their own group (shared_ops appends it after cp.async: table positions seed the bank
-# probe's address sets, bank_cases.cases_for, and the earlier entries keep theirs).
+# probe's address sets, gpu_check/banks/cases.py's cases_for, and the earlier entries keep theirs).
 ENTRIES = tuple(_entry(d, n, min(n, BANK_BYTES), *WIDTHS[n]) for d in ("ld", "st") for n in WIDTHS)
 SMALL_VECTOR_ENTRIES = tuple(_entry(d, n, e, *SMALL_VECTORS[n, e]) for d in ("ld", "st") for n, e in SMALL_VECTORS)

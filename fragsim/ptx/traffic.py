@@ -23,7 +23,7 @@ block's first cp.async (``PHANTOM_LDS``), and the "misc" wavefronts (``MISC_WAVE
 per idle execution, per SHFL, per fence by the SASS it becomes (``fence_sass``), per warp that may
 wait at a barrier or a CTA-scope MEMBAR -- that part at most, ``SharedReport.barrier_misc``),
 which the shared-memory total adds to the loads', stores', copies', atomics' and wgmma reads'.
-``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the counters do.  gpu_check/ptx_ncu.py
+``cp.async.cg`` bypasses L1: its rows show 0 wavefronts, as the counters do.  gpu_check/ptx/traffic.py
 measures all of it on the H100 (docs/traffic.md).
 
 Source lines come from the PTX's ``.loc``/``.file`` directives (``nvcc -lineinfo``); without them
@@ -65,7 +65,7 @@ GMMA_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum"
 SHARED_WAVEFRONTS = NCU_METRICS["ldgsts"][0]
 MISC_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_misc.sum"
 
-# ---- what the H100 counts that the PTX does not show (gpu_check/ptx_ncu.py, docs/traffic.md) ----
+# ---- what the H100 counts that the PTX does not show (gpu_check/ptx/traffic.py, docs/traffic.md) ----
 #: op_misc: one wavefront per warp of the launch, whatever it runs (every measured launch: 1 in a
 #: one-warp kernel, 2 in every two-warp pattern kernel without other misc sources)
 MISC_PER_WARP = 1
@@ -110,7 +110,7 @@ MISC_PER_BARRIER_WAIT = MISC_PER_MEMBAR_CTA_WAIT = 1
 #: hits a bank takes a wavefront of its own in that bank (``ATOM_LANES_PER_BANK``), lanes at one word
 #: too (atomics to one word serialize): wavefronts = the most active lanes in one bank, ideal = 1 (traffic/atom: 1 per warp,
 #: traffic/atom_same, 32 lanes at one word: 32).  Fitted on those two kernels only:
-#: gpu_check/ptx_ncu.py's second measurement holds the patterns that test it.  ptxas compiles
+#: gpu_check/ptx/traffic.py's second measurement holds the patterns that test it.  ptxas compiles
 #: atom.shared.add.f32 and the 8-byte adds as a compare-and-swap loop (an LDS, then ATOMS.CAST.SPIN
 #: until no lane lost), whose trips depend on the lanes' contention: those rows are not modelled
 #: (``NATIVE_ATOMS``: the operations an ATOMS runs, on 4-byte integers).

@@ -3,13 +3,13 @@
     python docs/research/cp_async/fit_hash.py
 
 1. The two-line probes (tests/data/banks/ncu_banks_h100_cp_async_pairs.npz; cases:
-   fragsim.gpu_check.cp_async_cases.pairs): lines B = 1..255 (+7 beyond) against line 0, line
+   fragsim.gpu_check.banks.cp_async_cases.pairs): lines B = 1..255 (+7 beyond) against line 0, line
    numbers relative to the probe's source buffer.  A pair is "incompatible" when every probe took 2
    wavefronts; otherwise exactly the probe holding A's word collided (same bank, different line:
    an ordinary bank conflict).  Each aligned quad of lines holds exactly one line incompatible with
    line 0, so class = (line & 3) ^ d(line >> 2); the algebraic normal form of d shows the carries
    of (line >> 2) + 1, i.e. a XOR hash of the absolute address with the buffer at 512 mod 64 KiB
-   (fragsim.gpu_check.ncu_banks.UNRECORDED_SRC_BASE).
+   (fragsim.gpu_check.banks.measure.UNRECORDED_SRC_BASE).
 2. The model's hash (fragsim.banks.rules.source_line_class, on the absolute source addresses that
    load_record gives) against every two-line probe of the pairs record and the bit probes (address
    bits 9..21) of the validation record.
@@ -22,7 +22,7 @@ import os
 import re
 
 from fragsim.banks.rules import source_line_class
-from fragsim.gpu_check.ncu_banks import load_record, measured_figures
+from fragsim.gpu_check.banks.measure import load_record, measured_figures
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tests", "data", "banks")
 

@@ -36,7 +36,8 @@ import numpy as np
 
 import fragsim
 from fragsim.arch import ARCHS
-from fragsim.gpu_check import bulk, corpus, generate as G, kernels as K
+from fragsim.gpu_check.table import bulk, generate as G
+from fragsim.gpu_check import corpus, kernels as K
 
 T0 = time.time()
 NEW = [n for n, f in fragsim.FORMS.items() if f.fmt("A").name in ("s8", "u8", "s4", "u4", "b1", "f64")]
@@ -198,7 +199,7 @@ def check(backend, ops, arch, args, report, pool):
         r = bulk.check_op(backend, op, n, seed=args.seed, pool=pool, recorder=rec, details=3)
         spent_s += time.time() - t
         spent_cases += r.cases
-        path = rec.flush(op, {"seed": args.seed, "generator": "fragsim.gpu_check.generate"})
+        path = rec.flush(op, {"seed": args.seed, "generator": "fragsim.gpu_check.table.generate"})
         c = corpus.load(path)
         always = np.flatnonzero(bulk.mismatching(c.outputs(), bulk.model_outputs(c.op, c.inputs(), arch)))
         cmd = f"docs/research/exact_mma/h100_run.py --cases {args.cases} --seed {args.seed} (recorded 3,000 + probes)"

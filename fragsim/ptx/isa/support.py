@@ -1,7 +1,7 @@
 """The support page: the instruction table as a person reads it before trusting a run.
 
 ``coverage(recorded)`` maps each row to what the GPU recordings hold for it (``recorded``: variant
-text -> validations, as ``fragsim.gpu_check.ptx_coverage.recorded`` reads them; this module does not
+text -> validations, as ``fragsim.gpu_check.ptx.coverage.recorded`` reads them; this module does not
 read recordings itself, so the model never imports the GPU check).  ``markdown(...)`` is
 docs/instructions.md; ``listing(filter, ...)`` what ``fragsim run --instructions [FILTER]`` prints.
 """

@@ -1,0 +1,1 @@
+"""``--family movmatrix``: ``movmatrix`` on the GPU against ``fragsim.movmatrix`` (``family``)."""
