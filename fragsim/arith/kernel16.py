@@ -59,7 +59,7 @@ from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "6ca3b25189ebbaded3a8ca13a5b0064a3a01f19646e68ef0e3693376a0ba407c"
+INLINED_SOURCE_HASH = "37a49e96e61134c5d153e3d031f4602ccceb5bebf9a3abb2fc1ca8a926001348"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)

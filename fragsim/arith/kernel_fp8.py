@@ -36,19 +36,19 @@ from fragsim.facts.hardware import WARP_LANES
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
                      P_ZERO_IEEE, NPARAMS, SPEXP, _c_words, _chain, _decode8, _load_c, _round8, _scratch, _store_d, make_params)
-from .simd import (_llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
+from .simd import (_llvm_fn, _splat, _unop, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
                    f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_sub, i8_to_f8,
                    i8_where)
 
-from .simd16 import (S16, W16, _S16, _W16, _c16, _op16, _splat16, f8_to_f32_bits, s16_add, s16_bcast, s16_hi,
+from .simd16 import (S16, W16, _S16, _W16, _c16, f8_to_f32_bits, s16_add, s16_bcast, s16_hi,
                      s16_lo, s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "6ca3b25189ebbaded3a8ca13a5b0064a3a01f19646e68ef0e3693376a0ba407c"
+INLINED_SOURCE_HASH = "37a49e96e61134c5d153e3d031f4602ccceb5bebf9a3abb2fc1ca8a926001348"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -75,8 +75,8 @@ def _e4m3(builder, b):
     return builder.select(builder.icmp_unsigned("==", mag, _c16(0x7F)), ir.Constant(_S16, [float("nan")] * 16), v)
 
 
-e4m3_val16 = _op16(W16, S16, _e4m3, n=1)
-e5m2_val16 = _op16(W16, S16, lambda b, x: _f16_to_s16(b, b.shl(x, _c16(8))), n=1)    # the high byte of an f16
+e4m3_val16 = _unop(W16, S16, _e4m3)
+e5m2_val16 = _unop(W16, S16, lambda b, x: _f16_to_s16(b, b.shl(x, _c16(8))))    # the high byte of an f16
 
 
 @intrinsic
@@ -89,7 +89,7 @@ def s16_nexp(typingctx, v, emin):
         bits = builder.bitcast(args[0], _W16)
         e = builder.sub(builder.and_(builder.lshr(bits, _c16(23)), _c16(0xFF)), _c16(127))
         e = builder.call(_llvm_fn(builder, "llvm.smax.v16i32", _W16, [_W16, _W16]),
-                         [e, _splat16(builder, builder.trunc(args[1], ir.IntType(32)), _W16)])
+                         [e, _splat(builder, builder.trunc(args[1], ir.IntType(32)), _W16)])
         zero = builder.icmp_unsigned("==", builder.and_(bits, _c16(0x7FFFFFFF)), _c16(0))
         return builder.select(zero, _c16(ZERO_EXP), e)
     return W16(v, emin), codegen
