@@ -35,7 +35,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_from_bits, f8_from_f16, 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "0ef34f08309ab308317cef7837c872b4d35c78715e018eab14c0b08469ad9ec4"
+INLINED_SOURCE_HASH = "4b73b8de0a5ade4860a4e58dda2c094431a6e4ad4bca023dd32e7566c1020750"
 
 LANES = 8
 # Inf/NaN elements get this nominal exponent, so 2**(F - E) stays a normal float64.
@@ -256,45 +256,63 @@ def _store_d(dw, base, dout, d_lo, d_hi, nd, acc_ebits):
 
 
 @njit(inline="always")
+def _c_words(cw, base, src, sh, o, acc_mask):
+    """The accumulator words of 8 elements of C (C's index map entries o..o+7) from its registers."""
+    return i8_and(i8_shr(i8_gather(cw, base, src, o), i8_load(sh, o)), _k(acc_mask))
+
+
+@njit(inline="always")
+def _set_c(cv, ch, o, w, prm):
+    """c of 8 rows of the next block (value and hat, at cv/ch[o:]) from their accumulator words."""
+    cval, chat = _decode8(w, prm[P_ACC_CODE], prm[P_ACC_EMIN], False, prm[P_C_EXACT])
+    f8_store(cv, o, cval)
+    f8_store(ch, o, chat)
+
+
+@njit(inline="always")
+def _load_c(cw, cbase, c_src, c_sh, prm, cv, ch):
+    """C as the first block's c."""
+    acc_mask = (np.int64(1) << (1 + prm[P_ACC_MAN] + prm[P_ACC_EBITS])) - 1
+    for m in range(prm[P_M]):
+        _set_c(cv, ch, m * LANES, _c_words(cw, cbase, c_src, c_sh, m * LANES, acc_mask), prm)
+
+
+@njit(inline="always")
+def _chain(prm, av, ah, bv, bh, cv, ch, eb, sv, dout):
+    """The blocks of K in turn, the first from the c in cv/ch: each block's result, rounded into the
+    accumulator format, is the next block's c; the last one's accumulator words go to dout.
+    Row by row in three passes per block (E_max, sums, rounding): rows are independent, so each
+    pass is a stream of independent work instead of one long dependency chain."""
+    M, K, L, F = prm[P_M], prm[P_K], prm[P_L], prm[P_F]
+    acc_man, acc_ebits, rne, zero_ieee = prm[P_ACC_MAN], prm[P_ACC_EBITS], prm[P_RNE], prm[P_ZERO_IEEE]
+    N = LANES
+    zhat8 = f8_from_bits(_k((prm[P_EZERO] + 1023) << 52))          # 2**e_zero
+    for k0 in range(0, K, L):
+        k1 = min(k0 + L, K)
+        _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8)
+        for m in range(M):
+            w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
+            if k1 < K:  # the rounded block result is the next block's c
+                _set_c(cv, ch, m * N, w, prm)
+            else:
+                i8_store(dout, m * N, w)
+
+
+@njit(inline="always")
 def _warp(i, aw, bw, cw, dw, a_src, a_sh, b_src, b_sh, c_src, c_sh, d_lo, d_hi, prm,
           av, ah, bv, bh, cv, ch, eb, sv, dout):
-    M, K, L, F, e_zero = prm[P_M], prm[P_K], prm[P_L], prm[P_F], prm[P_EZERO]
-    in_code, in_emin, in_mask = prm[P_IN_CODE], prm[P_IN_EMIN], prm[P_IN_MASK]
-    acc_code, acc_emin, acc_man, acc_ebits = prm[P_ACC_CODE], prm[P_ACC_EMIN], prm[P_ACC_MAN], prm[P_ACC_EBITS]
-    rne, zero_ieee, c_exact, nan_low = prm[P_RNE], prm[P_ZERO_IEEE], prm[P_C_EXACT], prm[P_NAN_LOW]
+    M, K = prm[P_M], prm[P_K]
+    in_code, in_emin, in_mask, nan_low = prm[P_IN_CODE], prm[P_IN_EMIN], prm[P_IN_MASK], prm[P_NAN_LOW]
     N = LANES
-    nblk = (K + L - 1) // L
-    acc_mask = (np.int64(1) << (1 + acc_man + acc_ebits)) - 1
-    zhat8 = f8_from_bits(_k((e_zero + 1023) << 52))          # 2**e_zero
 
     # A and B k-major (av[k*M + m], bv[k*N + n]): a row of B is one vector.
     _decode_kmajor(aw, i * prm[P_AWORDS], a_src, a_sh, prm[P_A_PAIRED], K, M, in_mask, in_code, in_emin,
                    nan_low, av, ah)
     _decode_kmajor(bw, i * prm[P_BWORDS], b_src, b_sh, prm[P_B_PAIRED], K, N, in_mask, in_code, in_emin,
                    nan_low, bv, bh)
-
-    # Row by row in three passes per block (E_max, sums, rounding): rows are independent,
-    # so each pass is a stream of independent work instead of one long dependency chain.
-    cbase = i * prm[P_CWORDS]
-    for m in range(M):
-        w = i8_and(i8_shr(i8_gather(cw, cbase, c_src, m * N), i8_load(c_sh, m * N)), _k(acc_mask))
-        cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
-        f8_store(cv, m * N, cval)
-        f8_store(ch, m * N, chat)
-    for j in range(nblk):
-        k0 = j * L
-        k1 = min(k0 + L, K)
-        _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8)
-        for m in range(M):
-            w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
-            if k1 < K:  # the rounded block result is the next block's c
-                cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
-                f8_store(cv, m * N, cval)
-                f8_store(ch, m * N, chat)
-            else:
-                i8_store(dout, m * N, w)
-
-    _store_d(dw, i * prm[P_DWORDS], dout, d_lo, d_hi, prm[P_DWORDS], acc_ebits)
+    _load_c(cw, i * prm[P_CWORDS], c_src, c_sh, prm, cv, ch)
+    _chain(prm, av, ah, bv, bh, cv, ch, eb, sv, dout)
+    _store_d(dw, i * prm[P_DWORDS], dout, d_lo, d_hi, prm[P_DWORDS], prm[P_ACC_EBITS])
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit its private _nrt option

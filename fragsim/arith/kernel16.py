@@ -59,7 +59,7 @@ from .simd16 import (w16_hmax, w16_huminu, w16_minu, h32_add, h32_bcast, h32_dup
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "2b3a6215c26f004f6e8e54320679addf87c580e2bb8dd783a20c3b448347cc9b"
+INLINED_SOURCE_HASH = "37a49e96e61134c5d153e3d031f4602ccceb5bebf9a3abb2fc1ca8a926001348"
 
 ROWS = 16            # rows of D in a vector
 MAX_BLOCKS = 4       # blocks of a K at most (K / L)

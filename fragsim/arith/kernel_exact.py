@@ -29,7 +29,7 @@ from .simd import (f8_add, f8_bcast, f8_bits, f8_eq, f8_fma, f8_from_bits, f8_hs
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "0ef34f08309ab308317cef7837c872b4d35c78715e018eab14c0b08469ad9ec4"
+INLINED_SOURCE_HASH = "4b73b8de0a5ade4860a4e58dda2c094431a6e4ad4bca023dd32e7566c1020750"
 
 LANES = 8                   # every form here is n8: one output row is one 8-lane vector
 OP_MUL, OP_AND, OP_XOR = 0, 1, 2

@@ -35,20 +35,20 @@ from numba.extending import intrinsic
 from fragsim.facts.hardware import WARP_LANES
 from .kernel import (ABS_MASK, EXP_MASK, LANES, NAN_BITS, P_ACC_CODE, P_ACC_EBITS, P_ACC_EMIN, P_ACC_MAN, P_AWORDS,
                      P_BWORDS, P_C_EXACT, P_CWORDS, P_DWORDS, P_EZERO, P_F, P_IN_EMIN, P_K, P_L, P_M, P_RNE,
-                     P_ZERO_IEEE, NPARAMS, SPEXP, _block_sums, _decode8, _round8, _scratch, _store_d, make_params)
-from .simd import (_llvm_fn, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
+                     P_ZERO_IEEE, NPARAMS, SPEXP, _c_words, _chain, _decode8, _load_c, _round8, _scratch, _store_d, make_params)
+from .simd import (_llvm_fn, _splat, _unop, f8_add, f8_bits, f8_eq, f8_from_bits, f8_from_f16, f8_load, f8_mul,
                    f8_roundeven, f8_splat, f8_store, f8_trunc, f8_where, i8_add, i8_and, i8_eq, i8_gather, i8_load,
                    i8_lt, i8_max, i8_min, i8_or, i8_shl, i8_shr, i8_splat, i8_store, i8_sub, i8_to_f8,
                    i8_where)
 
-from .simd16 import (S16, W16, _S16, _W16, _c16, _op16, _splat16, f8_to_f32_bits, s16_add, s16_bcast, s16_hi,
+from .simd16 import (S16, W16, _S16, _W16, _c16, f8_to_f32_bits, s16_add, s16_bcast, s16_hi,
                      s16_lo, s16_load, s16_mul, s16_store8, s16_trunc, s16_zero, w16_add, w16_bcast, w16_byte, w16_hi,
                      w16_join, w16_lo, w16_load, w16_max, w16_min, w16_pow2, w16_splat, w16_store8, w16_sub)
 
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "2b3a6215c26f004f6e8e54320679addf87c580e2bb8dd783a20c3b448347cc9b"
+INLINED_SOURCE_HASH = "37a49e96e61134c5d153e3d031f4602ccceb5bebf9a3abb2fc1ca8a926001348"
 
 # Appended to the float kernel's parameters.
 P_C_LAST, P_A_E4M3, P_B_E4M3, P_AGROUPS, P_BGROUPS, P_LANES16 = range(NPARAMS, NPARAMS + 6)
@@ -75,8 +75,8 @@ def _e4m3(builder, b):
     return builder.select(builder.icmp_unsigned("==", mag, _c16(0x7F)), ir.Constant(_S16, [float("nan")] * 16), v)
 
 
-e4m3_val16 = _op16(W16, S16, _e4m3, n=1)
-e5m2_val16 = _op16(W16, S16, lambda b, x: _f16_to_s16(b, b.shl(x, _c16(8))), n=1)    # the high byte of an f16
+e4m3_val16 = _unop(W16, S16, _e4m3)
+e5m2_val16 = _unop(W16, S16, lambda b, x: _f16_to_s16(b, b.shl(x, _c16(8))))    # the high byte of an f16
 
 
 @intrinsic
@@ -89,7 +89,7 @@ def s16_nexp(typingctx, v, emin):
         bits = builder.bitcast(args[0], _W16)
         e = builder.sub(builder.and_(builder.lshr(bits, _c16(23)), _c16(0xFF)), _c16(127))
         e = builder.call(_llvm_fn(builder, "llvm.smax.v16i32", _W16, [_W16, _W16]),
-                         [e, _splat16(builder, builder.trunc(args[1], ir.IntType(32)), _W16)])
+                         [e, _splat(builder, builder.trunc(args[1], ir.IntType(32)), _W16)])
         zero = builder.icmp_unsigned("==", builder.and_(bits, _c16(0x7FFFFFFF)), _c16(0))
         return builder.select(zero, _c16(ZERO_EXP), e)
     return W16(v, emin), codegen
@@ -130,44 +130,27 @@ def _decode_op(words, base, src, dst, ngroups, e4m3, emin, vals, hats):
 @njit(inline="always")
 def _warp(i, aw, bw, cw, dw, a_src, a_dst, b_src, b_dst, c_src, c_sh, d_lo, d_hi, prm,
           av, ah, bv, bh, cv, ch, eb, sv, dout):
-    M, K, L, F, e_zero, emin = prm[P_M], prm[P_K], prm[P_L], prm[P_F], prm[P_EZERO], prm[P_IN_EMIN]
+    M, emin = prm[P_M], prm[P_IN_EMIN]
     acc_code, acc_emin, acc_man, acc_ebits = prm[P_ACC_CODE], prm[P_ACC_EMIN], prm[P_ACC_MAN], prm[P_ACC_EBITS]
-    rne, zero_ieee, c_exact, c_last = prm[P_RNE], prm[P_ZERO_IEEE], prm[P_C_EXACT], prm[P_C_LAST]
     N = LANES
-    nblk = (K + L - 1) // L
-    acc_mask = (np.int64(1) << (1 + acc_man + acc_ebits)) - 1
-    zhat8 = f8_from_bits(_k((e_zero + 1023) << 52))
 
     _decode_op(aw, i * prm[P_AWORDS], a_src, a_dst, prm[P_AGROUPS], prm[P_A_E4M3], emin, av, ah)
     _decode_op(bw, i * prm[P_BWORDS], b_src, b_dst, prm[P_BGROUPS], prm[P_B_E4M3], emin, bv, bh)
 
     cbase = i * prm[P_CWORDS]
-    for m in range(M):
-        if c_last:                                     # the first HMMA starts from c = +0
+    if prm[P_C_LAST]:                                  # the first HMMA starts from c = +0
+        for m in range(M):
             f8_store(cv, m * N, f8_splat(0.0))
             f8_store(ch, m * N, f8_splat(0.0))
-        else:
-            w = i8_and(i8_shr(i8_gather(cw, cbase, c_src, m * N), i8_load(c_sh, m * N)), _k(acc_mask))
-            cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
-            f8_store(cv, m * N, cval)
-            f8_store(ch, m * N, chat)
-    for j in range(nblk):
-        k0 = j * L
-        k1 = min(k0 + L, K)
-        _block_sums(av, ah, bv, bh, cv, ch, eb, sv, M, k0, k1, F, zhat8)
+    else:
+        _load_c(cw, cbase, c_src, c_sh, prm, cv, ch)
+    _chain(prm, av, ah, bv, bh, cv, ch, eb, sv, dout)
+    if prm[P_C_LAST]:                                  # FADD / HADD2: C + D, rounded to nearest even
+        acc_mask = (np.int64(1) << (1 + acc_man + acc_ebits)) - 1
         for m in range(M):
-            w = _round8(f8_load(sv, m * N), acc_man, acc_ebits, rne, zero_ieee)
-            if k1 < K:                                 # the rounded block result is the next block's c
-                cval, chat = _decode8(w, acc_code, acc_emin, False, c_exact)
-                f8_store(cv, m * N, cval)
-                f8_store(ch, m * N, chat)
-            elif c_last:                               # FADD / HADD2: C + D, rounded to nearest even
-                x, _ = _decode8(w, acc_code, acc_emin, False, True)
-                c = i8_and(i8_shr(i8_gather(cw, cbase, c_src, m * N), i8_load(c_sh, m * N)), _k(acc_mask))
-                cval, _ = _decode8(c, acc_code, acc_emin, False, True)
-                i8_store(dout, m * N, _round8(f8_add(cval, x), acc_man, acc_ebits, True, True))
-            else:
-                i8_store(dout, m * N, w)
+            x, _ = _decode8(i8_load(dout, m * N), acc_code, acc_emin, False, True)
+            cval, _ = _decode8(_c_words(cw, cbase, c_src, c_sh, m * N, acc_mask), acc_code, acc_emin, False, True)
+            i8_store(dout, m * N, _round8(f8_add(cval, x), acc_man, acc_ebits, True, True))
 
     _store_d(dw, i * prm[P_DWORDS], dout, d_lo, d_hi, prm[P_DWORDS], acc_ebits)
 
@@ -232,8 +215,7 @@ def _next_c(v, prm, ezero):
 def _c_plus(x, cw, cbase, ct_src, ct_sh, o, acc_mask, prm):
     """FADD / HADD2 of C and 8 rows of the last block's rounded result, rounded to nearest even."""
     code, cemin, man, ebits = prm[P_ACC_CODE], prm[P_ACC_EMIN], prm[P_ACC_MAN], prm[P_ACC_EBITS]
-    c = i8_and(i8_shr(i8_gather(cw, cbase, ct_src, o), i8_load(ct_sh, o)), _k(acc_mask))
-    cval, _ = _decode8(c, code, cemin, False, True)
+    cval, _ = _decode8(_c_words(cw, cbase, ct_src, ct_sh, o, acc_mask), code, cemin, False, True)
     r = f8_add(cval, x)
     if man == 23:                                      # f32: the hardware conversion rounds so
         return i8_where(f8_eq(r, r), f8_to_f32_bits(r), _k(0x7FFFFFFF))

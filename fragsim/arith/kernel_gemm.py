@@ -32,7 +32,7 @@ from .simd16 import (s16_bcast, s16_join, s16_load, s16_mul, s16_trunc, w16_add,
 # Hash of the sources this file compiles in (listed in fragsim.arith.stamps.KERNELS).  numba keys
 # its disk cache on this file's content only: after editing one of them run
 # `python -m fragsim.arith.stamps` (tests/test_numba_cache_key.py fails until then).
-INLINED_SOURCE_HASH = "2b3a6215c26f004f6e8e54320679addf87c580e2bb8dd783a20c3b448347cc9b"
+INLINED_SOURCE_HASH = "37a49e96e61134c5d153e3d031f4602ccceb5bebf9a3abb2fc1ca8a926001348"
 
 ROWS = 4        # rows whose accumulators one pass keeps in registers
 ZERO_EXP = -8192     # a zero's exponent: any sum with it lies below every real product's

@@ -7,12 +7,16 @@ gives straight-line SIMD code, zmm registers on AVX-512, two ymm halves on AVX2 
 results everywhere, since every operation is lane-wise IEEE or integer arithmetic.
 
 Only what the kernels need is here.  Functions are numba intrinsics: call them from ``@njit``
-code only.  numba's cache of a kernel file is keyed on that file's content alone, so after
+code only.  One factory, ``_op``, makes the operations on vectors, here and in
+``fragsim.arith.simd16`` (its 16 x 32-bit lanes); ``_load``, ``_store`` and ``_bcast`` make both
+modules' loads, stores and broadcasts.  numba's cache of a kernel file is keyed on that file's content alone, so after
 editing this file run ``python -m fragsim.arith.stamps``: it writes this file's hash into every
 kernel that compiles it in (``fragsim.arith.stamps.KERNELS``; a test fails until then).
 """
 
 from __future__ import annotations
+
+import inspect
 
 from llvmlite import ir
 from numba.core import cgutils, types
@@ -54,9 +58,10 @@ def _llvm_fn(builder, name, ret, argtys):
 
 
 def _splat(builder, x, vty):
+    """x in every lane of a vector of type ``vty``."""
     v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
     return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined),
-                                  ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES))
+                                  ir.Constant(ir.VectorType(ir.IntType(32), vty.count), [0] * vty.count))
 
 
 def _elem_ptr(context, builder, arrty, arr, idx):
@@ -64,18 +69,79 @@ def _elem_ptr(context, builder, arrty, arr, idx):
     return cgutils.get_item_pointer(context, builder, arrty, ary, [idx], wraparound=False)
 
 
+def _arr(arr, *dtypes) -> bool:
+    """A 1-d array of one of ``dtypes``."""
+    return isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in dtypes
+
+
+def _op(argtys, ret, emit):
+    """The intrinsic of an operation on vectors (and the one factory of them, here and in
+    ``fragsim.arith.simd16``): it takes ``len(argtys)`` arguments of exactly these numba types
+    (other types are not its), gives a ``ret``, and its code is ``emit(builder, *args)``."""
+    def op(typingctx, *args):
+        if args != tuple(argtys):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return emit(builder, *args)
+        return ret(*args), codegen
+    # numba binds a call's arguments by the definition's signature: one named parameter each
+    # (a *args parameter would hand emit one tuple)
+    P = inspect.Parameter
+    op.__signature__ = inspect.Signature([P("typingctx", P.POSITIONAL_ONLY)] +
+                                         [P(f"x{i}", P.POSITIONAL_ONLY) for i in range(len(argtys))])
+    return intrinsic(op)
+
+
+def _load(dtype, vt, vty, align):
+    @intrinsic
+    def load(typingctx, arr, idx):
+        """arr[idx:idx + lanes] of a 1-d array (no bounds check)."""
+        if not _arr(arr, dtype):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            return builder.load(builder.bitcast(ptr, vty.as_pointer()), align=align)
+        return vt(arr, idx), codegen
+    return load
+
+
+def _store(dtypes, vt, vty, align):
+    @intrinsic
+    def store(typingctx, arr, idx, v):
+        """arr[idx:idx + lanes] = v."""
+        if not _arr(arr, *dtypes) or v != vt:
+            return None
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+            builder.store(args[2], builder.bitcast(ptr, vty.as_pointer()), align=align)
+            return context.get_dummy_value()
+        return types.none(arr, idx, v), codegen
+    return store
+
+
+def _bcast(dtype, vt, vty):
+    @intrinsic
+    def bcast(typingctx, arr, idx):
+        """arr[idx] in every lane."""
+        if not _arr(arr, dtype):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return _splat(builder, builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1])), vty)
+        return vt(arr, idx), codegen
+    return bcast
+
+
 # --- loads, stores, splats, lanes ---
 
-@intrinsic
-def f8_load(typingctx, arr, idx):
-    """arr[idx:idx+8] of a 1-d float64 array (no bounds check)."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-        return builder.load(builder.bitcast(ptr, _F.as_pointer()), align=8)
-    return F8(arr, idx), codegen
+f8_load = _load(types.float64, F8, _F, 8)
+i8_load = _load(types.int64, I8, _I, 8)
+f8_store = _store((types.float64,), F8, _F, 8)
+i8_store = _store((types.int64,), I8, _I, 8)
+f8_bcast = _bcast(types.float64, F8, _F)
 
 
 @intrinsic
@@ -88,18 +154,6 @@ def i8_store_u32(typingctx, arr, idx, v):
         ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
         vty = ir.VectorType(ir.IntType(32), LANES)
         builder.store(builder.trunc(args[2], vty), builder.bitcast(ptr, vty.as_pointer()), align=4)
-        return context.get_dummy_value()
-    return types.none(arr, idx, v), codegen
-
-
-@intrinsic
-def f8_store(typingctx, arr, idx, v):
-    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1 and v == F8):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-        builder.store(args[2], builder.bitcast(ptr, _F.as_pointer()), align=8)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
 
@@ -133,18 +187,6 @@ def i8_gather(typingctx, arr, base, idx, off):
 
 
 @intrinsic
-def f8_bcast(typingctx, arr, idx):
-    """arr[idx] of a 1-d float64 array in every lane."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.ndim == 1):
-        return None
-
-    def codegen(context, builder, sig, args):
-        x = builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1]))
-        return _splat(builder, x, _F)
-    return F8(arr, idx), codegen
-
-
-@intrinsic
 def at(typingctx, arr, idx):
     """arr[idx] of a 1-d array, with no negative-index wraparound (it blocks vectorisation)."""
     if not (isinstance(arr, types.Array) and arr.ndim == 1 and isinstance(idx, types.Integer)):
@@ -153,30 +195,6 @@ def at(typingctx, arr, idx):
     def codegen(context, builder, sig, args):
         return builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1]))
     return arr.dtype(arr, idx), codegen
-
-
-@intrinsic
-def i8_load(typingctx, arr, idx):
-    """arr[idx:idx+8] of a 1-d int64 array."""
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-        return builder.load(builder.bitcast(ptr, _I.as_pointer()), align=8)
-    return I8(arr, idx), codegen
-
-
-@intrinsic
-def i8_store(typingctx, arr, idx, v):
-    if not (isinstance(arr, types.Array) and arr.dtype == types.int64 and arr.ndim == 1 and v == I8):
-        return None
-
-    def codegen(context, builder, sig, args):
-        ptr = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
-        builder.store(args[2], builder.bitcast(ptr, _I.as_pointer()), align=8)
-        return context.get_dummy_value()
-    return types.none(arr, idx, v), codegen
 
 
 @intrinsic
@@ -199,30 +217,24 @@ def i8_splat(typingctx, x):
     return I8(x), codegen
 
 
-@intrinsic
-def i8_any(typingctx, v):
-    """True when any lane is nonzero."""
-    if v != I8:
-        return None
+def _any(vty):
+    """True when any lane of a ``vty`` integer vector is nonzero."""
+    t = vty.element
+    return lambda b, x: b.icmp_signed("!=", b.call(_llvm_fn(b, f"llvm.vector.reduce.or.v{vty.count}i{t.width}", t, [vty]),
+                                                  [x]), ir.Constant(t, 0))
 
-    def codegen(context, builder, sig, args):
-        r = builder.call(_llvm_fn(builder, "llvm.vector.reduce.or.v8i64", ir.IntType(64), [_I]), [args[0]])
-        return builder.icmp_signed("!=", r, ir.Constant(ir.IntType(64), 0))
-    return types.boolean(v), codegen
+
+i8_any = _op((I8,), types.boolean, _any(_I))
 
 
 # --- lane-wise arithmetic ---
 
 def _binop(vt, emit):
-    @intrinsic
-    def op(typingctx, a, b):
-        if a != vt or b != vt:
-            return None
+    return _op((vt, vt), vt, emit)
 
-        def codegen(context, builder, sig, args):
-            return emit(builder, *args)
-        return vt(a, b), codegen
-    return op
+
+def _unop(vin, vout, emit):
+    return _op((vin,), vout, emit)
 
 
 def _call(name, vty):
@@ -245,49 +257,27 @@ i8_max = _binop(I8, _call("llvm.smax", _I))
 i8_min = _binop(I8, _call("llvm.smin", _I))
 
 
-def _unop(vin, vout, emit):
-    @intrinsic
-    def op(typingctx, a):
-        if a != vin:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return emit(builder, args[0])
-        return vout(a), codegen
-    return op
-
-
 i8_xor = _binop(I8, lambda b, x, y: b.xor(x, y))
 
 
-@intrinsic
-def f8_fma(typingctx, a, b, c):
-    """a*b + c per lane, rounded once (IEEE fusedMultiplyAdd)."""
-    if a != F8 or b != F8 or c != F8:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return _call("llvm.fma", _F)(builder, *args)
-    return F8(a, b, c), codegen
+# a*b + c per lane, rounded once (IEEE fusedMultiplyAdd)
+f8_fma = _op((F8, F8, F8), F8, _call("llvm.fma", _F))
 
 
-@intrinsic
-def f8_hsum8(typingctx, v0, v1, v2, v3, v4, v5, v6, v7):
-    """Lane j: the sum of the 8 lanes of v_j (a transpose-and-add tree, 14 shuffles; the order of
-    the additions is fixed, exact when every partial sum is)."""
-    if any(v != F8 for v in (v0, v1, v2, v3, v4, v5, v6, v7)):
-        return None
+def _hsum8(builder, *args):
+    def pair(x, y, lo, hi):
+        m = ir.VectorType(ir.IntType(32), LANES)
+        return builder.fadd(builder.shuffle_vector(x, y, ir.Constant(m, lo)),
+                            builder.shuffle_vector(x, y, ir.Constant(m, hi)))
+    t = [pair(args[i], args[i + 1], [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15])
+         for i in range(0, 8, 2)]
+    u = [pair(t[i], t[i + 1], [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]) for i in (0, 2)]
+    return pair(u[0], u[1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
 
-    def codegen(context, builder, sig, args):
-        def pair(x, y, lo, hi):
-            m = ir.VectorType(ir.IntType(32), LANES)
-            return builder.fadd(builder.shuffle_vector(x, y, ir.Constant(m, lo)),
-                                builder.shuffle_vector(x, y, ir.Constant(m, hi)))
-        t = [pair(args[i], args[i + 1], [0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15])
-             for i in range(0, 8, 2)]
-        u = [pair(t[i], t[i + 1], [0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15]) for i in (0, 2)]
-        return pair(u[0], u[1], [0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15])
-    return F8(v0, v1, v2, v3, v4, v5, v6, v7), codegen
+
+# lane j of f8_hsum8(v0, .., v7): the sum of the 8 lanes of v_j (a transpose-and-add tree, 14 shuffles;
+# the order of the additions is fixed, exact when every partial sum is)
+f8_hsum8 = _op((F8,) * 8, F8, _hsum8)
 
 
 f8_trunc = _unop(F8, F8, _call("llvm.trunc", _F))           # toward zero
@@ -316,16 +306,7 @@ def _cmp(vt, pred, unsigned=False, mask=I8, mask_ir=_I):
         else:
             c = builder.fcmp_ordered(pred, x, y)
         return builder.sext(c, mask_ir)
-
-    @intrinsic
-    def op(typingctx, a, b):
-        if a != vt or b != vt:
-            return None
-
-        def codegen(context, builder, sig, args):
-            return emit(builder, *args)
-        return mask(a, b), codegen
-    return op
+    return _op((vt, vt), mask, emit)
 
 
 i8_eq = _cmp(I8, "==")
@@ -338,16 +319,7 @@ f8_lt = _cmp(F8, "<")
 
 def _select(vt, mask=I8, mask_ir=_I):
     """where(mask, a, b) of ``vt`` vectors, ``mask`` a lane mask of that type."""
-    @intrinsic
-    def op(typingctx, m, a, b):
-        if m != mask or a != vt or b != vt:
-            return None
-
-        def codegen(context, builder, sig, args):
-            c = builder.icmp_signed("!=", args[0], ir.Constant(mask_ir, 0))
-            return builder.select(c, args[1], args[2])
-        return vt(m, a, b), codegen
-    return op
+    return _op((mask, vt, vt), vt, lambda b, m, x, y: b.select(b.icmp_signed("!=", m, ir.Constant(mask_ir, 0)), x, y))
 
 
 i8_where = _select(I8)

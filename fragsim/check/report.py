@@ -1,4 +1,8 @@
-"""What a check found: the verdict, the mismatches, the diagnosis and the bank conflicts."""
+"""What a check found: the verdict, the mismatches, the diagnosis and the bank conflicts.
+
+``Report`` is what every check's report shares (``CheckReport`` here, ``check_wgmma``'s
+``WgmmaReport`` and ``check_tma_wgmma``'s ``TmaWgmmaReport``): the verdict, the diagnosis, the text
+report and the JSON's common part."""
 
 from __future__ import annotations
 
@@ -96,6 +100,72 @@ class Finding:
         return {"kind": self.kind, "text": self.text}
 
 
+class Report:
+    """What every check's report holds and how it reads.
+
+    ``title`` and ``layout`` (lines) say what was checked; ``ok``: every one of the ``compared``
+    elements is where it must be; ``mismatches``: each element that is not (the check's mismatch
+    record); ``findings``: the diagnosis (``Finding``; ``diagnosis`` holds their sentences, ``kinds``
+    their kinds).  ``str(report)`` is the text report: title, layout, ``verdict()``, the diagnosis,
+    the first mismatches (``first``), then what the check adds (``_more_lines``); ``to_dict()`` the
+    JSON: the check's name, title, ok, elements and layout, then what the check adds (``_json``).
+    Each check's report is a dataclass deriving from this one, its fields in its own order.
+    """
+
+    title: str
+    ok: bool
+    compared: int
+    layout: list
+    mismatches: list
+    findings: list
+
+    @property
+    def diagnosis(self) -> list[str]:
+        return [f.text for f in self.findings]
+
+    @property
+    def kinds(self) -> list[str]:
+        return [f.kind for f in self.findings]
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def verdict(self) -> str:            # OK or WRONG, with the counts
+        raise NotImplementedError
+
+    def first(self, n: int) -> list:
+        """The first ``n`` mismatches, as the text report shows them."""
+        return self.mismatches[:n]
+
+    def _name(self) -> str:              # the JSON's "check"
+        raise NotImplementedError
+
+    def _json(self) -> dict:             # the JSON's entries after "layout"
+        raise NotImplementedError
+
+    def _more_lines(self) -> list[str]:  # the text report's lines after the mismatches
+        return []
+
+    def to_dict(self) -> dict:
+        return {"check": self._name(), "title": self.title, "ok": self.ok, "elements": self.compared,
+                "layout": self.layout, **self._json()}
+
+    def __str__(self) -> str:
+        lines = [self.title]
+        lines += [f"  {x}" for x in self.layout]
+        lines.append(self.verdict())
+        if self.findings:
+            lines.append("diagnosis:")
+            lines += [f"  - {f.text}" for f in self.findings]
+        if self.mismatches:
+            shown = self.first(SHOWN)
+            n = len(self.mismatches)
+            lines.append(f"mismatches (the first {len(shown)}; {n:,} wrong elements in all):" if n > len(shown)
+                         else "mismatches:")
+            lines += [f"  {m}" for m in shown]
+        return "\n".join(lines + self._more_lines())
+
+
 @dataclass
 class GpuVerdict:
     """The same instructions run on a GPU: does the hardware deliver what fragsim says?"""
@@ -119,7 +189,7 @@ class GpuVerdict:
 
 
 @dataclass
-class CheckReport:
+class CheckReport(Report):
     """The result of ``check_load``, ``check_store`` or ``check_copy``.
 
     ``ok``: every element is where it must be.  ``mismatches``: each element that is not
@@ -141,17 +211,6 @@ class CheckReport:
     gpu: GpuVerdict | None = None
     # what the run saw, slot by slot (fragsim.check.runs.Evidence): the picture draws it
     evidence: object = field(default=None, repr=False, compare=False)
-
-    @property
-    def diagnosis(self) -> list[str]:
-        return [f.text for f in self.findings]
-
-    @property
-    def kinds(self) -> list[str]:
-        return [f.kind for f in self.findings]
-
-    def __bool__(self) -> bool:
-        return self.ok
 
     def _repr_png_(self):   # Jupyter: expected vs received fragment map (matplotlib loads only here)
         from fragsim import display
@@ -205,7 +264,10 @@ class CheckReport:
             i = j + 1
         return out
 
-    def to_dict(self) -> dict:
+    def _name(self) -> str:
+        return self.kind
+
+    def _json(self) -> dict:
         conflicts = []
         for ins, r in zip(self.instructions, self.conflicts):
             d = {"instruction": ins.label, "op": ins.op.name, "addresses": ins.text}
@@ -215,28 +277,15 @@ class CheckReport:
                 d.update(wavefronts=int(r.wavefronts), ideal=int(r.ideal), conflicts=int(r.conflicts),
                          modelled_wavefronts=r.modelled_wavefronts)
             conflicts.append(d)
-        out = {"check": self.kind, "title": self.title, "ok": self.ok, "elements": self.compared,
-               "layout": self.layout, "diagnosis": [f.to_dict() for f in self.findings],
-               "mismatches": [m.to_dict() for m in self.mismatches], "conflicts": conflicts}
+        out: dict = {"diagnosis": [f.to_dict() for f in self.findings],
+                     "mismatches": [m.to_dict() for m in self.mismatches], "conflicts": conflicts}
         if self.gpu is not None:
             out["gpu"] = self.gpu.to_dict()
         return out
 
-    def __str__(self) -> str:
-        lines = [self.title]
-        lines += [f"  {x}" for x in self.layout]
-        lines.append(self.verdict())
-        if self.findings:
-            lines.append("diagnosis:")
-            lines += [f"  - {f.text}" for f in self.findings]
-        if self.mismatches:
-            shown = self.first(SHOWN)
-            n = len(self.mismatches)
-            lines.append(f"mismatches (the first {len(shown)}; {n:,} wrong elements in all):" if n > len(shown)
-                         else "mismatches:")
-            lines += [f"  {m}" for m in shown]
-        lines.append("bank conflicts (Nsight Compute's counters, per instruction):")
+    def _more_lines(self) -> list[str]:
+        lines = ["bank conflicts (Nsight Compute's counters, per instruction):"]
         lines += [f"  {x}" for x in self.conflict_lines()]
         if self.gpu is not None:
             lines.append(str(self.gpu))
-        return "\n".join(lines)
+        return lines

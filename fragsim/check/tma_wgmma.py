@@ -25,7 +25,7 @@ from fragsim.facts.smem import smem_limit, smem_per_cta
 from fragsim.facts.tma import COORD_BITS
 from fragsim.layout.descriptor import ADDRESS_LIMIT, MAJORS, SWIZZLE_BYTES, MatrixDescriptor, check_shape, operand_addresses
 from .report import Finding
-from .wgmma import WgmmaReport, _diagnose, _fix, _step_descriptors, parse_form
+from .wgmma import WgmmaMismatch, WgmmaReport, _diagnose, _fix, _step_descriptors, parse_form
 
 __all__ = ["check_tma_wgmma", "TmaWgmmaReport", "TmaWgmmaMismatch"]
 
@@ -37,31 +37,25 @@ _COORD_MIN, _COORD_MAX = -(1 << (COORD_BITS - 1)), (1 << (COORD_BITS - 1)) - 1
 
 
 @dataclass(frozen=True)
-class TmaWgmmaMismatch:
+class TmaWgmmaMismatch(WgmmaMismatch):
     """Element ``element`` = (row, k) of the operand at k-step ``step`` (in core matrix ``core``:
     row group, 16-byte chunk of K or K-group) is read from ``address``, where the TMA wrote the tensor
     element ``got`` (global coordinates, innermost first; None: ``why`` says what is there), instead
-    of ``want``."""
+    of ``want``.  ``check_wgmma``'s record with ``core`` added (keyword-only) and global coordinates."""
 
-    step: int
-    element: tuple
-    core: tuple
-    want: tuple
-    got: tuple | None
-    address: int
-    operand: str = "A"
-    why: str = ""
+    core: tuple = field(kw_only=True)
 
-    def __str__(self) -> str:
-        r, k = self.element
-        got = f"global {self.got}" if self.got is not None else self.why
-        return (f"k-step {self.step}: {self.operand}[{r},{k}] (core matrix {self.core[0]},{self.core[1]}) reads "
-                f"{validate.hex_int(self.address)} = {got}, wants global {self.want}")
+    _NOTHING = ""
 
-    def to_dict(self) -> dict:
-        return {"step": self.step, "element": list(self.element), "core_matrix": list(self.core),
-                "want": list(self.want), "got": None if self.got is None else list(self.got),
-                "address": self.address, "why": self.why, "text": str(self)}
+    @staticmethod
+    def _place(e) -> str:
+        return f"global {e}"
+
+    def _where(self) -> str:
+        return f" (core matrix {self.core[0]},{self.core[1]})"
+
+    def _extra(self) -> dict:
+        return {"core_matrix": list(self.core)}
 
 
 @dataclass
@@ -73,18 +67,11 @@ class TmaWgmmaReport(WgmmaReport):
     tma_fix: object = None
     loads: list = field(default_factory=list)
 
-    def verdict(self) -> str:
-        if self.ok:
-            return (f"OK: all {self.compared:,} elements of {len(self.descriptors)} k-step"
-                    f"{'s' * (len(self.descriptors) > 1)} are read where the TMA wrote them")
-        return f"WRONG: {len(self.mismatches):,} of {self.compared:,} elements are not the ones the TMA wrote there"
+    _CHECK, _RIGHT, _WRONG = "tma_wgmma", "are read where the TMA wrote them", "are not the ones the TMA wrote there"
 
-    def to_dict(self) -> dict:
-        d = super().to_dict()
-        d["check"] = "tma_wgmma"
-        d["loads"] = [{"coords": list(c), "dst": a} for c, a in self.loads]
-        d["tma_fix"] = None if self.tma_fix is None else repr(self.tma_fix)
-        return d
+    def _json(self) -> dict:
+        return {**super()._json(), "loads": [{"coords": list(c), "dst": a} for c, a in self.loads],
+                "tma_fix": None if self.tma_fix is None else repr(self.tma_fix)}
 
 
 # -- shared memory as the TMA leaves it --------------------------------------------------------------
@@ -175,8 +162,9 @@ def _run(tmap, loads, descs, p: _Problem, major: str | None = None):
                 (int(r) * eb // MATRIX_ROW_BYTES, int(kk) // MATRIX_ROWS)
             why = "" if o >= 0 and b == 0 else \
                 "nothing the TMA wrote" if o < 0 else f"byte {b} of global {_tup(sm.coords[o])} (not an element boundary)"
-            mism.append(TmaWgmmaMismatch(s, (int(r), int(kk)), core, _tup(want_c[r, kk]),
-                                         _tup(got_c[r, kk]) if not why else None, int(got[r, kk]), p.op, why))
+            mism.append(TmaWgmmaMismatch(s, (int(r), int(kk)), _tup(want_c[r, kk]),
+                                         _tup(got_c[r, kk]) if not why else None, int(got[r, kk]), p.op, why,
+                                         core=core))
     return mism, steps_ok, wants
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from fragsim import validate
 from fragsim.layout.descriptor import (MAJORS, SWIZZLE_BYTES, SWIZZLE_MODES, MatrixDescriptor, as_descriptor, check_shape,
                           operand_addresses, swizzle_address)
-from .report import SHOWN, Finding
+from .report import Finding, Report
 
 __all__ = ["check_wgmma", "WgmmaReport", "WgmmaMismatch", "parse_form"]
 
@@ -126,19 +126,36 @@ class WgmmaMismatch:
     operand: str = "A"
     why: str = ""
 
+    #: what stands for ``got`` where it is None and ``why`` is empty
+    _NOTHING = "no tile element"
+
+    @staticmethod
+    def _place(e) -> str:
+        """How an element (``want``, ``got``) reads."""
+        return f"tile({e[0]},{e[1]})"
+
+    def _where(self) -> str:
+        """Said after the operand's element."""
+        return ""
+
+    def _extra(self) -> dict:
+        """The JSON's entries between "element" and "want"."""
+        return {}
+
     def __str__(self) -> str:
-        head = f"k-step {self.step}: {self.operand}[{self.element[0]},{self.element[1]}] reads {validate.hex_int(self.address)}"
-        got = f"tile({self.got[0]},{self.got[1]})" if self.got is not None else (self.why or "no tile element")
-        return f"{head} = {got}, wants tile({self.want[0]},{self.want[1]})"
+        head = (f"k-step {self.step}: {self.operand}[{self.element[0]},{self.element[1]}]{self._where()} reads "
+                f"{validate.hex_int(self.address)}")
+        got = self._place(self.got) if self.got is not None else (self.why or self._NOTHING)
+        return f"{head} = {got}, wants {self._place(self.want)}"
 
     def to_dict(self) -> dict:
-        return {"step": self.step, "element": list(self.element), "want": list(self.want),
+        return {"step": self.step, "element": list(self.element), **self._extra(), "want": list(self.want),
                 "got": None if self.got is None else list(self.got), "address": self.address,
                 "why": self.why, "text": str(self)}
 
 
 @dataclass
-class WgmmaReport:
+class WgmmaReport(Report):
     """The result of ``check_wgmma``: ``ok``, ``mismatches`` (``WgmmaMismatch``), ``diagnosis``
     (plain sentences; ``findings`` with their kind), ``fix`` (one correct descriptor per k-step,
     None where no descriptor can read the tile), ``descriptors`` (the user's, per k-step), and
@@ -156,42 +173,23 @@ class WgmmaReport:
     operand: str
     steps_ok: list = field(default_factory=list)
 
-    @property
-    def diagnosis(self) -> list[str]:
-        return [f.text for f in self.findings]
-
-    @property
-    def kinds(self) -> list[str]:
-        return [f.kind for f in self.findings]
-
-    def __bool__(self) -> bool:
-        return self.ok
+    #: the JSON's "check" and the verdict's words (check_tma_wgmma's report has its own)
+    _CHECK, _RIGHT, _WRONG = "wgmma", "are read from where the tile holds them", "are read from the wrong place"
 
     def verdict(self) -> str:
         if self.ok:
             return (f"OK: all {self.compared:,} elements of {len(self.descriptors)} k-step"
-                    f"{'s' * (len(self.descriptors) > 1)} are read from where the tile holds them")
-        return f"WRONG: {len(self.mismatches):,} of {self.compared:,} elements are read from the wrong place"
+                    f"{'s' * (len(self.descriptors) > 1)} {self._RIGHT}")
+        return f"WRONG: {len(self.mismatches):,} of {self.compared:,} elements {self._WRONG}"
 
-    def to_dict(self) -> dict:
-        return {"check": "wgmma", "title": self.title, "ok": self.ok, "elements": self.compared,
-                "layout": self.layout, "descriptors": [d.to_dict() for d in self.descriptors],
+    def _name(self) -> str:
+        return self._CHECK
+
+    def _json(self) -> dict:
+        return {"descriptors": [d.to_dict() for d in self.descriptors],
                 "steps_ok": self.steps_ok, "diagnosis": [f.to_dict() for f in self.findings],
                 "fix": None if self.fix is None else [d.to_dict() for d in self.fix], "major": self.major,
                 "mismatches": [m.to_dict() for m in self.mismatches]}
-
-    def __str__(self) -> str:
-        lines = [self.title] + [f"  {x}" for x in self.layout] + [self.verdict()]
-        if self.findings:
-            lines.append("diagnosis:")
-            lines += [f"  - {f.text}" for f in self.findings]
-        if self.mismatches:
-            shown = self.mismatches[:SHOWN]
-            n = len(self.mismatches)
-            lines.append(f"mismatches (the first {len(shown)}; {n:,} wrong elements in all):" if n > len(shown)
-                         else "mismatches:")
-            lines += [f"  {m}" for m in shown]
-        return "\n".join(lines)
 
 
 # -- the check ---------------------------------------------------------------------------------------
