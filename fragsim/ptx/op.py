@@ -1,15 +1,18 @@
-"""One compiled instruction (``Op``) and the load-time error, below both the compiler
-(``program``) and the semantics that build ops, so that neither imports the other at run time."""
+"""What the compiler (``program``) and the machine families' builders (``semantics``) share: one
+compiled instruction (``Op``), the load-time error, the variables' ``Layout`` and ``Builder``, the
+part of the compiler a builder uses.  Both import this module; neither imports the other."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import ast as A
 from .state import State
+from .types import PtxType
 
 Reader = Callable[[State, np.ndarray], np.ndarray]
 Writer = Callable[[State, np.ndarray, np.ndarray], None]
@@ -49,3 +52,44 @@ class Op:
         return self.instr.line
 
 
+@dataclass
+class Layout:
+    """Byte offsets of variables in their state spaces, and the sizes the launch allocates."""
+
+    shared: dict[str, int] = field(default_factory=dict)
+    shared_static: int = 0
+    dynamic_name: str | None = None
+    dynamic_align: int = 16
+    local: dict[str, int] = field(default_factory=dict)
+    local_bytes: int = 0
+    const: dict[str, int] = field(default_factory=dict)
+    const_bytes: bytearray = field(default_factory=bytearray)
+    globals: dict[str, "A.VarDecl"] = field(default_factory=dict)
+    kernel_params: dict[str, int] = field(default_factory=dict)      # offset in the kernel's param bytes
+    kernel_param_bytes: int = 0
+    thread_params: dict[str, int] = field(default_factory=dict)      # .func params, call arguments
+    thread_param_bytes: int = 0
+
+
+class Builder(Protocol):
+    """The compiler as a machine family's builder sees it (``fragsim.ptx.program.Compiler``): how to
+    read and write an operand for threads ``idx``, an address and its state space, a variable's place,
+    a label's PC, and the module being compiled."""
+
+    module: A.Module
+    entry: A.Function
+    layout: Layout
+    arch: Any                           # the ArchParams row the tensor-core instructions compute with
+    starts: dict[str, int]              # function name -> PC of its first instruction
+
+    def reg(self, name: str, line: int) -> str: ...
+
+    def reader(self, operand: Any, t: PtxType, line: int) -> Reader: ...
+
+    def writer(self, operand: Any, t: PtxType, line: int) -> Writer: ...
+
+    def symbol(self, name: str, line: int) -> tuple[str, int]: ...
+
+    def address_of(self, operand: A.Addr, space: str | None, line: int) -> tuple[Reader, str | None]: ...
+
+    def label(self, name: str, line: int) -> int: ...

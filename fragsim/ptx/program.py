@@ -26,28 +26,9 @@ from . import ast as A
 from .isa.row import Row
 from .isa.table import lookup, resolve, spec_of
 from .semantics import Spec, UnsupportedInstruction
-from .op import TRAPPING_EXTERNS, Op, PtxLoadError, Reader, Run, Writer
+from .op import TRAPPING_EXTERNS, Layout, Op, PtxLoadError, Reader, Run, Writer
 from .state import EXITED, PtxRuntimeError, State
 from .types import TYPES, PtxType, ptx_type
-
-@dataclass
-class Layout:
-    """Byte offsets of variables in their state spaces, and the sizes the launch allocates."""
-
-    shared: dict[str, int] = field(default_factory=dict)
-    shared_static: int = 0
-    dynamic_name: str | None = None
-    dynamic_align: int = 16
-    local: dict[str, int] = field(default_factory=dict)
-    local_bytes: int = 0
-    const: dict[str, int] = field(default_factory=dict)
-    const_bytes: bytearray = field(default_factory=bytearray)
-    globals: dict[str, "A.VarDecl"] = field(default_factory=dict)
-    kernel_params: dict[str, int] = field(default_factory=dict)      # offset in the kernel's param bytes
-    kernel_param_bytes: int = 0
-    thread_params: dict[str, int] = field(default_factory=dict)      # .func params, call arguments
-    thread_param_bytes: int = 0
-
 
 def _align(x: int, a: int) -> int:
     return -(-x // a) * a

@@ -4,8 +4,8 @@ A row is data.  ``syntax`` is the line's modifier grammar (``grammar.Syntax``); 
 operand list as the ISA writes it, each operand optionally annotated with its kind
 (``"d, a, b:shift"``; kinds below); ``run`` the semantic that runs it: for a value instruction a
 *resolver* ``(Spec) -> Semantic`` (``fragsim.ptx.semantics``), for an instruction that acts on the
-machine (memory, control flow, barriers, the tensor cores) a *builder* ``(Instr, Compiler) -> Op``;
-``target``/``ptx`` the least architecture and PTX ISA version that define it; ``status`` how far
+machine (memory, control flow, barriers, the tensor cores) a *builder* ``(Instr, Builder) -> Op``
+(``fragsim.ptx.op``); ``target``/``ptx`` the least architecture and PTX ISA version that define it; ``status`` how far
 fragsim's result can be trusted (``Status``); ``ncu`` the Nsight Compute shared-memory op it counts
 as (``l1tex__data_pipe_lsu_wavefronts_mem_shared_op_<ncu>``), where it can touch shared memory.
 

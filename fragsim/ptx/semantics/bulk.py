@@ -36,8 +36,6 @@ CTA of the cluster.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
 import struct
 from dataclasses import dataclass
@@ -49,14 +47,12 @@ from fragsim.facts.tma import BULK_ALIGN, INTERLEAVES, OOB_FILLS, SWIZZLES, TMA_
 
 from .. import ast as A
 from ..observe import BulkIssue, BulkRead
-from ..op import Op, PtxLoadError
+from ..op import Builder, Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction, memory
 from .mbarrier import Flight, cp_async_arrive, no_larger_clusters, shared_address, units
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 U16, U32, U64 = TYPES["u16"], TYPES["u32"], TYPES["u64"]
 LOAD_DONE = "mbarrier::complete_tx::bytes"
@@ -100,7 +96,7 @@ def tensormap_of(data: bytes):
         return None
 
 
-def _tensor_map_reader(ins: A.Instr, c: Compiler, operand):
+def _tensor_map_reader(ins: A.Instr, c: Builder, operand):
     """``read(s, t) -> TensorMap`` of the tensor-map address a tensor copy names (thread ``t``)."""
     if isinstance(operand, A.Reg):
         read = c.reader(operand, U64, ins.line)
@@ -187,7 +183,7 @@ def _spaces(ins: A.Instr, rest: tuple[str, ...]) -> tuple[list[str], set[str]]:
     return spaces, set(rest) - set(spaces)
 
 
-def _cta_mask(ins: A.Instr, c: Compiler, operand):
+def _cta_mask(ins: A.Instr, c: Builder, operand):
     read = c.reader(operand, U16, ins.line)
     line, text = ins.line, ins.text
 
@@ -200,7 +196,7 @@ def _cta_mask(ins: A.Instr, c: Compiler, operand):
     return check
 
 
-def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
+def _bulk(ins: A.Instr, c: Builder, rest: tuple[str, ...]) -> Op:
     """cp.async.bulk.dst.src.completion{.multicast::cluster}{.L2::cache_hint} (no tensor map)."""
     spaces, other = _spaces(ins, rest)
     line, text = ins.line, ins.text
@@ -269,7 +265,7 @@ def _bulk(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
     return Op(ins, "", run_load if load else run_store)
 
 
-def _reduce(ins: A.Instr, c: Compiler) -> Op:
+def _reduce(ins: A.Instr, c: Builder) -> Op:
     """cp.reduce.async.bulk.global.shared::cta.bulk_group.OP.TYPE [dstMem], [srcMem], size: an integer
     reduction into global memory, element by element, when its group completes."""
     rest = ins.mods[3:] if ins.mods[:3] == ("reduce", "async", "bulk") else ()
@@ -307,7 +303,7 @@ def _reduce(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def _groups(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
+def _groups(ins: A.Instr, c: Builder, rest: tuple[str, ...]) -> Op:
     """cp.async.bulk.commit_group / cp.async.bulk.wait_group{.read} N (bulk async-groups per thread)."""
     if rest == ("commit_group",):
         if ins.operands:
@@ -350,7 +346,7 @@ def _groups(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
 _DIM = re.compile(r"^([1-5])d$")
 
 
-def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
+def _tensor(ins: A.Instr, c: Builder, rest: tuple[str, ...]) -> Op:
     """cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes{.multicast::cluster}
     {.L2::cache_hint} [dstMem], [tensorMap, coords], [mbar] {, ctaMask} {, cache-policy}, and
     cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group{.L2::cache_hint} [tensorMap, coords], [srcMem]."""
@@ -449,14 +445,14 @@ def _tensor(ins: A.Instr, c: Compiler, rest: tuple[str, ...]) -> Op:
 
 # --------------------------------------------------------------------------------- the cp opcode
 
-def nothing(ins: A.Instr, c: Compiler) -> Op:
+def nothing(ins: A.Instr, c: Builder) -> Op:
     """A prefetch: no effect on data (its address operands are not even read)."""
     if not ins.operands or not isinstance(ins.operands[0], (A.Addr, A.TexAddr)):
         raise PtxLoadError(f"line {ins.line}: {ins.text}: expected an address [a]")
     return Op(ins, "", lambda s, idx: None)
 
 
-def cp(ins: A.Instr, c: Compiler) -> Op:
+def cp(ins: A.Instr, c: Builder) -> Op:
     mods = ins.mods
     if mods[:1] == ("reduce",):
         return _reduce(ins, c)

@@ -10,8 +10,6 @@ the kernel, exits.  A barrier makes its threads wait until the threads it expect
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
@@ -19,18 +17,16 @@ from fragsim.ranges import format_ranges
 
 from .. import ast as A
 from ..observe import BarArrive, WarpSync
-from ..op import TRAPPING_EXTERNS, Op, PtxLoadError
+from ..op import TRAPPING_EXTERNS, Builder, Op, PtxLoadError
 from ..state import BARRIERS, EXITED, WAITING, PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 U32 = TYPES["u32"]
 
 
-def bra(ins: A.Instr, c: Compiler) -> Op:
+def bra(ins: A.Instr, c: Builder) -> Op:
     if not ins.operands or not isinstance(ins.operands[0], A.Label):
         raise UnsupportedInstruction(f"{ins.text}: expected a label (brx.idx tables are not modelled)")
     target = c.label(ins.operands[0].name, ins.line)
@@ -40,13 +36,13 @@ def bra(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, sets_pc=True, kind="branch", target=target)
 
 
-def build_exit(ins: A.Instr, c: Compiler) -> Op:
+def build_exit(ins: A.Instr, c: Builder) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         s.status[idx] = EXITED
     return Op(ins, "", run, kind="exit")
 
 
-def build_barrier(ins: A.Instr, c: Compiler) -> Op:
+def build_barrier(ins: A.Instr, c: Builder) -> Op:
     """bar{.cta}.sync / barrier{.cta}.sync{.aligned} a{, b}; bar.arrive a, b (arrives, does not wait)."""
     if ins.mods[:1] == ("warp",):
         return _warp_barrier(ins, c)
@@ -94,7 +90,7 @@ def build_barrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, sets_pc=True, kind="barrier")
 
 
-def _warp_barrier(ins: A.Instr, c: Compiler) -> Op:
+def _warp_barrier(ins: A.Instr, c: Builder) -> Op:
     """bar.warp.sync membermask (__syncwarp): the member lanes of the warp meet.  Lanes of a warp run in
     lockstep here, so when every member lane that has not exited is at this instruction it orders
     nothing more; member lanes elsewhere (a diverged warp) are not modelled and stop the run."""
@@ -128,7 +124,7 @@ def _warp_barrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def build_call(ins: A.Instr, c: Compiler) -> Op:
+def build_call(ins: A.Instr, c: Builder) -> Op:
     ops = list(ins.operands)
     rets = ops.pop(0).items if ops and isinstance(ops[0], A.ParamList) else ()
     target = ops.pop(0)
@@ -176,7 +172,7 @@ def build_call(ins: A.Instr, c: Compiler) -> Op:
 ASSERT_MESSAGE_BYTES = 200
 
 
-def _assertfail(ins: A.Instr, c: Compiler, args) -> Op:
+def _assertfail(ins: A.Instr, c: Builder, args) -> Op:
     """``call __assertfail, (message, file, line, function, size)``: the kernel's ``assert`` failed; the
     hardware prints the message and aborts the launch, so the run stops with it."""
     if len(args) < 3:
@@ -210,7 +206,7 @@ def _assertfail(ins: A.Instr, c: Compiler, args) -> Op:
     return Op(ins, "", run)
 
 
-def build_ret(ins: A.Instr, c: Compiler) -> Op:
+def build_ret(ins: A.Instr, c: Builder) -> Op:
     def run(s: State, idx: np.ndarray) -> None:
         d = s.depth[idx]
         top = d == 0
@@ -232,12 +228,12 @@ def build_ret(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, sets_pc=True, kind="ret")
 
 
-def nothing(ins: A.Instr, c: Compiler) -> Op:
+def nothing(ins: A.Instr, c: Builder) -> Op:
     """No effect on data in a simulation that runs every access in program order."""
     return Op(ins, "", lambda s, idx: None)
 
 
-def trap(ins: A.Instr, c: Compiler) -> Op:
+def trap(ins: A.Instr, c: Builder) -> Op:
     line = ins.line
 
     def run(s: State, idx: np.ndarray) -> None:

@@ -4,21 +4,17 @@ addresses to and from generic ones) and ``activemask``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from .. import ast as A
-from ..op import Op
+from ..op import Builder, Op
 from ..state import WINDOW_BYTES, WINDOWS, PtxRuntimeError, State
 from ..types import TYPES, type_of
 from . import UnsupportedInstruction
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 
-def build_mov(ins: A.Instr, c: Compiler) -> Op:
+def build_mov(ins: A.Instr, c: Builder) -> Op:
     t = type_of(ins.mods)
     if t is None or len(ins.operands) != 2:
         raise UnsupportedInstruction(f"{ins.text}: expected mov.TYPE d, a")
@@ -33,7 +29,7 @@ def build_mov(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def _mov_vector(ins: A.Instr, c: Compiler, t, d, a) -> Op:
+def _mov_vector(ins: A.Instr, c: Builder, t, d, a) -> Op:
     """``mov.b64 d, {lo, hi}`` packs (element 0 in the low bits); ``mov.b64 {lo, hi}, a`` unpacks."""
     vec = d if isinstance(d, A.Vec) else a
     n = len(vec.items)
@@ -66,7 +62,7 @@ def _mov_vector(ins: A.Instr, c: Compiler, t, d, a) -> Op:
 
 
 
-def cvta(ins: A.Instr, c: Compiler) -> Op:
+def cvta(ins: A.Instr, c: Builder) -> Op:
     """``cvta.SPACE.size d, a`` (SPACE address -> generic) and ``cvta.to.SPACE.size d, a`` (generic ->
     SPACE); ``.shared::cta`` is ``.shared``."""
     mods = [m.split("::")[0] for m in ins.mods]
@@ -100,7 +96,7 @@ def cvta(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def activemask(ins: A.Instr, c: Compiler) -> Op:
+def activemask(ins: A.Instr, c: Builder) -> Op:
     if ins.mods != ("b32",) or len(ins.operands) != 1:
         raise UnsupportedInstruction(f"{ins.text}: expected activemask.b32 d")
     write = c.writer(ins.operands[0], TYPES["b32"], ins.line)

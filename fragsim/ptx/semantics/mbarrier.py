@@ -57,8 +57,6 @@ reports it and, going on, the suspended waits return True.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,14 +66,12 @@ from fragsim.facts.mbarrier import MBARRIER_BYTES, MBARRIER_MAX_COUNT
 
 from .. import ast as A
 from ..observe import BulkLand, MbarrierArrive, MbarrierWait
-from ..op import Op, PtxLoadError
+from ..op import Builder, Op, PtxLoadError
 from ..state import (EXITED, RUNNING, SHARED_WINDOW, SUSPENDED, WAITING, WINDOW_BYTES, PtxRuntimeError, State,
                      cluster_shape)
 from ..types import TYPES
 from . import UnsupportedInstruction
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 U32, B64, PRED = TYPES["u32"], TYPES["b64"], TYPES["pred"]
 
@@ -336,7 +332,7 @@ def units(s: State) -> Units:
 
 # ------------------------------------------------------------------------------------ addresses
 
-def no_larger_clusters(ins: A.Instr, c: Compiler) -> None:
+def no_larger_clusters(ins: A.Instr, c: Builder) -> None:
     """Refuse an instruction of a kernel that asks for clusters of several CTAs."""
     shape = cluster_shape(c.entry)
     if shape[0] * shape[1] * shape[2] > 1:
@@ -344,7 +340,7 @@ def no_larger_clusters(ins: A.Instr, c: Compiler) -> None:
                                      "fragsim runs clusters of one CTA")
 
 
-def shared_address(ins: A.Instr, c: Compiler, operand, generic: bool, what: str):
+def shared_address(ins: A.Instr, c: Builder, operand, generic: bool, what: str):
     """How to read the shared address an instruction names: from a ``.shared{::cta,::cluster}`` address
     (``generic`` False: the CTA's own shared memory, for a cluster of one CTA) or a generic one inside
     the shared window.  Returns ``read(s, idx) -> int64 shared offsets``, each checked to be a generic
@@ -433,7 +429,7 @@ def _qualifiers(ins: A.Instr) -> tuple[str, set[str], bool]:
     return what, got, space is None
 
 
-def mbarrier(ins: A.Instr, c: Compiler) -> Op:
+def mbarrier(ins: A.Instr, c: Builder) -> Op:
     what, flags, generic = _qualifiers(ins)
     no_larger_clusters(ins, c)
     ops = list(ins.operands)
@@ -490,7 +486,7 @@ def mbarrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, kind="barrier")
 
 
-def _arrive(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, ops: list) -> Op:
+def _arrive(ins: A.Instr, c: Builder, what: str, flags: set[str], dst, offsets, ops: list) -> Op:
     """mbarrier.arrive / arrive_drop {.expect_tx | .noComplete} state, [addr] {, count | txCount}."""
     line, text = ins.line, ins.text
     expect, no_complete = "expect_tx" in flags, "noComplete" in flags
@@ -531,7 +527,7 @@ def _arrive(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets,
     return Op(ins, "", run, kind="barrier")
 
 
-def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, ops: list) -> Op:
+def _wait(ins: A.Instr, c: Builder, what: str, flags: set[str], dst, offsets, ops: list) -> Op:
     """mbarrier.test_wait/try_wait{.parity} waitComplete, [addr], state|phaseParity {, suspendTimeHint}."""
     line, text = ins.line, ins.text
     parity = "parity" in flags
@@ -589,7 +585,7 @@ def _wait(ins: A.Instr, c: Compiler, what: str, flags: set[str], dst, offsets, o
     return Op(ins, "", run, sets_pc=True, kind="barrier", extra={"wake": wake})
 
 
-def _pending_count(ins: A.Instr, c: Compiler, ops: list) -> Op:
+def _pending_count(ins: A.Instr, c: Builder, ops: list) -> Op:
     """mbarrier.pending_count.b64 count, state: the pending count before the .noComplete arrive that made state."""
     if len(ops) != 2:
         raise PtxLoadError(f"line {ins.line}: {ins.text} takes count, state")
@@ -608,7 +604,7 @@ def _pending_count(ins: A.Instr, c: Compiler, ops: list) -> Op:
     return Op(ins, "", run)
 
 
-def cp_async_arrive(ins: A.Instr, c: Compiler) -> Op:
+def cp_async_arrive(ins: A.Instr, c: Builder) -> Op:
     """cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [addr]: an arrive-on "triggered by the system
     upon the completion of all prior cp.async operations initiated by the executing thread".  Here
     those copies complete now (they may complete any time after they issue): their bytes land, then
@@ -654,7 +650,7 @@ def cp_async_arrive(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------- barrier.cluster, mapa
 
-def build_barrier(ins: A.Instr, c: Compiler) -> Op:
+def build_barrier(ins: A.Instr, c: Builder) -> Op:
     """barrier.cluster.arrive{.release|.relaxed}{.aligned} / barrier.cluster.wait{.acquire}{.aligned} for a
     cluster of one CTA (bar/barrier{.cta} are control's)."""
     if ins.mods[:1] != ("cluster",):
@@ -705,7 +701,7 @@ def build_barrier(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", wait, sets_pc=True, kind="barrier", extra={"wake": wake})
 
 
-def mapa(ins: A.Instr, c: Compiler) -> Op:
+def mapa(ins: A.Instr, c: Builder) -> Op:
     """mapa{.shared::cluster}.u32|u64 d, a, rank: the address of ``a`` in CTA ``rank`` of the cluster --
     ``a`` itself, the cluster being this CTA alone (rank 0)."""
     mods = [m for m in ins.mods if m != "shared::cluster"]
@@ -727,7 +723,7 @@ def mapa(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run)
 
 
-def getctarank(ins: A.Instr, c: Compiler) -> Op:
+def getctarank(ins: A.Instr, c: Builder) -> Op:
     """getctarank{.shared::cluster}.u32|u64 d, a: the rank of the CTA whose shared memory ``a`` names: 0."""
     mods = [m for m in ins.mods if m != "shared::cluster"]
     if mods not in (["u32"], ["u64"]) or len(ins.operands) != 2:

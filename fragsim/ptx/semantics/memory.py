@@ -15,18 +15,14 @@ unspecified: a kernel that depends on it has a race).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from .. import ast as A
-from ..op import Op, PtxLoadError
+from ..op import Builder, Op, PtxLoadError
 from ..state import State
 from ..types import TYPES, PtxType
 from . import Spec, UnsupportedInstruction, floating
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 SPACES = ("global", "shared", "local", "param", "const")
 #: Qualifiers with no effect on values in a sequential simulation (their prefixes for the
@@ -73,7 +69,7 @@ def _elements(v, n: int, ins: A.Instr) -> tuple:
     return tuple(v.items)
 
 
-def _address(ins: A.Instr, c: Compiler, operand, space: str | None):
+def _address(ins: A.Instr, c: Builder, operand, space: str | None):
     if not isinstance(operand, A.Addr):
         raise PtxLoadError(f"line {ins.line}: {ins.text}: expected an address [a]")
     read, implied = c.address_of(operand, space, ins.line)
@@ -82,7 +78,7 @@ def _address(ins: A.Instr, c: Compiler, operand, space: str | None):
     return read, space if space is not None else implied
 
 
-def ld(ins: A.Instr, c: Compiler) -> Op:
+def ld(ins: A.Instr, c: Builder) -> Op:
     space, n, t = _parse(ins)
     if len(ins.operands) != 2:
         raise PtxLoadError(f"line {ins.line}: {ins.text} d, [a] takes two operands")
@@ -101,7 +97,7 @@ def ld(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, extra={"space": space, "width": width})
 
 
-def st(ins: A.Instr, c: Compiler) -> Op:
+def st(ins: A.Instr, c: Builder) -> Op:
     space, n, t = _parse(ins)
     if len(ins.operands) != 2:
         raise PtxLoadError(f"line {ins.line}: {ins.text} [a], b takes two operands")
@@ -159,7 +155,7 @@ def _f32_add(a, b, _):
     return _F32_ADD(a, b)[0]
 
 
-def _atom(ins: A.Instr, c: Compiler, red: bool) -> Op:
+def _atom(ins: A.Instr, c: Builder, red: bool) -> Op:
     mods = [m for m in ins.mods if not (m in NO_EFFECT or m.startswith(NO_EFFECT_PREFIXES))]
     space = None
     for m in list(mods):
@@ -208,11 +204,11 @@ def _atom(ins: A.Instr, c: Compiler, red: bool) -> Op:
     return Op(ins, "", run, extra={"space": space, "width": width})
 
 
-def atom(ins: A.Instr, c: Compiler) -> Op:
+def atom(ins: A.Instr, c: Builder) -> Op:
     """atom{.sem}{.scope}{.space}.op.type d, [a], b{, c}: the old value to d."""
     return _atom(ins, c, red=False)
 
 
-def red(ins: A.Instr, c: Compiler) -> Op:
+def red(ins: A.Instr, c: Builder) -> Op:
     """red{.sem}{.scope}{.space}.op.type [a], b: atom without the old value."""
     return _atom(ins, c, red=True)

@@ -15,8 +15,6 @@ the rest with zeros.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,13 +29,11 @@ from fragsim.sim.smem import matrix_movement
 from .. import ast as A
 from ..memory import put_bytes
 from ..observe import CpAsync, CpLand, Mma, SharedAccess, Wgmma
-from ..op import Op, PtxLoadError
+from ..op import Builder, Op, PtxLoadError
 from ..state import PtxRuntimeError, State
 from ..types import TYPES
 from . import UnsupportedInstruction
 
-if TYPE_CHECKING:  # annotations only: the compiler builds ops through the table, which imports this module
-    from ..program import Compiler
 
 B32, U32, U64 = TYPES["b32"], TYPES["u32"], TYPES["u64"]
 #: Warps of one mma.sync step from which the arithmetic runs on numba's thread pool.
@@ -64,7 +60,7 @@ def whole_warps(s: State, idx: np.ndarray, ins: A.Instr) -> int:
     return len(first)
 
 
-def _registers(c: Compiler, operand, n: int, t, ins: A.Instr, what: str) -> list:
+def _registers(c: Builder, operand, n: int, t, ins: A.Instr, what: str) -> list:
     items = operand.items if isinstance(operand, A.Vec) else (operand,)
     if len(items) != n:
         raise PtxLoadError(f"line {ins.line}: {ins.text}: {what} has {n} register(s), the line gives {len(items)}")
@@ -97,7 +93,7 @@ def _matrix_rows(s: State, idx: np.ndarray, ins: A.Instr, op, addr) -> tuple[int
     return w, rows, s.cta[s.cols(idx)].reshape(w, WARP_LANES)[:, 0]
 
 
-def ldmatrix(ins: A.Instr, c: Compiler) -> Op:
+def ldmatrix(ins: A.Instr, c: Builder) -> Op:
     op = _matrix_entry(ins)
     d, a = ins.operands
     if not isinstance(a, A.Addr):
@@ -135,7 +131,7 @@ def ldmatrix(ins: A.Instr, c: Compiler) -> Op:
     return Op(ins, "", run, collective=True, extra={"shared_op": op})
 
 
-def stmatrix(ins: A.Instr, c: Compiler) -> Op:
+def stmatrix(ins: A.Instr, c: Builder) -> Op:
     op = _matrix_entry(ins)
     a, v = ins.operands
     if not isinstance(a, A.Addr):
@@ -159,7 +155,7 @@ def stmatrix(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------------------ movmatrix
 
-def movmatrix(ins: A.Instr, c: Compiler) -> Op:
+def movmatrix(ins: A.Instr, c: Builder) -> Op:
     if ins.mods != ("sync", "aligned", "m8n8", "trans", "b16"):
         raise UnsupportedInstruction(f"{ins.text}: modelled is movmatrix.sync.aligned.m8n8.trans.b16")
     from fragsim.sim.movmatrix import movmatrix
@@ -285,7 +281,7 @@ def mma_batches(ops: list[Op]) -> dict[int, MmaBatch]:
     return out
 
 
-def mma(ins: A.Instr, c: Compiler) -> Op:
+def mma(ins: A.Instr, c: Builder) -> Op:
     name = ".".join(m for m in ins.mods if m not in ("sync", "aligned"))
     try:
         form = lookup(name)
@@ -345,7 +341,7 @@ def mma(ins: A.Instr, c: Compiler) -> Op:
 
 # ------------------------------------------------------------------------------------- cp.async
 
-def cp(ins: A.Instr, c: Compiler) -> Op:
+def cp(ins: A.Instr, c: Builder) -> Op:
     mods = ins.mods
     if mods[:1] != ("async",):
         raise UnsupportedInstruction(f"{ins.text}: only cp.async is modelled (not cp.async.bulk or cp.reduce)")
@@ -433,7 +429,7 @@ def land(s: State, smem: np.ndarray, c: Copies, sel: np.ndarray | None = None) -
     put_bytes(smem, flat, data)
 
 
-def _cp_group(ins: A.Instr, c: Compiler, what: str) -> Op:
+def _cp_group(ins: A.Instr, c: Builder, what: str) -> Op:
     keep = 0
     if what == "wait_group":
         if len(ins.operands) != 1 or not isinstance(ins.operands[0], A.Imm):
@@ -508,7 +504,7 @@ def whole_warpgroups(s: State, idx: np.ndarray, ins: A.Instr) -> int:
     return len(idx) // THREADS
 
 
-def wgmma(ins: A.Instr, c: Compiler) -> Op:
+def wgmma(ins: A.Instr, c: Builder) -> Op:
     what = ins.mods[0] if ins.mods else ""
     if what in ("fence", "commit_group", "wait_group"):
         # D is computed when the mma issues (a race-free kernel reads it only after the wait that
