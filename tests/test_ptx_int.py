@@ -537,3 +537,25 @@ def test_the_families_cuda_builds_with_nvcc(tmp_path):
     r = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(tmp_path / "k.cubin"), str(cu)],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# --- cvt.pack (PTX ISA 9.7.9.22) ----------------------------------------------------------------
+
+def _pack(text, *ops):
+    args = [np.array([x & 0xFFFFFFFF], np.uint32) for x in ops]
+    return int(sem(text, 1, len(ops)).fn(*args)[0][0])
+
+
+def test_cvt_pack_s16_puts_saturated_a_in_the_high_half_and_b_in_the_low():
+    assert _pack("cvt.pack.sat.s16.s32", 70000, -70000) == (0x7FFF << 16) | 0x8000
+    assert _pack("cvt.pack.sat.u16.s32", -5, 65536) == 0x0000FFFF
+
+
+def test_cvt_pack_u8_fills_the_bits_above_from_c():
+    # d = c[15:0] << 16 | sat(a) << 8 | sat(b): u8 saturates -1 to 0 and 300 to 255
+    assert _pack("cvt.pack.sat.u8.s32.b32", -1, 300, 0xABCD1234) == 0x123400FF
+
+
+def test_cvt_pack_s4_keeps_four_bits_per_value_and_shifts_c_by_eight():
+    # s4 range [-8, 7]: a = 9 -> 7, b = -20 -> -8 (0x8); c shifted left by 2 * 4 bits
+    assert _pack("cvt.pack.sat.s4.s32.b32", 9, -20, 0x1) == 0x178
