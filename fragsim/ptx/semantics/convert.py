@@ -51,7 +51,7 @@ import numpy as np
 from fragsim.facts.formats import FORMATS, FloatFormat
 
 from ..types import TYPES
-from . import Semantic, Spec, UnsupportedInstruction
+from . import Semantic, Spec
 from .convert_round import FINITE, NAN, ZERO, float_parts, int_parts, round_float, round_int, round_integral
 from .ieee import MODES
 
@@ -84,10 +84,6 @@ NAN_RESULT: dict[str, str] = {
 #: The canonical NaN of each destination (tf32's is the f32 one with the 13 low bits cleared).
 CANONICAL = {"f16": 0x7FFF, "bf16": 0x7FFF, "tf32": 0x7FFFE000, "f32": 0x7FFFFFFF,
              "f64": 0x7FFFFFFFFFFFFFFF, "e4m3": 0x7F, "e5m2": 0x7F}
-
-
-def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
-    return UnsupportedInstruction(f"{spec.text}: {why}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,11 +144,6 @@ def _canonical_where_nan(bits: np.ndarray, fmt: FloatFormat, unit: str) -> np.nd
 # float -> float
 
 _WIDTH = {"f16": 0, "bf16": 0, "f32": 1, "f64": 2}     # f16 and bf16 hold neither one the other
-
-
-def _exact(d: str, a: str) -> bool:
-    """Every value of .a is a value of .d."""
-    return d == a or (_WIDTH[d] > _WIDTH[a])
 
 
 def _f32_from_f64_ftz(x: np.ndarray, r: np.ndarray, mode: str) -> np.ndarray:
@@ -326,98 +317,30 @@ def _tf32(flags: set[str], rnd: str) -> Callable:
 # the resolver
 
 
-def _operands(spec: Spec, nsrc: int) -> None:
-    if (spec.ndst, spec.nsrc) != (1, nsrc):
-        raise _refuse(spec, f"takes 1 destination and {nsrc} source operand{'s' if nsrc > 1 else ''}, "
-                      f"the line has {spec.ndst} and {spec.nsrc}")
-
-
-def _only(spec: Spec, flags: set[str], allowed: tuple[str, ...], form: str) -> None:
-    extra = sorted(flags - set(allowed))
-    if extra:
-        raise _refuse(spec, f".{extra[0]} does not apply to {form}")
-
-
-def _rounding(spec: Spec, rnd: str | None, allowed: tuple[str, ...], required: bool, form: str) -> None:
-    if rnd is None:
-        if required:
-            raise _refuse(spec, f"{form} needs a rounding modifier ({' '.join('.' + r for r in allowed)})")
-    elif rnd not in allowed:
-        raise _refuse(spec, f".{rnd} is not a rounding of {form}" +
-                      (f" (it takes {' '.join('.' + r for r in allowed)})" if allowed else " (it takes none)"))
-
-
 def _packed(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Semantic:
-    form = f"cvt.{d}.{a}"
     if d in ("f16x2", "bf16x2") and a == "f32":
-        _rounding(spec, rnd, ("rn", "rz"), True, form)
-        _only(spec, flags, ("relu", "satfinite"), form)
-        _operands(spec, 2)
         return Semantic(_pack_f32_pair(d, flags, rnd or ""), (d,), ("f32", "f32"))
     if d == "tf32" and a == "f32":
-        _rounding(spec, rnd, ("rna", "rn", "rz"), True, form)
-        if rnd == "rna":
-            _only(spec, flags, ("satfinite",), "cvt.rna.tf32.f32")
-        else:
-            if "satfinite" in flags:
-                raise _refuse(spec, f".satfinite with .{rnd} on tf32 is sm_100 and later (the H100 is sm_90)")
-            _only(spec, flags, ("relu",), form)
-        _operands(spec, 1)
         return Semantic(_tf32(flags, rnd or ""), ("tf32",), ("f32",))
-    if d in _F8 and a in ("f32", "f16x2"):
-        _rounding(spec, rnd, ("rn",), True, form)
-        if "satfinite" not in flags:
-            raise _refuse(spec, f"{form} needs .satfinite")
-        _only(spec, flags, ("relu", "satfinite"), form)
-        if a == "f32":
-            _operands(spec, 2)
-            return Semantic(_pack_f32_pair(d, flags, "rn"), (d,), ("f32", "f32"))
-        _operands(spec, 1)
+    if d in _F8 and a == "f32":
+        return Semantic(_pack_f32_pair(d, flags, "rn"), (d,), ("f32", "f32"))
+    if d in _F8 and a == "f16x2":
         return Semantic(_f8_from_f16x2(d, flags), (d,), ("f16x2",))
-    if d == "f16x2" and a in _F8:
-        _rounding(spec, rnd, ("rn",), True, form)
-        _only(spec, flags, ("relu",), form)
-        _operands(spec, 1)
-        return Semantic(_f16x2_from_f8(a, flags), ("f16x2",), (a,))
-    raise _refuse(spec, f"{form} is not a conversion the PTX ISA defines for sm_90")
+    assert d == "f16x2" and a in _F8, spec.text        # the rows admit no other packed conversion
+    return Semantic(_f16x2_from_f8(a, flags), ("f16x2",), (a,))
 
 
 def _scalar(spec: Spec, d: str, a: str, flags: set[str], rnd: str | None) -> Semantic:
-    form = f"cvt.{d}.{a}"
-    _operands(spec, 1)
-    if "ftz" in flags and "f32" not in (d, a):
-        raise _refuse(spec, ".ftz applies only where .dtype or .atype is .f32")
-    if "bf16" in (d, a) and ({d, a} & {"u8", "s8"}):
-        raise _refuse(spec, f"{form} is not defined (bf16 converts to and from 16-, 32- and 64-bit integers)")
-    if "sat" in flags and "bf16" in (d, a):
-        raise _refuse(spec, ".sat does not apply to .bf16")
     if d in INTS:
-        _rounding(spec, rnd, tuple(IRND), True, f"float -> integer {form}")
-        _only(spec, flags, ("ftz", "sat"), form)
         return Semantic(_float_to_int(d, a, flags, rnd or ""), (d,), (a,))
     if a in INTS:
-        _rounding(spec, rnd, MODES, True, f"integer -> float {form}")
-        _only(spec, flags, ("ftz", "sat"), form)
         return Semantic(_int_to_float(d, a, flags, rnd or ""), (d,), (a,))
-    if "relu" in flags or "satfinite" in flags:
-        if not (a == "f32" and d in ("f16", "bf16")):
-            raise _refuse(spec, ".relu and .satfinite apply to .f16.f32 and .bf16.f32 (and packed forms)")
-        _rounding(spec, rnd, ("rn", "rz"), True, f"{form} with .relu/.satfinite")
-        if flags & {"sat", "ftz"}:
-            raise _refuse(spec, f".{sorted(flags & {'sat', 'ftz'})[0]} does not combine with .relu/.satfinite")
-    if d == a:
-        _rounding(spec, rnd, tuple(IRND), False, form)
-    elif _exact(d, a):
-        # ptxas takes (and ignores) .frnd on the exact bf16 widenings, and none on the others
-        _rounding(spec, rnd, MODES if a == "bf16" else (), False, form)
-    else:
-        # f16 <-> bf16 round to nearest without a modifier; every other narrowing needs one
-        _rounding(spec, rnd, MODES, "bf16" not in (d, a) or "f16" not in (d, a), form)
     return Semantic(_float_to_float(d, a, flags, rnd), (d,), (a,))
 
 
 def resolve_cvt(spec: Spec) -> Semantic:
-    """The semantic of a ``cvt`` instruction (see the module docstring)."""
+    """The semantic of a ``cvt`` instruction with a float side (see the module docstring); its row in
+    the instruction table (``fragsim.ptx.isa.convert``) has admitted exactly the forms ptxas takes."""
     d, a = spec.types
     rnd = next((m for m in spec.mods if m in IRND or m in MODES or m == "rna"), None)
     flags = set(spec.flags) - {rnd}

@@ -38,7 +38,7 @@ from collections.abc import Callable, Collection
 import numpy as np
 
 from ..types import TYPES, PtxType
-from . import Semantic, Spec, UnsupportedInstruction
+from . import Semantic, Spec
 from .floating import SET_TRUE
 
 #: The per-thread pseudo-register that holds the carry flag CC.CF (see the module docstring).
@@ -59,11 +59,7 @@ def carry_operands(spec: Spec, semantic: Semantic) -> tuple[bool, bool]:
 
 
 # ---------------------------------------------------------------------------------------------
-# modifiers, operand counts, delegation
-
-def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
-    return UnsupportedInstruction(f"{spec.text}: {why}")
-
+# modifiers (read by the instruction table's grammar: a resolver picks among them)
 
 def _which(flags: Collection[str], group: Collection[str]) -> str | None:
     """The member of ``group`` among the instruction's modifiers (the row's grammar admits one at most)."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from fragsim.facts.hardware import WARP_LANES
 
-from . import Semantic, Spec, UnsupportedInstruction
+from . import Semantic, Spec
 
 _LANES = np.arange(WARP_LANES, dtype=np.int64)
 #: lane -> its bit in a 32-bit lane mask
@@ -36,16 +36,6 @@ _BITS = np.left_shift(np.uint32(1), np.arange(WARP_LANES, dtype=np.uint32))
 #: shfl's c operand: the clamp value in bits 4..0, the segment mask in bits 12..8
 _LANE_FIELD = WARP_LANES - 1
 _SEGMASK_SHIFT = 8
-
-
-def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
-    return UnsupportedInstruction(f"{spec.text}: {why}")
-
-
-def _operands(spec: Spec, ndst: tuple[int, ...], nsrc: int) -> None:
-    if spec.ndst not in ndst or spec.nsrc != nsrc:
-        raise _refuse(spec, f"takes {' or '.join(map(str, ndst))} destination and {nsrc} source operands, "
-                      f"the line has {spec.ndst} and {spec.nsrc}")
 
 
 def _ballot(bits: np.ndarray) -> np.ndarray:
@@ -85,14 +75,12 @@ def _shfl_fn(mode: str, with_pred: bool) -> Callable[..., tuple]:
 
 def shfl(spec: Spec) -> Semantic:
     mode = str(spec.slot("mode"))
-    _operands(spec, (1, 2), 4)
     pred = spec.ndst == 2
     return Semantic(_shfl_fn(mode, pred), ("b32", "pred") if pred else ("b32",), ("b32",) * 4, warp=True)
 
 
 def resolve_vote(spec: Spec) -> Semantic:
     mode, typ = str(spec.slot("mode", "ballot")), spec.types[-1]
-    _operands(spec, (1,), 2)
 
     def fn(mask, a, membermask):
         on = a & mask
@@ -110,7 +98,6 @@ def resolve_vote(spec: Spec) -> Semantic:
 
 def resolve_match(spec: Spec) -> Semantic:
     mode, typ = ("all" if spec.has("all") else "any"), spec.types[-1]
-    _operands(spec, (1, 2) if mode == "all" else (1,), 2)
     pred = spec.ndst == 2
 
     def fn(mask, a, membermask):
@@ -125,7 +112,6 @@ def resolve_match(spec: Spec) -> Semantic:
 
 def redux(spec: Spec) -> Semantic:
     op, typ = spec.slot("op"), spec.types[-1]
-    _operands(spec, (1,), 2)
 
     def fn(mask, a, membermask):
         if op == "add":
@@ -144,7 +130,6 @@ def redux(spec: Spec) -> Semantic:
 
 
 def elect(spec: Spec) -> Semantic:
-    _operands(spec, (2,), 1)
 
     def fn(mask, membermask):
         leader = np.where(mask.any(axis=-1), mask.argmax(axis=-1), 0).astype(np.uint32)
