@@ -66,10 +66,8 @@ ROWS: tuple[Row, ...] = (
     _r("cvt.frnd2{.relu}.tf32.f32", "d, a", "sm_90", "7.8", frnd2=("rn", "rz")),
     _r("cvt.rna{.satfinite}.tf32.f32", "d, a", "sm_80", "7.0"),
     # fp8 pairs (a -> upper byte); ptxas takes .relu before or after .satfinite
-    _r("cvt.rn.satfinite{.relu}.dtype.f32", "d, a, b", "sm_89", "7.8", dtype=F8),
-    _r("cvt.rn.relu.satfinite.dtype.f32", "d, a, b", "sm_89", "7.8", dtype=F8),
-    _r("cvt.rn.satfinite{.relu}.dtype.f16x2", "d, a", "sm_89", "7.8", dtype=F8),
-    _r("cvt.rn.relu.satfinite.dtype.f16x2", "d, a", "sm_89", "7.8", dtype=F8),
+    _r("cvt.rn(.satfinite{.relu}).dtype.f32", "d, a, b", "sm_89", "7.8", dtype=F8),
+    _r("cvt.rn(.satfinite{.relu}).dtype.f16x2", "d, a", "sm_89", "7.8", dtype=F8),
     _r("cvt.rn{.relu}.f16x2.atype", "d, a", "sm_89", "7.8", atype=F8),
     # Blackwell's: stochastic rounding, the 4- and 6-bit floats, ue8m0
     Row(Syntax("cvt.rs{.relu}{.satfinite}.dtype.f32", dtype=("f16x2", "bf16x2", *F8, *FP_LATER, *FP_X4)),

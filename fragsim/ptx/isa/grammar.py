@@ -6,7 +6,9 @@ A ``Syntax`` is built from the ISA's own notation::
     Syntax("prmt.b32{.mode}", mode=("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"))
     Syntax("mma.sync.aligned.form", form=MMA_FORMS)          # a slot of multi-token spellings
 
-``.name`` is a required token and ``{.name}`` an optional one; ``name`` is a *slot* when the row
+``.name`` is a required token and ``{.name}`` an optional one; tokens in ``( ... )`` may come in any
+order, as ptxas reads ``ld.global.relaxed.gpu`` and ``ld.relaxed.gpu.global`` alike (the required ones
+all present); ``name`` is a *slot* when the row
 gives it a vocabulary (a keyword argument: a tuple of spellings, each one token or several joined
 by dots), otherwise the literal modifier itself.  The opcode is the first token.
 
@@ -29,7 +31,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-_TOKEN = re.compile(r"\{\.([^{}]+)\}|\.([^.{}]+)")
+_TOKEN = re.compile(r"\{\.([^{}()]+)\}|\.([^.{}()]+)|(\()|(\))")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Token:
     spellings: tuple[tuple[str, ...], ...]
     optional: bool
     slot: bool
+    group: int = -1          # tokens of one ``( ... )`` group: any order, the required ones all present
 
     def text(self) -> str:
         inner = f".{self.name}"
@@ -96,11 +99,16 @@ class Syntax:
             raise SyntaxError_(f"{text!r}: a syntax line starts with its opcode")
         head, rest = m0.group(1), m0.group(2)
         tokens: list[Token] = []
-        pos = 0
+        pos, group, groups = 0, -1, 0
         for m in _TOKEN.finditer(rest):
             if m.start() != pos:
                 raise SyntaxError_(f"{text!r}: cannot read {rest[pos:m.start()]!r}")
             pos = m.end()
+            if m.group(3) or m.group(4):
+                if (m.group(3) is not None) == (group >= 0):
+                    raise SyntaxError_(f"{text!r}: unbalanced ( )")
+                group, groups = (groups, groups + 1) if m.group(3) else (-1, groups)
+                continue
             name, optional = (m.group(1), True) if m.group(1) is not None else (m.group(2), False)
             if name.startswith("."):
                 raise SyntaxError_(f"{text!r}: {{.{name}}} has a stray dot")
@@ -110,9 +118,11 @@ class Syntax:
                     raise SyntaxError_(f"{text!r}: slot .{name} has no spellings")
                 if len(set(spellings)) != len(spellings):
                     raise SyntaxError_(f"{text!r}: slot .{name} lists a spelling twice")
-                tokens.append(Token(name, spellings, optional, True))
+                tokens.append(Token(name, spellings, optional, True, group))
             else:
-                tokens.append(Token(name, (tuple(name.split(".")),), optional, False))
+                tokens.append(Token(name, (tuple(name.split(".")),), optional, False, group))
+        if group >= 0:
+            raise SyntaxError_(f"{text!r}: unbalanced ( )")
         if pos != len(rest):
             raise SyntaxError_(f"{text!r}: cannot read {rest[pos:]!r}")
         unused = set(vocab) - {t.name for t in tokens if t.slot}
@@ -164,9 +174,17 @@ class Syntax:
 
 
 def _runs(tokens: list[Token] | tuple[Token, ...]) -> Iterator[list[Token]]:
-    """Maximal runs of adjacent optional tokens (a required token is a run of its own)."""
+    """The sets of tokens whose order is free: a ``( )`` group, a maximal run of adjacent optional
+    tokens outside groups (a required token outside a group is a run of its own)."""
     run: list[Token] = []
-    for t in tokens:
+    for i, t in enumerate(tokens):
+        if t.group >= 0:
+            if run:
+                yield run
+                run = []
+            if i == 0 or tokens[i - 1].group != t.group:
+                yield [u for u in tokens if u.group == t.group]
+            continue
         if t.optional:
             run.append(t)
             continue
@@ -185,6 +203,11 @@ def _match(tokens: tuple[Token, ...], i: int, mods: tuple[str, ...], j: int,
     if i == len(tokens):
         return got if j == len(mods) else None
     t = tokens[i]
+    if t.group >= 0:
+        k = i
+        while k < len(tokens) and tokens[k].group == t.group:
+            k += 1
+        return _match_run(tokens, i, k, frozenset(), mods, j, got)
     if not t.optional:
         for s in t.spellings:
             if mods[j:j + len(s)] == s:
@@ -193,16 +216,17 @@ def _match(tokens: tuple[Token, ...], i: int, mods: tuple[str, ...], j: int,
                     return out
         return None
     k = i
-    while k < len(tokens) and tokens[k].optional:
+    while k < len(tokens) and tokens[k].optional and tokens[k].group < 0:
         k += 1
     return _match_run(tokens, i, k, frozenset(), mods, j, got)
 
 
 def _match_run(tokens, i, k, used, mods, j, got):
-    # stop the run here (every remaining optional absent) ...
-    out = _match(tokens, k, mods, j, got)
-    if out is not None:
-        return out
+    # stop the run here (every remaining member absent: only optional ones may be) ...
+    if all(tokens[n].optional for n in range(i, k) if n not in used):
+        out = _match(tokens, k, mods, j, got)
+        if out is not None:
+            return out
     # ... or take one more of its unused members
     for n in range(i, k):
         if n in used:

@@ -55,10 +55,8 @@ LDSM, STSM = _tokens("ldmatrix"), _tokens("stmatrix")
 MATRIX_B8 = "ldmatrix/stmatrix .b8 (.m16n16, .m8n16, .m16n8) and the sub-byte source formats are not modelled"
 SHARED = Status("bit-exact", "shared")
 MATRIX: tuple[Row, ...] = (
-    _r("ldmatrix.sync.aligned.shape.num{.trans}{.ss}.type", "d, [p]", T.ldmatrix, "sm_75", "6.5", SHARED, "ldsm",
-       note=".shared::cta: PTX 7.8", **LDSM),
-    _r("ldmatrix.sync.aligned.num.shape{.trans}{.ss}.type", "d, [p]", T.ldmatrix, "sm_75", "6.5", SHARED, "ldsm",
-       note="the same instruction with .num before .shape, as ptxas takes it (CUTLASS writes "
+    _r("ldmatrix.sync.aligned(.shape.num){.trans}{.ss}.type", "d, [p]", T.ldmatrix, "sm_75", "6.5", SHARED, "ldsm",
+       note=".shared::cta: PTX 7.8; .num before .shape as ptxas takes it too (CUTLASS writes "
             "ldmatrix.sync.aligned.x4.m8n8.shared.b16)", **LDSM),
     _no("ldmatrix.sync.aligned.m16n16.num.trans{.ss}.b8", "d, [p]", MATRIX_B8, "sm_100a", "8.6", num=("x1", "x2"),
         ss=LDSM["ss"]),
