@@ -92,10 +92,10 @@ def _recorded() -> dict:
     """The PTX families' recordings, where this is a clone of the repository (tests/data); none
     otherwise (the page then says which rows have no recording here)."""
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "tests", "data", "ptx")
+                        "tests", "data")
     if not os.path.isdir(root):
         return {}
-    from fragsim.gpu_check.ptx.coverage import recorded
+    from fragsim.gpu_check.coverage import recorded
     return recorded(root)
 
 

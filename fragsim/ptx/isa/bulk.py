@@ -17,6 +17,8 @@ from .row import Row, Status
 K = Status("exact", "ptx_kernels")
 X = Status("exact")
 TMA = Status("bit-exact", "tma")
+#: the same load into .shared::cta (PTX 8.6): the tma family's kernels write .shared::cluster
+TMA_CTA = Status("unvalidated", "tma", why="its kernels load into .shared::cluster")
 
 LOAD = {"completion_mechanism": ("mbarrier::complete_tx::bytes",)}
 STORE = {"completion_mechanism": ("bulk_group",)}
@@ -62,7 +64,7 @@ COPIES: tuple[Row, ...] = (
        dst=("shared::cluster",), src=("global",), load_mode=("tile",), multicast=("multicast::cluster",),
        **LOAD, **HINT),
     _r("cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism{.level::cache_hint}",
-       "-, [dstMem], [tensorMap], [mbar], {cache_policy}", B.cp, "sm_90", "8.6", TMA, dim=DIMS, dst=("shared::cta",),
+       "-, [dstMem], [tensorMap], [mbar], {cache_policy}", B.cp, "sm_90", "8.6", TMA_CTA, dim=DIMS, dst=("shared::cta",),
        src=("global",), load_mode=("tile",), **LOAD, **HINT),
     _r("cp.async.bulk.tensor.dim.dst.src{.load_mode}.completion_mechanism{.level::cache_hint}",
        "-, [tensorMap], [srcMem], {cache_policy}", B.cp, "sm_90", "8.0", TMA, dim=DIMS, dst=("global",),

@@ -37,7 +37,7 @@ Level = Literal["bit-exact", "unvalidated", "exact", "range", "stand-in", "refus
 LEVELS: dict[str, str] = {
     "bit-exact": "every bit as the GPU computes it, validated on the GPU by a gpu_check family",
     "unvalidated": "modelled from the PTX ISA beside GPU-validated forms of the same semantic, its own forms not yet "
-                   "run on a GPU: the next run of the named gpu_check family validates them",
+                   "recorded on a GPU by the named gpu_check family",
     "exact": "exact by construction (moves bits, orders threads, or its result has one reading); "
              "validated through whole kernels",
     "range": "a measured range: counts or timings that depend on the hardware's schedule",

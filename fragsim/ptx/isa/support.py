@@ -1,7 +1,7 @@
 """The support page: the instruction table as a person reads it before trusting a run.
 
 ``coverage(recorded)`` maps each row to what the GPU recordings hold for it (``recorded``: variant
-text -> validations, as ``fragsim.gpu_check.ptx.coverage.recorded`` reads them; this module does not
+text -> validations, as ``fragsim.gpu_check.coverage.recorded`` reads them; this module does not
 read recordings itself, so the model never imports the GPU check).  ``markdown(...)`` is
 docs/instructions.md; ``listing(filter, ...)`` what ``fragsim run --instructions [FILTER]`` prints.
 """
@@ -74,7 +74,7 @@ def _status(r: Row, c: Covered | None) -> str:
                 else "no recording yet")
         return f"bit-exact ({s.family}: {seen})"
     if s.level == "unvalidated":
-        return f"unvalidated: no GPU run yet ({s.family} will validate it)"
+        return f"unvalidated: no GPU recording of its forms yet ({s.family}{': ' + s.why if s.why else ''})"
     if s.level == "exact":
         return f"exact ({s.family})" if s.family else "exact"
     return f"{s.level}: {s.why}"
