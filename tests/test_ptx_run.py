@@ -215,3 +215,27 @@ def test_ieee_stand_ins_compute_the_rounded_function_and_name_their_lines():
     r = run_kernel(APPROX, "k", block=4, args=[out, x], approx="ieee")
     assert r.approximate == [17, 18]
     assert np.array_equal(out, (np.exp2(x.astype(np.float64)).astype(np.float32) / x))
+
+
+def test_cp_async_with_ignore_src_copies_zeros_where_the_predicate_is_true():
+    """cp.async's fourth operand may be the predicate ignore-src (PTX ISA 9.7.9.25.3): where true the
+    source is ignored and zeros are copied, as with src-size 0; odd threads set it here."""
+    ptx = kernel(".param .u64 out, .param .u64 src", OUT_ADDR + """
+    .shared .align 16 .b8 sm[256];
+    ld.param.u64 %rd4, [src];
+    cvta.to.global.u64 %rd4, %rd4;
+    add.s64 %rd5, %rd4, %rd2;
+    mov.u32 %r2, sm;
+    shl.b32 %r3, %r1, 2;
+    add.s32 %r4, %r2, %r3;
+    and.b32 %r5, %r1, 1;
+    setp.ne.u32 %p1, %r5, 0;
+    cp.async.ca.shared.global [%r4], [%rd5], 4, %p1;
+    cp.async.wait_all;
+    ld.shared.u32 %r6, [%r4];
+    st.global.u32 [%rd3], %r6;
+    ret;""")
+    src = np.arange(100, 132, dtype=np.uint32)
+    out = np.full(32, 0xDEADBEEF, np.uint32)
+    run_kernel(ptx, "k", block=32, args=[out, src])
+    assert out.tolist() == [v if i % 2 == 0 else 0 for i, v in enumerate(src.tolist())]

@@ -81,6 +81,7 @@ class Builder(Protocol):
     layout: Layout
     arch: Any                           # the ArchParams row the tensor-core instructions compute with
     starts: dict[str, int]              # function name -> PC of its first instruction
+    registers: dict[str, PtxType]       # every register (qualified name -> type)
 
     def reg(self, name: str, line: int) -> str: ...
 

@@ -364,12 +364,20 @@ def cp(ins: A.Instr, c: Builder) -> Op:
         raise PtxLoadError(f"line {ins.line}: {ins.text}: cp-size {size}: .ca copies 4, 8 or 16 bytes, .cg 16")
     dst, _ = c.address_of(ops[0], "shared", ins.line)
     src, _ = c.address_of(ops[1], "global", ins.line)
-    src_size = c.reader(ops[3], U32, ins.line) if len(ops) == 4 else None
+    # the fourth operand is src-size, or the predicate ignore-src: true copies zeros, as src-size 0 does
+    last = ops[3] if len(ops) == 4 else None
+    ignore_src = isinstance(last, A.Reg) and (last.negated or c.registers[c.reg(last.name, ins.line)].kind == "pred")
+    src_size = None if last is None else c.reader(last, TYPES["pred"] if ignore_src else U32, ins.line)
     line = ins.line
 
     def run(s: State, idx: np.ndarray) -> None:
         d = dst(s, idx)
-        n = np.full(len(idx), size, np.int64) if src_size is None else src_size(s, idx).astype(np.int64)
+        if src_size is None:
+            n = np.full(len(idx), size, np.int64)
+        elif ignore_src:
+            n = np.where(src_size(s, idx), 0, size).astype(np.int64)
+        else:
+            n = src_size(s, idx).astype(np.int64)
         if (n > size).any():
             k = int(np.flatnonzero(n > size)[0])
             raise PtxRuntimeError(f"line {line}: {s.where(int(idx[k]))}: src-size {int(n[k])} exceeds cp-size {size}")
