@@ -89,14 +89,15 @@ def _value(text: str, k: int):
 
 
 def _recorded() -> dict:
-    """The PTX families' recordings, where this is a clone of the repository (tests/data); none
-    otherwise (the page then says which rows have no recording here)."""
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        "tests", "data")
-    if not os.path.isdir(root):
-        return {}
-    from fragsim.gpu_check.coverage import recorded
-    return recorded(root)
+    """What the GPU recordings of a clone of the repository hold (its tests/data: the working
+    directory's, else the one beside this package when it runs from a clone); none elsewhere (the page
+    then says which rows have no recording here)."""
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests", "data")
+    for root in (os.path.join(os.getcwd(), "tests", "data"), here):
+        if os.path.isdir(os.path.join(root, "ptx")):
+            from fragsim.gpu_check.coverage import recorded
+            return recorded(root)
+    return {}
 
 
 def instructions(args) -> int:
