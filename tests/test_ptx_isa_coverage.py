@@ -2,9 +2,8 @@
 every recorded variant is a form of a row, and the support page is the table's."""
 
 import os
-import subprocess
-import sys
 
+from fragsim.cli import main
 from fragsim.gpu_check.coverage import recorded
 from fragsim.ptx.isa import support, table
 
@@ -32,11 +31,12 @@ def test_a_row_is_covered_only_by_variants_it_admits():
         assert all(row.syntax.match(tuple(v.split(".")[1:])) is not None for v in c.variants)
 
 
-def test_the_docs_support_page_is_generated_from_the_table():
-    out = subprocess.run([sys.executable, "-m", "fragsim", "run", "--instructions", "--markdown"],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+def test_the_docs_support_page_is_generated_from_the_table(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert main(["run", "--instructions", "--markdown"]) == 0
     with open(os.path.join(ROOT, "docs", "instructions.md")) as f:
-        assert f.read() == out, "docs/instructions.md is stale: fragsim run --instructions --markdown > docs/instructions.md"
+        assert f.read() == capsys.readouterr().out, \
+            "docs/instructions.md is stale: fragsim run --instructions --markdown > docs/instructions.md"
 
 
 def test_the_listing_filters_rows():
