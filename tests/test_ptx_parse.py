@@ -334,7 +334,7 @@ def test_parameters():
     f = parse(f"{HEAD}.entry k(.param .u64 .ptr .global .align 16 p0, .param .align 8 .b8 p1[16],"
               " .param .u64 .ptr .align 4 p2) { ret; }").functions["k"]
     p0, p1, p2 = f.params
-    assert (p0.type, p0.ptr_space, p0.align, p0.count) == ("u64", "global", 16, None)
+    assert (p0.type, p0.ptr_space, p0.align, p0.count) == ("u64", "global", None, None)   # the pointee's .align
     assert (p1.type, p1.count, p1.align, p1.ptr_space) == ("b8", 16, 8, None)
     assert p2.ptr_space == "generic"
 

@@ -239,3 +239,29 @@ def test_cp_async_with_ignore_src_copies_zeros_where_the_predicate_is_true():
     out = np.full(32, 0xDEADBEEF, np.uint32)
     run_kernel(ptx, "k", block=32, args=[out, src])
     assert out.tolist() == [v if i % 2 == 0 else 0 for i, v in enumerate(src.tolist())]
+
+
+@pytest.mark.parametrize("order", list(__import__("itertools").permutations(("u8", "u16", "f32", "ptr"))))
+def test_kernel_parameters_sit_at_their_natural_alignment_in_every_order(order):
+    """The parameter buffer puts each parameter at its type's alignment (a 4-byte one before a pointer
+    leaves a gap); a .ptr's .align is its pointee's (Triton writes .ptr .global .align 1)."""
+    decl = {"u8": ".param .u8 p_u8", "u16": ".param .u16 p_u16", "f32": ".param .f32 p_f32",
+            "ptr": ".param .u64 .ptr .global .align 1 out"}
+    body = """
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    ld.param.u8 %rs1, [p_u8];
+    ld.param.u16 %rs2, [p_u16];
+    ld.param.f32 %f1, [p_f32];
+    cvt.u32.u16 %r1, %rs1;
+    cvt.u32.u16 %r2, %rs2;
+    st.global.u32 [%rd1], %r1;
+    st.global.u32 [%rd1+4], %r2;
+    st.global.f32 [%rd1+8], %f1;
+    ret;"""
+    ptx = kernel(", ".join(decl[t] for t in order), body,
+                 ".reg .b16 %rs<4>;\n.reg .b32 %r<4>;\n.reg .f32 %f<2>;\n.reg .b64 %rd<4>;")
+    out = np.zeros(3, np.uint32)
+    value = {"u8": 0xAB, "u16": 0xBEEF, "f32": np.float32(-1.5), "ptr": out}
+    run_kernel(ptx, "k", block=1, args=[value[t] for t in order])
+    assert out[:2].tolist() == [0xAB, 0xBEEF] and out[2:].view(np.float32)[0] == np.float32(-1.5)

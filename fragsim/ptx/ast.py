@@ -180,9 +180,10 @@ class RegDecl:
 @dataclass(frozen=True)
 class Param:
     """An entry or function parameter: ``.param .u64 .ptr .global .align 16 p0`` (type "u64",
-    ptr_space "global", align 16), ``.param .align 8 .b8 p1[16]`` (a struct by value: type "b8",
-    count 16).  ``ptr_space`` "generic" for ``.ptr`` without a space; ``space`` "reg" for an old-style
-    ``.reg`` parameter of a ``.func``; type "texref"/"samplerref"/"surfref" for opaque handles."""
+    ptr_space "global", align None: that ``.align`` is the pointee's), ``.param .align 8 .b8 p1[16]``
+    (a struct by value: type "b8", count 16).  ``ptr_space`` "generic" for ``.ptr`` without a space;
+    ``space`` "reg" for an old-style ``.reg`` parameter of a ``.func``; type "texref"/"samplerref"/
+    "surfref" for opaque handles."""
 
     name: str
     type: str

@@ -538,7 +538,11 @@ class _Parser:
         while self.at("dir"):
             tok = lx.next()
             d = tok[1][1:]
-            if d == "align":
+            if d == "align" and ptr_space is not None:
+                # .ptr .space .align N: the alignment of what the pointer points to (PTX ISA, "Kernel
+                # Function Parameter Attributes"), not of the parameter, which keeps its type's
+                self.integer("an alignment after .align")
+            elif d == "align":
                 align = self.integer("an alignment after .align")
             elif d == "ptr":
                 ptr_space = "generic"
