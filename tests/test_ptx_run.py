@@ -265,3 +265,23 @@ def test_kernel_parameters_sit_at_their_natural_alignment_in_every_order(order):
     value = {"u8": 0xAB, "u16": 0xBEEF, "f32": np.float32(-1.5), "ptr": out}
     run_kernel(ptx, "k", block=1, args=[value[t] for t in order])
     assert out[:2].tolist() == [0xAB, 0xBEEF] and out[2:].view(np.float32)[0] == np.float32(-1.5)
+
+
+@pytest.mark.parametrize("target, arch, row", [
+    ("sm_90a", None, "sm_90"), ("sm_90", None, "sm_90"), ("sm_80", None, "sm_80"), ("sm_86", None, "sm_80"),
+    ("sm_89", None, "sm_80"), ("sm_80", "sm_90", "sm_90"), ("sm_90a", "h100", "sm_90"),
+])
+def test_the_arch_defaults_to_the_ptx_target_and_a_newer_one_may_run_it(target, arch, row):
+    from fragsim.ptx.run import load_module, target_arch
+    module = load_module(f".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k() {{ ret; }}\n")
+    assert target_arch(module, arch).name == row
+
+
+@pytest.mark.parametrize("target, arch, why", [
+    ("sm_90a", "sm_80", r"arch=sm_80: the PTX's .target sm_90a needs compute capability 9\.0 or newer"),
+    ("sm_75", None, r"\.target sm_75 has compute capability 7\.5: Turing"),
+])
+def test_an_arch_the_target_rules_out_is_an_error(target, arch, why):
+    with pytest.raises(ValueError, match=why):
+        run_kernel(f".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k() {{ ret; }}\n", "k",
+                   arch=arch)

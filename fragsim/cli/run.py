@@ -40,8 +40,9 @@ def add_arguments(p):
                    help="one per .param of the kernel, in order: FILE.npy (a global buffer), a number, or "
                    "hex:BYTES (a struct by value)")
     from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
-    p.add_argument("--arch", default=DEFAULT_ARCH, choices=sorted({n for a in ARCHS.values() for n in (a.name, *a.aliases)}),
-                   help=f"architecture whose tensor-core arithmetic the mma instructions use (default {DEFAULT_ARCH})")
+    p.add_argument("--arch", default=None, choices=sorted({n for a in ARCHS.values() for n in (a.name, *a.aliases)}),
+                   help="architecture whose tensor-core arithmetic the mma instructions use (default: the PTX's "
+                   f".target, sm_90a -> sm_90; {DEFAULT_ARCH} where it names none)")
     p.add_argument("--approx", choices=("ieee",), help="run .approx instructions (ex2, lg2, rsqrt, sin, cos, "
                    "tanh, div/rcp/sqrt.approx) as IEEE stand-ins instead of refusing them; their lines are listed "
                    "as not bit-exact")

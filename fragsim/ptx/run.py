@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numbers
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from fragsim.facts.arch import DEFAULT_ARCH, get_arch
+from fragsim.facts.arch import DEFAULT_ARCH, arch_for_cc, get_arch
 from fragsim.facts.hardware import WARP_LANES
 from fragsim.facts.mbarrier import TENSORMAP_BYTES
 
@@ -206,12 +207,32 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
     return (v & ((1 << t.bits) - 1)).to_bytes(t.bytes, "little")
 
 
-def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=DEFAULT_ARCH, ctas=None,
+def target_arch(module: A.Module, arch=None):
+    """The architecture row a run computes with: ``arch`` where given, else the GPU the PTX's
+    ``.target`` names (``sm_90a`` -> sm_90, ``sm_86`` -> the Ampere row; ``fragsim.facts.arch``).
+    An ``arch`` older than the target is an error: that GPU refuses the module."""
+    targets = [t for t in module.target if re.fullmatch(r"sm_\d+[af]?", t)]
+    cc = int(re.sub(r"\D", "", targets[0])) if targets else None
+    if arch is None:
+        if cc is None:
+            return get_arch(DEFAULT_ARCH)
+        return get_arch(arch_for_cc(cc // 10, cc % 10, f".target {targets[0]}"))
+    row = get_arch(arch)
+    if cc is not None and row.cc < cc:
+        raise ValueError(f"arch={row.name}: the PTX's .target {targets[0]} needs compute capability "
+                         f"{cc // 10}.{cc % 10} or newer (a {row.name} GPU refuses the module); leave arch out to run "
+                         f"it as its target")
+    return row
+
+
+def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=None, ctas=None,
                check=False, max_steps=MAX_STEPS, approx=None, observers=(), report=False) -> Run:
     """Run ``kernel`` of ``ptx`` (text, a path, or a parsed module) for the CTAs ``ctas`` of ``grid`` (all
     by default) with ``block`` threads each; arrays in ``args`` are written back in place.
 
-    ``approx``: None refuses ``.approx`` instructions (their MUFU bits are not modelled); "ieee" runs
+    ``arch``: the GPU whose arithmetic the run computes (``"sm_80"``, ``"sm_90"``, aliases); by default
+    the PTX's ``.target`` (``target_arch``).  ``approx``: None refuses ``.approx`` instructions (their
+    MUFU bits are not modelled); "ieee" runs
     them as IEEE stand-ins and lists their lines in ``Run.approximate``.  ``observers``: objects told
     about the run's events (``fragsim.ptx.observe``: their ``on_<kind>`` methods; one that names no
     event kind is a TypeError).  ``check``: look for kernel bugs while running
@@ -250,7 +271,7 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     if geometry.slots > MAX_THREADS:
         raise ValueError(f"{len(chosen)} CTAs of {threads} threads: {geometry.slots} thread slots, more than "
                          f"{MAX_THREADS} in one run; run a subset with ctas=")
-    row = get_arch(arch)
+    row = target_arch(module, arch)
     if isinstance(dynamic_smem, bool) or not isinstance(dynamic_smem, numbers.Integral) or dynamic_smem < 0:
         raise ValueError(f"dynamic_smem must be a non-negative integer, got {dynamic_smem!r}")
     program = Compiler(module, entry, row, approx=approx).compile()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 
-from fragsim.facts.arch import DEFAULT_ARCH
 from fragsim.ptx import ast as A
 from fragsim.ptx.machine import MAX_STEPS
 from fragsim.ptx.run import find_entry, launch_dims, load_module
@@ -36,7 +35,7 @@ from .stores import EXACT, out_formats
 __all__ = ["trace_fragments"]
 
 
-def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dynamic_smem=0, arch=DEFAULT_ARCH,
+def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dynamic_smem=0, arch=None,
                     ctas=None, max_steps=MAX_STEPS, approx=None, diagnose=True) -> Trace:
     """Run ``kernel`` (``run_kernel``'s arguments) with element identities in its GEMM's inputs and
     check that every ``mma.sync``/``wgmma`` gets the right elements and every D element lands

@@ -281,7 +281,7 @@ class Launch:
     grid: Any
     block: Any
     dynamic_smem: int
-    arch: str
+    arch: str | None
     approx: str | None
     max_steps: int
     args: list

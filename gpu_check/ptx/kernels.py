@@ -628,7 +628,7 @@ def module_text(file: str) -> str:
     return path.read_text()
 
 
-def fragsim_outputs(c: Case, g: Launch) -> dict[str, np.ndarray]:
+def fragsim_outputs(c: Case, g: Launch, arch: str = "sm_90") -> dict[str, np.ndarray]:
     """What ``fragsim.run_kernel`` leaves in the output buffers."""
     from fragsim.ptx.memory import Buffer
     from fragsim.ptx.run import run_kernel
@@ -645,7 +645,7 @@ def fragsim_outputs(c: Case, g: Launch) -> dict[str, np.ndarray]:
         return a
     args = [arg(a) for a in g.args]
     run_kernel(str(corpus() / c.file), KERNEL[c.kernel].entry, grid=g.grid, block=g.block, args=args,
-               dynamic_smem=g.smem, ctas=None if c.ctas is None else list(c.ctas))
+               dynamic_smem=g.smem, ctas=None if c.ctas is None else list(c.ctas), arch=arch)
     return {name: bufs[name] for name in g.outputs}
 
 
@@ -663,7 +663,7 @@ def first_difference(a: np.ndarray, b: np.ndarray, m: np.ndarray | None) -> str:
             f"fragsim {int(b[i]):#0{w + 2}x}")
 
 
-def compare(entry: dict[str, Any], full: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+def compare(entry: dict[str, Any], full: dict[str, np.ndarray] | None = None, arch: str = "sm_90") -> dict[str, Any]:
     """Run one recorded case (``entry``: as ``--record`` wrote it) through fragsim; {"id", "status":
     "match" | "mismatch" | "error", "detail", "seconds"}.  ``full``: the GPU's whole output buffers
     when the recording kept them (the detail then names the first differing element)."""
@@ -675,7 +675,7 @@ def compare(entry: dict[str, Any], full: dict[str, np.ndarray] | None = None) ->
         return out | {"status": "error", "detail": "the inputs regenerated from the seed are not the recorded ones "
                       "(NumPy's random streams changed?)", "seconds": 0.0}
     try:
-        mine = fragsim_outputs(c, g)
+        mine = fragsim_outputs(c, g, arch)
     except Exception as e:              # fragsim refused or stopped: one line, the case counts as not run
         return out | {"status": "error", "detail": f"{type(e).__name__}: {runner.one_line(e)}",
                       "seconds": round(time.time() - t0, 2)}
@@ -701,9 +701,10 @@ def case_of(entry: dict[str, Any]) -> Case:
 
 
 def compare_all(entries: list[dict[str, Any]], full: dict[str, dict[str, np.ndarray]], jobs: int,
-                say: Say) -> list[dict[str, Any]]:
+                say: Say, arch: str) -> list[dict[str, Any]]:
     """``compare`` for every entry, ``jobs`` processes at a time (spawned: the caller may hold a CUDA
-    context, which forked children cannot use)."""
+    context, which forked children cannot use).  ``arch``: the GPU that ran them (an sm_80 PTX file run
+    on an H100 computes with the H100's arithmetic)."""
     results: dict[str, dict[str, Any]] = {}
 
     def done(r: dict[str, Any]) -> None:
@@ -712,11 +713,11 @@ def compare_all(entries: list[dict[str, Any]], full: dict[str, dict[str, np.ndar
 
     if jobs <= 1:
         for e in entries:
-            done(compare(e, full.get(case_of(e).launch_id)))
+            done(compare(e, full.get(case_of(e).launch_id), arch))
     else:
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
-            futs = [pool.submit(compare, e, full.get(case_of(e).launch_id)) for e in entries]
+            futs = [pool.submit(compare, e, full.get(case_of(e).launch_id), arch) for e in entries]
             for e, f in zip(entries, futs):
                 try:
                     done(f.result())
@@ -974,7 +975,8 @@ class PtxKernelsFamily(RunnerFamily):
             self.save(args.record, rec, info, nvcc)
         launched = [e for e in rec.entries if not e["gpu_error"]]
         jobs = args.jobs or max(1, (os.cpu_count() or 2) - 2)
-        results = compare_all(launched, rec.full, jobs, say)
+        results = compare_all(launched, rec.full, jobs, say,
+                              arch_for_cc(info["cc_int"] // 10, info["cc_int"] % 10, info["device"]))
         for e, r in zip(launched, results):
             e["fragsim"] = r["status"]
             e["seconds"] = r["seconds"]
@@ -1021,7 +1023,7 @@ class PtxKernelsFamily(RunnerFamily):
         meta, arrays = load(path)
         entries = [e for e in meta["cases"] if not e["gpu_error"]
                    and (not args.forms or any(f in e["kernel"] for f in args.forms))][: args.cases]
-        results = compare_all(entries, full_outputs(arrays), args.jobs or 1, say)
+        results = compare_all(entries, full_outputs(arrays), args.jobs or 1, say, meta.get("arch", "sm_90"))
         return _summary(results)
 
     def summarize(self, report: dict[str, Any]) -> str:
