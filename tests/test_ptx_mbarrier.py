@@ -329,7 +329,7 @@ def test_cluster_registers_describe_a_cluster_of_one_cta():
 def test_a_kernel_that_asks_for_clusters_of_several_ctas_is_refused():
     body = "    mbarrier.init.shared::cta.b64 [bar], 1;\n    ret;"
     with pytest.raises(PtxLoadError, match=r"clusters of \(2, 1, 1\) CTAs .* fragsim runs clusters of one CTA"):
-        run(body, directives="\n.reqnctapercluster 2, 1, 1")
+        run(body, directives="\n.reqnctapercluster 2, 1, 1", grid=2)
 
 
 def test_barrier_cluster_wait_waits_for_every_thread_of_the_cluster_to_arrive():

@@ -285,3 +285,32 @@ def test_an_arch_the_target_rules_out_is_an_error(target, arch, why):
     with pytest.raises(ValueError, match=why):
         run_kernel(f".version 8.0\n.target {target}\n.address_size 64\n.visible .entry k() {{ ret; }}\n", "k",
                    arch=arch)
+
+
+def _entry(directive: str) -> str:
+    return f".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() {directive}\n{{ ret; }}\n"
+
+
+@pytest.mark.parametrize("directive, grid, block, why", [
+    (".reqntid 128", 1, 256, r"\.reqntid 128: the block must be \(128, 1, 1\), got \(256, 1, 1\)"),
+    (".reqntid 64, 2", 1, 128, r"the block must be \(64, 2, 1\)"),
+    (".maxntid 128, 1, 1", 1, 160, r"\.maxntid 128, 1, 1: at most 128 threads per CTA, the block \(160, 1, 1\) has 160"),
+    (".reqnctapercluster 2, 1, 1", 3, 32, r"the grid \(3, 1, 1\) is not a whole number of clusters of \(2, 1, 1\)"),
+])
+def test_a_launch_the_kernels_directives_rule_out_is_refused_as_the_gpu_refuses_it(directive, grid, block, why):
+    with pytest.raises(ValueError, match=why):
+        run_kernel(_entry(directive), "k", grid=grid, block=block)
+
+
+@pytest.mark.parametrize("directive, block", [(".reqntid 128", 128), (".maxntid 128, 1, 1", 96),
+                                               (".reqnctapercluster 2, 1, 1", 32)])
+def test_a_launch_the_directives_allow_runs(directive, block):
+    assert run_kernel(_entry(directive), "k", grid=2, block=block).steps >= 1
+
+
+def test_too_much_shared_memory_names_dynamic_smem_and_what_fits():
+    ptx = (".version 8.0\n.target sm_90\n.address_size 64\n.extern .shared .align 16 .b8 dyn[];\n"
+           ".visible .entry k() { .shared .align 16 .b8 st[1024]; ret; }\n")
+    with pytest.raises(ValueError, match=r"1024 static and alignment \+ dynamic_smem=300000\), more than sm_90's "
+                                         r"232448 per CTA; at most dynamic_smem=231424 fits"):
+        run_kernel(ptx, "k", dynamic_smem=300000)

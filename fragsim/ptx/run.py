@@ -207,6 +207,32 @@ def _param_bytes(p: A.Param, value, buffers: list[Buffer]) -> bytes:
     return (v & ((1 << t.bits) - 1)).to_bytes(t.bytes, "little")
 
 
+def _dims3(values: tuple) -> tuple[int, int, int]:
+    v = [int(x) for x in values] + [1, 1, 1]
+    return v[0], v[1], v[2]
+
+
+def _check_launch(entry: A.Function, grid: tuple, block: tuple) -> None:
+    """The launch facts the kernel states, held to the launch as the GPU holds them: ``.reqntid`` is
+    the block exactly, ``.maxntid`` bounds its threads, ``.reqnctapercluster`` must divide the grid."""
+    d = entry.directives
+    if "reqntid" in d and _dims3(d["reqntid"]) != tuple(block):
+        raise ValueError(f"{entry.name} declares .reqntid {', '.join(map(str, d['reqntid']))}: the block must be "
+                         f"{_dims3(d['reqntid'])}, got {tuple(block)} (the GPU refuses the launch)")
+    if "maxntid" in d:
+        most = int(np.prod(_dims3(d["maxntid"])))
+        if int(np.prod(block)) > most:
+            raise ValueError(f"{entry.name} declares .maxntid {', '.join(map(str, d['maxntid']))}: at most {most} "
+                             f"threads per CTA, the block {tuple(block)} has {int(np.prod(block))} (the GPU refuses "
+                             f"the launch)")
+    if "reqnctapercluster" in d:
+        c = _dims3(d["reqnctapercluster"])
+        if any(gi % ci for gi, ci in zip(grid, c)):
+            raise ValueError(f"{entry.name} declares .reqnctapercluster {', '.join(map(str, d['reqnctapercluster']))}:"
+                             f" the grid {tuple(grid)} is not a whole number of clusters of {c} (the GPU refuses "
+                             f"the launch)")
+
+
 def target_arch(module: A.Module, arch=None):
     """The architecture row a run computes with: ``arch`` where given, else the GPU the PTX's
     ``.target`` names (``sm_90a`` -> sm_90, ``sm_86`` -> the Ampere row; ``fragsim.facts.arch``).
@@ -252,6 +278,7 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     threads = b[0] * b[1] * b[2]
     if threads > MAX_THREADS_PER_CTA:
         raise ValueError(f"block {b}: {threads} threads, more than {MAX_THREADS_PER_CTA} per CTA")
+    _check_launch(entry, g, b)
     warps = -(-threads // WARP_LANES)
     if ctas is None:
         # the size first: a grid of 2**40 CTAs is refused before a list of them is made
@@ -278,8 +305,11 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     L = program.layout
     smem_bytes = (L.shared[L.dynamic_name] if L.dynamic_name else L.shared_static) + int(dynamic_smem)
     if smem_bytes > row.smem_per_cta:
-        raise ValueError(f"{entry.name}: {smem_bytes} bytes of shared memory ({L.shared_static} static + "
-                         f"{dynamic_smem} dynamic), more than {row.name}'s {row.smem_per_cta} per CTA")
+        base = smem_bytes - int(dynamic_smem)
+        fits = (f"at most dynamic_smem={row.smem_per_cta - base} fits" if base < row.smem_per_cta else
+                "its static shared memory alone is too much")
+        raise ValueError(f"{entry.name}: {smem_bytes} bytes of shared memory ({base} static and alignment + "
+                         f"dynamic_smem={dynamic_smem}), more than {row.name}'s {row.smem_per_cta} per CTA; {fits}")
     args = list(args)
     if len(args) != len(entry.params):
         raise ValueError(f"{entry.name} takes {len(entry.params)} parameter(s) "
