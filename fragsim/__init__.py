@@ -9,7 +9,7 @@ Public API (the manual: docs/, its API page; the architecture: docs/DESIGN.md): 
 
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
 
 # viz/ and gpu_check/ sit beside fragsim/ in the repository and exist only as fragsim.viz and
 # fragsim.gpu_check through pyproject's package-dir mapping: in a clone, `pip install -e .`.
@@ -58,7 +58,7 @@ def __getattr__(name):
         return value
     if name in _LAZY:
         mod, attr = _LAZY[name]
-        module = importlib.import_module(mod)
+        module = _importlib.import_module(mod)
         value = module if attr is None else getattr(module, attr)
         globals()[name] = value
         return value
@@ -69,4 +69,10 @@ __all__ = ["mma", "movmatrix", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "s
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "check_tma_wgmma", "run_kernel",
-           "Buffer", "TensorMap", "tma_load", "tma_store"]
+           "Buffer", "TensorMap", "tma_load", "tma_store", "trace_fragments", "ARCHS", "access"]
+
+
+def __dir__() -> list[str]:
+    """The public names (those loaded on first use included), so tab completion and help() find them;
+    not the module's own imports."""
+    return sorted({*__all__, "__version__", "__doc__", "__name__", "__file__", "__path__"})
