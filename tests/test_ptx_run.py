@@ -314,3 +314,9 @@ def test_too_much_shared_memory_names_dynamic_smem_and_what_fits():
     with pytest.raises(ValueError, match=r"1024 static and alignment \+ dynamic_smem=300000\), more than sm_90's "
                                          r"232448 per CTA; at most dynamic_smem=231424 fits"):
         run_kernel(ptx, "k", dynamic_smem=300000)
+
+
+def test_a_cuda_source_given_as_ptx_is_named_with_the_nvcc_command(tmp_path):
+    with pytest.raises(ValueError, match=r"gemm64\.cu is CUDA C\+\+ source, not PTX: .* nvcc -arch=sm_90a -lineinfo -ptx "
+                                         r"gemm64\.cu -o gemm64\.ptx"):
+        run_kernel("gemm64.cu", "k")

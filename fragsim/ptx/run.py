@@ -92,11 +92,21 @@ def _cta(c, g: tuple[int, int, int]) -> tuple[int, int, int]:
     return c3  # type: ignore[return-value]
 
 
+#: file names that are CUDA C++ sources (named where PTX is expected)
+CUDA_SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx")
+
+
 def load_module(ptx) -> A.Module:
     """``ptx`` (PTX text, the path of a .ptx file, or a parsed module) as a parsed module."""
     from .parse import parse
     if isinstance(ptx, A.Module):
         return ptx
+    name = os.fspath(ptx) if isinstance(ptx, (str, os.PathLike)) else ""
+    if "\n" not in name and name.lower().endswith(CUDA_SOURCES):
+        stem = os.path.splitext(os.path.basename(name))[0]
+        raise ValueError(f"ptx: {name} is CUDA C++ source, not PTX: compile it to PTX first, e.g. "
+                         f"nvcc -arch=sm_90a -lineinfo -ptx {name} -o {stem}.ptx (the -lineinfo maps the traffic "
+                         f"report and the checks back to its lines), and run {stem}.ptx")
     if isinstance(ptx, os.PathLike) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
         path = os.fspath(ptx)
         try:
