@@ -69,10 +69,10 @@ __all__ = ["mma", "movmatrix", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "s
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "check_tma_wgmma", "run_kernel",
-           "Buffer", "TensorMap", "tma_load", "tma_store", "trace_fragments", "ARCHS", "access"]
+           "Buffer", "TensorMap", "tma_load", "tma_store"]
 
 
 def __dir__() -> list[str]:
     """The public names (those loaded on first use included), so tab completion and help() find them;
     not the module's own imports."""
-    return sorted({*__all__, "__version__", "__doc__", "__name__", "__file__", "__path__"})
+    return sorted({*__all__, *_LAZY, "__version__", "__doc__", "__name__", "__file__", "__path__"})

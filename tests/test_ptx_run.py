@@ -320,3 +320,16 @@ def test_a_cuda_source_given_as_ptx_is_named_with_the_nvcc_command(tmp_path):
     with pytest.raises(ValueError, match=r"gemm64\.cu is CUDA C\+\+ source, not PTX: .* nvcc -arch=sm_90a -lineinfo -ptx "
                                          r"gemm64\.cu -o gemm64\.ptx"):
         run_kernel("gemm64.cu", "k")
+
+
+def test_a_local_array_beyond_what_a_thread_may_have_is_named():
+    ptx = kernel("", ".local .align 4 .b8 small[16];\n.local .align 4 .b8 huge[4294967296];\nret;")
+    with pytest.raises(ValueError, match=r"4,294,967,312 bytes of \.local memory per thread \(huge the largest\), "
+                                         r"more than the 524,288"):
+        run_kernel(ptx, "k")
+
+
+def test_local_memory_of_too_many_threads_at_once_names_ctas():
+    ptx = kernel("", ".local .align 4 .b8 frame[262144];\nret;")
+    with pytest.raises(ValueError, match=r"262,144 bytes of \.local memory for each of 16,384 thread slots, .* ctas="):
+        run_kernel(ptx, "k", grid=64, block=256)

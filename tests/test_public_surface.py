@@ -51,5 +51,5 @@ def test_the_access_set_module_is_still_importable_from_fragsim():
 
 def test_dir_lists_every_public_name_and_none_of_the_modules_own_imports():
     names = dir(fragsim)
-    assert set(fragsim.__all__) <= set(names) and {"run_kernel", "mma", "gemm", "Tile"} <= set(names)
+    assert set(fragsim.__all__) <= set(names) and {"run_kernel", "mma", "gemm", "Tile", "trace_fragments"} <= set(names)
     assert "importlib" not in names and "annotations" not in names

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragsim.facts.arch import DEFAULT_ARCH, arch_for_cc, get_arch
-from fragsim.facts.hardware import WARP_LANES
+from fragsim.facts.hardware import MAX_LOCAL_BYTES_PER_THREAD, WARP_LANES
 from fragsim.facts.mbarrier import TENSORMAP_BYTES
 
 from . import ast as A
@@ -36,6 +36,8 @@ from .types import TYPES
 MAX_THREADS_PER_CTA = 1024
 #: Thread slots one run may hold (registers are arrays over them): a whole 1024^3 GEMM's grid fits.
 MAX_THREADS = 1 << 20
+#: .local memory one run holds, all its threads together (each thread's is its own array row).
+MAX_LOCAL_BYTES_PER_RUN = 1 << 31
 
 
 @dataclass
@@ -222,6 +224,12 @@ def _dims3(values: tuple) -> tuple[int, int, int]:
     return v[0], v[1], v[2]
 
 
+def _local_size(L, offset: int) -> int:
+    """The bytes of the .local variable at ``offset`` (to the next one's offset, or the end)."""
+    later = [o for o in L.local.values() if o > offset]
+    return (min(later) if later else L.local_bytes) - offset
+
+
 def _check_launch(entry: A.Function, grid: tuple, block: tuple) -> None:
     """The launch facts the kernel states, held to the launch as the GPU holds them: ``.reqntid`` is
     the block exactly, ``.maxntid`` bounds its threads, ``.reqnctapercluster`` must divide the grid."""
@@ -320,6 +328,14 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
                 "its static shared memory alone is too much")
         raise ValueError(f"{entry.name}: {smem_bytes} bytes of shared memory ({base} static and alignment + "
                          f"dynamic_smem={dynamic_smem}), more than {row.name}'s {row.smem_per_cta} per CTA; {fits}")
+    if L.local_bytes > MAX_LOCAL_BYTES_PER_THREAD:
+        big = max(L.local.items(), key=lambda kv: _local_size(L, kv[1]))[0]
+        raise ValueError(f"{entry.name}: {L.local_bytes:,} bytes of .local memory per thread ({big.split('::')[-1]} "
+                         f"the largest), more than the {MAX_LOCAL_BYTES_PER_THREAD:,} a GPU thread may have")
+    if geometry.slots * L.local_bytes > MAX_LOCAL_BYTES_PER_RUN:
+        raise ValueError(f"{entry.name}: {L.local_bytes:,} bytes of .local memory for each of {geometry.slots:,} "
+                         f"thread slots, more than the {MAX_LOCAL_BYTES_PER_RUN:,} one run holds; run a subset of the "
+                         f"CTAs with ctas=")
     args = list(args)
     if len(args) != len(entry.params):
         raise ValueError(f"{entry.name} takes {len(entry.params)} parameter(s) "
