@@ -40,7 +40,3 @@ MATRIX_ROW_BYTES = 16
 SOURCE_LINE_CLASS_MASK0 = sum(1 << b for b in (7, 9, 11, 12, 14, 16, 18, 19, 20, 21))
 SOURCE_LINE_CLASS_MASK1 = sum(1 << b for b in (8, 10, 11, 13, 14, 15, 17, 19))
 SOURCE_LINE_HASH_BITS = 22
-
-#: Local memory a thread may have, every compute capability from 2.0 on (CUDA C++ Programming Guide,
-#: "Technical Specifications per Compute Capability": maximum amount of local memory per thread).
-MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragsim.facts.arch import DEFAULT_ARCH, arch_for_cc, get_arch
-from fragsim.facts.hardware import MAX_LOCAL_BYTES_PER_THREAD, WARP_LANES
+from fragsim.facts.hardware import WARP_LANES
 from fragsim.facts.mbarrier import TENSORMAP_BYTES
 
 from . import ast as A
@@ -34,6 +34,9 @@ from .types import TYPES
 
 #: Threads of one CTA at most (every architecture fragsim models).
 MAX_THREADS_PER_CTA = 1024
+#: Local memory a thread may have, every compute capability from 2.0 on (CUDA C++ Programming Guide,
+#: "Technical Specifications per Compute Capability": maximum amount of local memory per thread).
+MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024
 #: Thread slots one run may hold (registers are arrays over them): a whole 1024^3 GEMM's grid fits.
 MAX_THREADS = 1 << 20
 #: .local memory one run holds, all its threads together (each thread's is its own array row).
