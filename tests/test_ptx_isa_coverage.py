@@ -1,6 +1,7 @@
 """The instruction table and the GPU recordings agree: every bit-exact row has recorded GPU cases,
 every recorded variant is a form of a row, and the support page is the table's."""
 
+import functools
 import os
 
 from fragsim.cli import main
@@ -11,21 +12,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
 
 
+@functools.lru_cache(maxsize=1)
+def _coverage():
+    """The table's rows against every recording, read once for the tests of this file."""
+    return support.coverage(recorded(DATA))
+
+
 def test_every_recorded_variant_is_admitted_by_a_row():
-    _, orphans = support.coverage(recorded(DATA))
+    _, orphans = _coverage()
     assert orphans == []
 
 
 def test_every_bit_exact_row_has_recorded_gpu_cases():
     """The PTX families' recordings, the mma/shared/movmatrix warp corpora, the wgmma corpora and the
     tma runs (gpu_check/coverage.py reads the instructions each ran)."""
-    cov, _ = support.coverage(recorded(DATA))
+    cov, _ = _coverage()
     uncovered = [r.syntax.text for i, r in enumerate(table.ROWS) if r.status.level == "bit-exact" and i not in cov]
     assert uncovered == []
 
 
 def test_a_row_is_covered_only_by_variants_it_admits():
-    cov, _ = support.coverage(recorded(DATA))
+    cov, _ = _coverage()
     for i, c in cov.items():
         row = table.ROWS[i]
         assert all(row.syntax.match(tuple(v.split(".")[1:])) is not None for v in c.variants)
@@ -47,6 +54,6 @@ def test_the_listing_filters_rows():
 
 def test_an_unvalidated_row_has_no_recording_yet():
     """Once the GPU has run a row's forms, its status says bit-exact."""
-    cov, _ = support.coverage(recorded(DATA))
+    cov, _ = _coverage()
     stale = [r.syntax.text for i, r in enumerate(table.ROWS) if r.status.level == "unvalidated" and i in cov]
     assert stale == []

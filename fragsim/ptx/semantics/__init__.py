@@ -17,7 +17,7 @@ immediates).  A combination the rows admit but fragsim does not model is refused
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ..isa.grammar import Match
@@ -66,6 +66,11 @@ class Spec:
     def flags(self) -> frozenset[str]:
         """The modifiers that are not types."""
         return frozenset(m for m in self.mods if m not in TYPE_NAMES)
+
+    def which(self, group: Collection[str]) -> str | None:
+        """The member of ``group`` among the modifiers (``which(("lo", "hi"))`` -> ``"hi"``), or None; the
+        row's grammar admits one at most."""
+        return next((m for m in self.mods if m in group), None)
 
 
 @dataclass(frozen=True)

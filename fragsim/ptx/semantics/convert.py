@@ -342,7 +342,7 @@ def resolve_cvt(spec: Spec) -> Semantic:
     """The semantic of a ``cvt`` instruction with a float side (see the module docstring); its row in
     the instruction table (``fragsim.ptx.isa.convert``) has admitted exactly the forms ptxas takes."""
     d, a = spec.types
-    rnd = next((m for m in spec.mods if m in IRND or m in MODES or m == "rna"), None)
+    rnd = spec.which((*IRND, *MODES, "rna"))
     flags = set(spec.flags) - {rnd}
     if d in FLOATS and a in FLOATS or (d in FLOATS and a in INTS) or (d in INTS and a in FLOATS):
         return _scalar(spec, d, a, flags, rnd)

@@ -65,11 +65,6 @@ def _refuse(spec: Spec, why: str) -> UnsupportedInstruction:
     return UnsupportedInstruction(f"{spec.text}: {why}")
 
 
-def _which(spec: Spec, group: tuple[str, ...]) -> str | None:
-    """The member of ``group`` among the instruction's modifiers (its row's grammar admits one at most)."""
-    return next((g for g in group if g in spec.flags), None)
-
-
 # ---------------------------------------------------------------------------------------- helpers
 
 def _elementwise(t: str, fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -209,7 +204,7 @@ def arith(spec: Spec) -> Semantic:
     ternary = op in ("fma", "mad")
     t = spec.types[-1]
     f = PACKED.get(t, t)
-    mode = _which(spec, MODES) or "rn"          # add/sub/mul without one round to nearest even
+    mode = spec.which(MODES) or "rn"          # add/sub/mul without one round to nearest even
     ftz, sat, relu, oob = (m in spec.flags for m in ("ftz", "sat", "relu", "oob"))
     ff = fmt(f)
 
@@ -248,7 +243,7 @@ def arith(spec: Spec) -> Semantic:
 def divlike(spec: Spec) -> Semantic:
     op = spec.opcode
     t = spec.types[-1]
-    mode = _which(spec, MODES)
+    mode = spec.which(MODES)
     if mode is None:         # .approx / .full: the MUFU's (an IEEE stand-in reaches here as .rn)
         raise _refuse(spec, "the MUFU's approximation is not modelled bit for bit")
     ftz, ff = "ftz" in spec.flags, fmt(t)

@@ -33,7 +33,7 @@ nothing.  An 8-bit destination (``cvt.u8``/``cvt.s8``) in a wider register arriv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 import numpy as np
 
@@ -56,14 +56,6 @@ def carry_operands(spec: Spec, semantic: Semantic) -> tuple[bool, bool]:
     """(reads, writes): whether ``semantic`` takes the carry flag as a hidden trailing source and
     gives it as a hidden trailing destination."""
     return len(semantic.src) > spec.nsrc, len(semantic.dst) > spec.ndst
-
-
-# ---------------------------------------------------------------------------------------------
-# modifiers (read by the instruction table's grammar: a resolver picks among them)
-
-def _which(flags: Collection[str], group: Collection[str]) -> str | None:
-    """The member of ``group`` among the instruction's modifiers (the row's grammar admits one at most)."""
-    return next((g for g in group if g in flags), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,9 +239,9 @@ def addc_subc(spec: Spec) -> Semantic:
 
 
 def mul(spec: Spec) -> Semantic:
-    flags, types = spec.flags, spec.types
+    types = spec.types
     t = types[-1]
-    mode = _which(flags, ("lo", "hi", "wide"))
+    mode = spec.which(("lo", "hi", "wide"))
     signed = t[0] == "s"
     bits = TYPES[t].bits
     if mode == "wide":
@@ -261,7 +253,7 @@ def mul(spec: Spec) -> Semantic:
 def mad(spec: Spec) -> Semantic:
     flags, types = spec.flags, spec.types
     t = types[-1]
-    mode = _which(flags, ("lo", "hi", "wide"))
+    mode = spec.which(("lo", "hi", "wide"))
     signed = t[0] == "s"
     bits = TYPES[t].bits
     if "sat" in flags:
@@ -279,7 +271,7 @@ def mad(spec: Spec) -> Semantic:
 def madc(spec: Spec) -> Semantic:
     flags, types = spec.flags, spec.types
     t = types[-1]
-    mode = _which(flags, ("lo", "hi"))
+    mode = spec.which(("lo", "hi"))
     signed = t[0] == "s"
     part = 0 if mode == "lo" else 1
 
@@ -303,7 +295,7 @@ def mul24_mad24(spec: Spec) -> Semantic:
     mad = spec.opcode == "mad24"
     flags, types = spec.flags, spec.types
     t = types[-1]
-    hi = _which(flags, ("lo", "hi")) == "hi"
+    hi = spec.which(("lo", "hi")) == "hi"
     signed = t == "s32"
     if not mad:
         return Semantic(lambda a, b: (_mul24_product(a, b, signed, hi),), (t,), (t, t))
@@ -484,8 +476,7 @@ PRMT_MODES = {
 
 
 def prmt(spec: Spec) -> Semantic:
-    flags = spec.flags
-    mode = _which(flags, tuple(PRMT_MODES))
+    mode = spec.which(tuple(PRMT_MODES))
     shifts = np.arange(4, dtype=np.uint64)
 
     def fn(a, b, c):
@@ -513,8 +504,7 @@ def _lut3(a, b, c, lut):
 
 
 def lop3(spec: Spec) -> Semantic:
-    flags = spec.flags
-    op = _which(flags, ("and", "or"))
+    op = spec.which(("and", "or"))
     if op is None:
         return Semantic(lambda a, b, c, lut: (_lut3(a, b, c, lut),), ("b32",), ("b32",) * 4)
 
@@ -553,9 +543,8 @@ def resolve_shift(spec: Spec) -> Semantic:
 
 
 def shf(spec: Spec) -> Semantic:
-    flags = spec.flags
-    left = _which(flags, ("l", "r")) == "l"
-    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
+    left = spec.which(("l", "r")) == "l"
+    clamp = spec.which(("clamp", "wrap")) == "clamp"
 
     def fn(a, b, c):
         n = np.minimum(c, np.uint32(32)) if clamp else c & np.uint32(31)
@@ -566,9 +555,9 @@ def shf(spec: Spec) -> Semantic:
 
 
 def szext(spec: Spec) -> Semantic:
-    flags, types = spec.flags, spec.types
+    types = spec.types
     t = types[-1]
-    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
+    clamp = spec.which(("clamp", "wrap")) == "clamp"
 
     def fn(a, b):
         b1 = (b & np.uint32(31)).astype(np.int64)
@@ -580,8 +569,7 @@ def szext(spec: Spec) -> Semantic:
 
 
 def bmsk(spec: Spec) -> Semantic:
-    flags = spec.flags
-    clamp = _which(flags, ("clamp", "wrap")) == "clamp"
+    clamp = spec.which(("clamp", "wrap")) == "clamp"
 
     def fn(a, b):
         ones = np.full(a.shape, 0xFFFFFFFF, np.uint32)
@@ -619,9 +607,9 @@ def _boolop(op: str | None, t: np.ndarray, c=None) -> np.ndarray:
 
 def setp_set(spec: Spec) -> Semantic:
     setp = spec.opcode == "setp"
-    flags, types = spec.flags, spec.types
-    cmp = str(_which(flags, _CMP))
-    op = _which(flags, _BOOL)
+    types = spec.types
+    cmp = str(spec.which(_CMP))
+    op = spec.which(_BOOL)
     dt, t = (None, types[-1]) if setp else types
     compare = _compare(cmp, t)
     src = (t, t, "pred") if op else (t, t)
@@ -662,9 +650,9 @@ def slct(spec: Spec) -> Semantic:
 
 def dp(spec: Spec) -> Semantic:
     two = spec.opcode == "dp2a"
-    flags, types = spec.flags, spec.types
+    types = spec.types
     at, bt = types
-    half = (_which(flags, ("lo", "hi")) == "hi") if two else False
+    half = (spec.which(("lo", "hi")) == "hi") if two else False
     ct = "u32" if at == bt == "u32" else "s32"
 
     def parts(x, bits, signed):
