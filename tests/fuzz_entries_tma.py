@@ -64,7 +64,8 @@ def _with(kw, **change):
 
 TENSOR_MAP = Entry(
     "TensorMap", make_map, map_default, map_valid(), names={p: (p,) for p in MAP_PARAMS}, check=map_check,
-    accepts={"element_strides": ("None",), "base": ("int 2**63",)},
+    accepts={"element_strides": ("None",), "base": ("int 2**63",),
+             "global_strides": ("empty array",)},   # a rank-1 map has no strides
     special={
         "dtype": [("upper case", lambda kw: "F16", OK), ("PTX spelling", lambda kw: ".f16", OK),
                   ("packed type", lambda kw: "b4x16", ERROR), ("fp8", lambda kw: "e4m3", ERROR)],

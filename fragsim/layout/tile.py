@@ -120,6 +120,7 @@ class Tile:
         self.order = validate.choice(order, "Tile order", ORDERS)
         self.space = validate.choice(space, "Tile space", SPACES)
         line = self.line_bytes
+        given = pitch is not None
         if pitch is None:
             pitch = line
         self.pitch = validate.integer(pitch, "Tile pitch", hint="bytes between the starts of two "
@@ -132,6 +133,10 @@ class Tile:
             raise ValueError(f"Tile: pitch {self.pitch} is not a multiple of the element size "
                              f"({self.elem_bytes} bytes, {self.dtype})")
         glob = self.space == "global"
+        room = GLOBAL_ADDRESS_LIMIT if glob else smem_per_cta()
+        if given and self.pitch > room:   # even a one-line tile: such a pitch is a mistake, whatever it spans
+            raise ValueError(f"Tile: pitch {self.pitch} is beyond what {self.space} memory holds "
+                             f"({validate.human_bytes(room)})")
         if glob and self.span > MAX_TILE_BYTES:
             raise ValueError(f"Tile: a global tile of {self._extent()} exceeds {validate.human_bytes(MAX_TILE_BYTES)} "
                              f"(MAX_TILE_BYTES)")
