@@ -20,6 +20,8 @@ from .args import load_npy, writable_dir
 NAME = "run"
 HELP = "run a kernel's PTX on the CPU, bit-exactly (tensor cores included), and save the buffers it wrote"
 DEFAULT_OUT = "fragsim-run"
+#: The last line of a run without --check that accessed shared memory.
+UNCHECKED = "shared memory was not checked for races: add --check"
 
 
 def add_arguments(p):
@@ -136,8 +138,14 @@ def run(args) -> int:
                        args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
                        report=bool(args.report or args.html), check=args.check or False)
     except KernelIssue as e:           # --check stop: the first finding ends the run
-        print(json.dumps({"issues": [e.issue.to_dict()], "stopped": True}) if args.json else
-              f"{e.issue}\nstopped at the first issue (--check continue lists them all)")
+        if args.json:
+            print(json.dumps({"issues": [e.issue.to_dict()], "stopped": True} |
+                             ({"races": [e.race.to_dict()]} if e.race is not None else {})))
+        else:
+            print(e.issue)
+            if e.race is not None:
+                print(f"fix: {e.race.fix}")
+            print("stopped at the first issue (--check continue lists them all)")
         return 1
     seconds = time.time() - t0
     saved = []
@@ -157,6 +165,9 @@ def run(args) -> int:
             body["shared"] = r.shared.to_dict()
         if r.issues is not None:
             body["issues"] = [i.to_dict() for i in r.issues]
+            body["races"] = [race.to_dict() for race in r.races or ()]
+        elif r.shared_accessed:
+            body["unchecked"] = UNCHECKED
         print(json.dumps(body))
         return 1 if r.issues else 0
     print(f"{r.kernel}: grid {r.grid}, block {r.block}, {len(r.ctas)} CTA(s) run, {r.steps:,} steps in {seconds:.2f} s")
@@ -168,9 +179,14 @@ def run(args) -> int:
         print(r.shared.text())
     if args.html:
         print(f"wrote {args.html}")
-    if r.issues is not None:           # --check continue
-        for issue in r.issues:
-            print(issue)
-        print(f"{len(r.issues)} issue(s)" if r.issues else "checks: no issues")
+    if r.issues is not None:           # --check continue: the races one per pair of lines, after the rest
+        others, races = [i for i in r.issues if i.kind != "race"], r.races or []
+        for finding in [*others, *races]:
+            print(finding)
+        shown = len(others) + len(races)
+        per_warp = f" ({len(r.issues)} per warp: --json lists them)" if len(r.issues) != shown else ""
+        print(f"{shown} issue(s){per_warp}" if r.issues else "checks: no issues")
         return 1 if r.issues else 0
+    if r.shared_accessed:
+        print(UNCHECKED)
     return 0

@@ -11,7 +11,12 @@ anything in the run wrote it: off by default, since many kernels read padding on
 Each finding (``Issue``) names its kind, the PTX line (and the CUDA source line where the PTX has
 ``.loc``), the CTA, the warp (within the CTA) and its lanes, the address, the buffer or shared
 variable, and says what happened in one line.  A finding that recurs at the same line in the same
-warp (a loop) is one ``Issue`` whose ``count`` grows; at most ``MAX_ISSUES`` are kept.
+warp (a loop) is one ``Issue`` whose ``count`` grows; at most ``MAX_ISSUES`` are kept.  Races are
+also grouped by the pair of lines involved (``Race``, ``run.races``): one per (write, other access)
+pair of CUDA lines (``.loc``; else PTX lines), every access counted, the warps and CTAs named, the
+barrier that orders the two in a sentence; races between warps first.  Of the accesses of one
+instruction, those racing with another warp are reported before those racing only within their
+own warp, so ``"stop"`` shows one between warps where there is one.
 
 Kinds (``KINDS``) and what ``"continue"`` does after each:
 
@@ -95,7 +100,7 @@ from . import ast as A
 from .observe import (BarArrive, BarRelease, BulkIssue, BulkLand, BulkRead, CpLand, MbarrierArrive, MbarrierWait, Observer,
                       SharedAccess, SharedStore, WarpSync)
 from .program import Compiler, var_bytes
-from .shadow import ALL_LANES, MAX_CELL, Shadow
+from .shadow import ALL_LANES, LANE_SHIFT, MAX_CELL, Shadow
 from .state import EXITED, RUNNING, WAITING, PtxRuntimeError, SkipThreads, State
 
 KINDS: dict[str, str] = {
@@ -155,12 +160,167 @@ class Issue:
                 "message": self.message, "count": self.count}
 
 
-class KernelIssue(PtxRuntimeError):
-    """The first finding of a run with ``check=True``/``"stop"``: ``.issue`` is the ``Issue``."""
+#: A race's hazards as findings name them (``dup``: lanes of one store write over each other).
+HAZARDS = {"raw": "read-after-write", "war": "write-after-read", "waw": "write-after-write",
+           "dup": "write-after-write"}
+#: Where a race's access is (``Checker.place``): ``(file, CUDA line)`` where the PTX has ``.loc``, else
+#: ``("", PTX line)``; the write of a bulk/tensor copy (TMA) is ``BULK_PLACE``.
+BULK_PLACE = ("TMA", 0)
+BARRIER = "a barrier (bar.sync / __syncthreads)"
+WARP_BARRIER = "__syncwarp (bar.warp.sync) or a barrier (bar.sync / __syncthreads)"
 
-    def __init__(self, issue: Issue):
+
+def _label(place: tuple[str, int]) -> str:
+    if place == BULK_PLACE:
+        return "a bulk/tensor copy (TMA)"
+    return f"{place[0]}:{place[1]}" if place[0] else f"PTX line {place[1]}"
+
+
+@dataclass
+class Race:
+    """The shared-memory races between two places of the kernel, every access of the run together
+    (``Run.races``; ``run.issues`` keeps one finding per warp).  A place is the kernel's own CUDA
+    line where the PTX has ``.loc`` (``write``: "gemm64.cu:12"), else its PTX line ("PTX line 104").
+
+    ``write``: where the write is (the earlier write, for write-after-write); ``other``: where the
+    access that races with it is (a read, or the later write); ``hazards``: which orders were found
+    ("read-after-write", "write-after-read", "write-after-write"); ``count``: the threads' accesses
+    that raced (a wgmma's read: one per warp), ``across`` how many of them raced with another warp's
+    access (the others only with lanes of their own warp); ``warps``: the warps (within the CTA) on
+    either side, ``ctas`` their CTAs; ``write_lines``/``other_lines``: the PTX lines; ``message``:
+    what happened, ``fix``: the synchronisation that orders the two, each a sentence; ``issues``:
+    the per-warp findings of ``run.issues`` it groups (at most ``MAX_ISSUES`` in all are kept).
+    ``str(race)`` is one line: "race: {message}; fix: {fix}"."""
+
+    write: str
+    other: str
+    hazards: list[str]
+    count: int
+    across: int
+    warps: list[int]
+    ctas: list[tuple[int, int, int]]
+    write_lines: list[int]
+    other_lines: list[int]
+    message: str
+    fix: str
+    issues: list[Issue] = field(default_factory=list, repr=False)
+
+    @property
+    def within_warp(self) -> bool:
+        """Every access raced only with lanes of its own warp (``__syncwarp`` orders them)."""
+        return self.across == 0
+
+    def __str__(self) -> str:
+        return f"race: {self.message}; fix: {self.fix}"
+
+    def to_dict(self) -> dict:
+        return {"write": self.write, "other": self.other, "hazards": self.hazards, "count": self.count,
+                "across": self.across, "warps": self.warps, "ctas": [list(c) for c in self.ctas],
+                "write_lines": self.write_lines, "other_lines": self.other_lines, "message": self.message,
+                "fix": self.fix}
+
+
+def _few(lines: list[int]) -> str:
+    """PTX lines, the first and last of many: "106, 109, ... 151 [16 lines]"."""
+    return ", ".join(map(str, lines)) if len(lines) <= 3 else f"{lines[0]}, {lines[1]}, ... {lines[-1]} " \
+        f"[{len(lines)} lines]"
+
+
+@dataclass
+class _Tally:
+    """A ``Race`` as the run finds it."""
+
+    write: tuple[str, int]
+    other: tuple[str, int]
+    kinds: set = field(default_factory=set)
+    count: int = 0
+    across: int = 0
+    warps: set = field(default_factory=set)
+    ctas: set = field(default_factory=set)
+    write_lines: set = field(default_factory=set)
+    other_lines: set = field(default_factory=set)
+    issues: list = field(default_factory=list)
+
+    def race(self, ctas: list) -> Race:
+        hazards = list(dict.fromkeys(HAZARDS[k] for k in ("raw", "war", "waw", "dup") if k in self.kinds))
+        return Race(_label(self.write), _label(self.other), hazards, self.count, self.across, sorted(self.warps),
+                    [ctas[c] for c in sorted(self.ctas)], sorted(self.write_lines), sorted(self.other_lines),
+                    self.message(hazards), self.fix(), self.issues)
+
+    def _names(self) -> tuple[str, str, str]:
+        """(the write's name, the other's, what follows the first mention): "line 12", "line 13",
+        " of gemm64.cu" where both are lines of one file (" of the PTX" for PTX lines; where both are
+        one CUDA line, its PTX lines and that line), else their labels and ""."""
+        w, o = self.write, self.other
+        if w == o and w[0] and w != BULK_PLACE and self.write_lines != self.other_lines:
+            wl, ol = sorted(self.write_lines), sorted(self.other_lines)
+            return f"PTX line {wl[0]}", f"PTX line {ol[0]}", f" ({_label(w)})"
+        if w[0] == o[0] and w != BULK_PLACE:
+            return f"line {w[1]}", f"line {o[1]}", f" of {w[0]}" if w[0] else " of the PTX"
+        return _label(w), _label(o), ""
+
+    def message(self, hazards: list[str]) -> str:
+        """What happened, in a sentence: which place accessed what the other did, how often, by whom."""
+        w, o, of = self._names()
+        what: list[str] = []
+        for k in ("raw", "war", "waw", "dup"):
+            if k in self.kinds:
+                first = not what
+                a, b = (o, w) if k in ("raw", "waw") else (w, o)
+                a += of if first else ""
+                what.append(f"threads of {a} store different values to the same bytes in one instruction"
+                            if k == "dup" else
+                            f"{a} {'reads' if k == 'raw' else 'overwrites'} what {b} {'read' if k == 'war' else 'wrote'}")
+        what = list(dict.fromkeys(what))
+        ol = sorted(self.other_lines)
+        if self.write[0] in ("", BULK_PLACE[0]) and not self.other[0]:
+            ptx = ""                           # the places are PTX lines already
+        elif self.write == BULK_PLACE or self.write_lines == self.other_lines:
+            ptx = f"; PTX line{'s' if len(ol) > 1 else ''} {_few(ol)}"
+        else:
+            ptx = f"; PTX lines {_few(sorted(self.write_lines))} -> {_few(ol)}"
+        warps = f"warp{'s' if len(self.warps) > 1 else ''} {format_ranges(sorted(self.warps))}"
+        if self.across == self.count:
+            who = f"between {warps}"
+        elif self.across:
+            who = f"between {warps} ({self.count - self.across:,} of them only within a warp)"
+        else:
+            who = f"each within its own warp ({warps})"
+        where = f" in {len(self.ctas)} CTAs" if len(self.ctas) > 1 else ""
+        return (f"{' and '.join(what)}, nothing ordering them ({', '.join(hazards)}{ptx}): "
+                f"{self.count:,} access{'es' if self.count != 1 else ''}{where} {who}")
+
+    def fix(self) -> str:
+        """The synchronisation that orders the two places, in a sentence naming both."""
+        w, o, of = self._names()
+        wl, ol = sorted(self.write_lines), sorted(self.other_lines)
+        if self.write == BULK_PLACE:          # a copy's bytes are ordered by its mbarrier, not a barrier
+            return f"an mbarrier wait that observes the copy's phase complete, before {o}{of} reads"
+        parts = []
+        for kind in ("raw", "waw", "war"):
+            if kind not in self.kinds:
+                continue
+            (a, al), (b, bl) = ((o, ol), (w, wl)) if kind == "war" else ((w, wl), (o, ol))
+            again = "the next execution of " if max(bl) <= min(al) else ""    # the loop's next iteration
+            parts.append(f"between {a} and {again}{b}")
+        text = ""
+        if parts:
+            sync = BARRIER if self.across else WARP_BARRIER
+            text = f"{sync} " + ", and another ".join(dict.fromkeys(parts)) + of
+        if "dup" in self.kinds:          # lanes of one store: no barrier comes between them
+            dup = f"one thread storing each word at {w}{of}"
+            text = f"{text}; {dup}" if text else dup
+        return text
+
+
+class KernelIssue(PtxRuntimeError):
+    """The first finding of a run with ``check=True``/``"stop"``: ``.issue`` is the ``Issue``; ``.race``
+    the ``Race`` it is one of (a race; None for the other kinds), counted as far as the run went."""
+
+    def __init__(self, issue: Issue, race: Race | None = None):
         super().__init__(str(issue))
         self.issue = issue
+        self.race = race
 
 
 def options(check) -> tuple[bool, bool] | None:
@@ -312,6 +472,8 @@ class Checker(Observer):
         self._aligned_pc = np.array([op.kind == "barrier" and (op.instr.opcode == "bar" or "aligned" in op.instr.mods)
                                      for op in program.ops] + [False])
         self.bulk_lines = {op.line for op in program.ops if op.instr.opcode == "cp" and "bulk" in op.instr.mods}
+        self._races: dict[tuple, _Tally] = {}      # (write place, other place) -> its accesses so far
+        self.accessed = False                      # the run accessed shared memory (Run.shared_accessed)
 
     # ---- findings ---------------------------------------------------------------------------------
 
@@ -329,24 +491,52 @@ class Checker(Observer):
         inner = chain[0].rsplit("/", 1)[-1]
         return chain[-1] + (f", inlined from {inner}" if len(chain) > 1 else "")
 
+    def place(self, line: int) -> tuple[str, int]:
+        """Where a race's access is, as ``Race`` groups them: the kernel's own CUDA line (file, line)
+        where the PTX has ``.loc``, else ("", the PTX line)."""
+        if line < 0:
+            return BULK_PLACE
+        loc, out = self.sources.get(line), ("", line)
+        while loc is not None:
+            if loc.line > 0 and loc.file in self.files:
+                out = (self.files[loc.file], loc.line)
+            loc = loc.inlined_at
+        return out
+
+    def races(self) -> list[Race]:
+        """The races found, one per pair of places: those between warps first (a barrier fixes them;
+        a race only within warps is often a missing __syncwarp), then in the order first found."""
+        ctas = self.s.geometry.ctas
+        tallies = sorted(self._races.values(), key=lambda t: t.across == 0)
+        return [t.race(ctas) for t in tallies]
+
     def report(self, kind: str, line: int, threads: np.ndarray, message: str, address: int | None = None,
-               buffer: str | None = None, key=None, whole_cta: bool = False) -> None:
-        """A finding of ``threads`` (global indices, all of one warp unless ``whole_cta``)."""
+               buffer: str | None = None, key=None, whole_cta: bool = False, race: _Tally | None = None) -> None:
+        """A finding of ``threads`` (global indices, all of one warp unless ``whole_cta``); ``race``:
+        the pair of places it is one access of."""
         s = self.s
         t0 = int(threads[0])
         cta = s.geometry.ctas[int(s.cta[t0])]
         warp = None if whole_cta else int(s.tid_linear[t0]) // WARP_LANES
         lanes = "" if whole_cta else format_ranges(s.lane[threads].tolist())
-        k = (kind, line, int(s.cta[t0]), warp, key)
-        if k in self._seen:
-            self._seen[k].count += 1
+        if self.again(kind, line, t0, None if whole_cta else warp, key):
             return
+        k = (kind, line, int(s.cta[t0]), warp, key)
         issue = Issue(kind, line, self.source(line), cta, warp, lanes, address, buffer, message)
         if len(self.issues) < MAX_ISSUES:
             self.issues.append(issue)
             self._seen[k] = issue
+            if race is not None:
+                race.issues.append(issue)
         if self.stop:
-            raise KernelIssue(issue)
+            raise KernelIssue(issue, None if race is None else race.race(s.geometry.ctas))
+
+    def again(self, kind: str, line: int, t0: int, warp: int | None, key) -> bool:
+        """A finding already made (same kind, line, CTA, warp and key) happened again: counted."""
+        seen = self._seen.get((kind, line, int(self.s.cta[t0]), warp, key))
+        if seen is not None:
+            seen.count += 1
+        return seen is not None
 
     def per_warp(self, threads: np.ndarray):
         """(the entries of each warp, in thread order) of an array of global threads."""
@@ -381,6 +571,7 @@ class Checker(Observer):
     def on_shared_access(self, s: State, e: SharedAccess) -> None:
         idx, addrs, width, write = e.idx, e.addrs, e.width, e.write
         opcode = s.op.instr.opcode
+        self.accessed = True
         if opcode == "wgmma":                  # its descriptor reads are recorded before it runs
             return
         sh = self.shadow
@@ -460,6 +651,7 @@ class Checker(Observer):
     def on_bulk_issue(self, s: State, e: BulkIssue) -> None:
         """A bulk or tensor copy into shared memory issues: its bytes are in flight until they land."""
         idx, flat = e.idx, e.flat
+        self.accessed = True
         sh = self.shadow
         X, t, a, n = self._bulk_cells(idx, flat)
         h = sh.write(X, sh.t_cw[t], sh.t_tid[t], sh.t_bit[t], s.op.line, False, None, issue=True)
@@ -469,6 +661,7 @@ class Checker(Observer):
     def on_bulk_read(self, s: State, e: BulkRead) -> None:
         """A bulk or tensor copy (or reduction) to global memory reads shared bytes through the async proxy."""
         idx, flat = e.idx, e.flat
+        self.accessed = True
         sh = self.shadow
         X, t, a, n = self._bulk_cells(idx, flat)
         line = s.op.line
@@ -549,11 +742,6 @@ class Checker(Observer):
             return lambda j: (f"written at {self._at(int(info['w_line'][j]))} by {self._who(int(info['w_tid'][j]))} "
                               f"with no barrier{self._sync_hint(info['w_tid'][j], threads[owner[j]])} between: "
                               f"{what} hazard")
-        emit("race", h.raw & ~quiet, prior("read-after-write"), lambda j: ("raw", int(info["w_line"][j])))
-        emit("race", h.waw & ~quiet, prior("write-after-write"), lambda j: ("waw", int(info["w_line"][j])))
-        emit("race", h.dup & ~quiet,
-             lambda j: (f"{self._who(int(info['dup_tid'][j]))} writes other bytes there in the same step: "
-                        "write-after-write hazard"), lambda j: "dup")
 
         def war(j):
             u = int(info["war_warp"][j])
@@ -561,8 +749,66 @@ class Checker(Observer):
             own = u == int(sh.s.tid_linear[threads[owner[j]]]) // WARP_LANES
             return (f"read at {self._at(int(info['r_line'][j]))} by warp {u} lane{'s' if not lanes.isdigit() else ''} "
                     f"{lanes} with no barrier{' or __syncwarp' if own else ''} between: write-after-read hazard")
-        emit("race", h.war & ~quiet & ~h.waw & ~h.dup, war, lambda j: ("war", int(info["r_line"][j])))
+        races = []        # (kind, entries, the other side's warp, write line, other line, the message)
+        if h.raw.any() or h.waw.any() or h.dup.any() or h.war.any():
+            here = np.full(len(X), line, np.int64)
+            for kind, mask, text in (("raw", h.raw, prior("read-after-write")), ("waw", h.waw, prior("write-after-write")),
+                                     ("dup", h.dup, lambda j: f"{self._who(int(info['dup_tid'][j]))} writes other "
+                                      "bytes there in the same step: write-after-write hazard"),
+                                     ("war", h.war & ~h.waw & ~h.dup, war)):
+                ents = np.flatnonzero(mask & ~quiet)
+                if not len(ents):
+                    continue
+                other = (info["war_warp"][ents] if kind == "war" else
+                         (info["dup_tid" if kind == "dup" else "w_tid"][ents] >> np.int32(LANE_SHIFT)))
+                lines = (here[ents], info["r_line"][ents]) if kind == "war" else \
+                    (here[ents], here[ents]) if kind == "dup" else (info["w_line"][ents], here[ents])
+                races.append((kind, ents, other.astype(np.int64), *lines, text))
+        for across in (True, False):         # another warp's races first: with stop, the one shown
+            for kind, ents, other, wl, ol, text in races:
+                mine = sh.s.tid_linear[threads[owner[ents]]] // WARP_LANES
+                sel = (other != mine) == across
+                if sel.any():
+                    self._race(kind, ents[sel], other[sel], wl[sel], ol[sel], threads[owner[ents[sel]]], text,
+                               access, across, whole, line)
         emit("uninitialized", h.uninit, lambda j: "nothing in this run wrote these bytes", lambda j: None)
+
+    def _race(self, kind, ents, other, wl, ol, t, text, access, across: bool, whole: bool, line: int) -> None:
+        """Races of one access set (entries ``ents``, their threads ``t``, ascending, the other side's
+        warps ``other``, write and other PTX lines ``wl``/``ol``), all ``across`` warps or all within
+        them: counted per pair of places (``Race``), one finding per warp and pair of lines."""
+        s = self.s
+        one = (wl == wl[0]).all() and (ol == ol[0]).all()
+        pairs = [(int(wl[0]), int(ol[0]))] if one else np.unique(np.stack([wl, ol], axis=1), axis=0).tolist()
+        for a, b in pairs:
+            pair = slice(None) if one else (wl == a) & (ol == b)
+            places = (self.place(a), self.place(b))
+            tally = self._races.get(places)
+            if tally is None:
+                tally = self._races[places] = _Tally(*places)
+            tally.kinds.add(kind)
+            tp = t[pair]
+            n = len(_distinct(tp))        # threads' accesses (a wide one once; a wgmma's: its warp's once)
+            tally.count += n
+            tally.across += n if across else 0
+            tally.warps.update((s.tid_linear[_distinct(tp)] // WARP_LANES).tolist(), np.unique(other[pair]).tolist())
+            tally.ctas.update(_distinct(s.cta[tp]).tolist())
+            tally.write_lines.add(a)
+            tally.other_lines.add(b)
+            ep = ents[pair]
+            for sel in self.per_warp(tp):
+                t0 = int(tp[sel[0]])
+                key = (kind, a if kind != "war" else b, across)
+                if self.again("race", line, t0, int(s.tid_linear[t0]) // WARP_LANES, key) or \
+                        len(self.issues) >= MAX_ISSUES and not self.stop:
+                    continue                   # (past MAX_ISSUES the Race still counts it)
+                j = int(ep[sel[0]])
+                who = _distinct(tp[sel])
+                if whole:
+                    w = int(who[0]) // WARP_LANES * WARP_LANES
+                    who = w + np.flatnonzero(s.present[w:w + WARP_LANES])
+                what, addr, buf = access(j)
+                self.report("race", line, who, f"{what}: {text(j)}", addr, buf, key=key, race=tally)
 
     def _sync_hint(self, writer_tid, thread) -> str:
         same = int(writer_tid) // WARP_LANES == int(self.s.tid_linear[int(thread)]) // WARP_LANES
@@ -936,6 +1182,11 @@ class Checker(Observer):
             owner = np.arange(len(Xs))
             addrs = (Xs % sh.ncell) * sh.G
             self._hazards(h, Xs, owner, np.repeat(firsts, n), addrs, sh.G, False, line, "wgmma")
+
+
+def _distinct(a: np.ndarray) -> np.ndarray:
+    """The distinct values of ``a``, ascending already (threads and their CTAs in an access set)."""
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) > 1 else a
 
 
 def _proxy_fence(ins) -> bool:

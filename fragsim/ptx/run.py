@@ -57,15 +57,37 @@ class Run:
     program: Program = field(repr=False)
     #: PTX lines of .approx instructions run as IEEE stand-ins (approx="ieee"): not the hardware's bits
     approximate: list[int] = field(default_factory=list)
-    #: kernel bugs found (``check=``; None without checks): a list of ``fragsim.ptx.checks.Issue``
+    #: kernel bugs found (``check=``; None without checks): a list of ``fragsim.ptx.checks.Issue``,
+    #: one per warp (a race: per warp and pair of PTX lines)
     issues: list | None = field(default=None, repr=False)
     #: shared-memory traffic per instruction (``report=True``; None otherwise): fragsim.ptx.traffic
     shared: SharedReport | None = field(default=None, repr=False)
+    #: the shared-memory races among the issues, one ``fragsim.ptx.checks.Race`` per pair of lines (CUDA
+    #: lines where the PTX has .loc) with its accesses counted, those between warps first (``check=``)
+    races: list | None = field(default=None, repr=False)
+    #: the run accessed shared memory (without ``check=``, its races were not looked for)
+    shared_accessed: bool = field(default=False, repr=False)
 
     @property
     def totals(self) -> dict[str, int] | None:
         """The run's shared-memory counters under Nsight Compute's metric names (``report=True``)."""
         return None if self.shared is None else self.shared.totals
+
+
+class _SharedWatch:
+    """Notes whether an unchecked run accesses shared memory (``Run.shared_accessed``), then stops
+    watching: the rest of the run pays nothing for it."""
+
+    batch_mma = True            # needs no mma events: consecutive mma.sync still run as one call
+
+    def __init__(self):
+        self.accessed = False
+
+    def _seen(self, s, e) -> None:
+        self.accessed = True
+        s.attach(o for o in s.observers if o is not self)
+
+    on_shared_access = on_bulk_issue = on_bulk_read = on_wgmma = _seen
 
 
 def launch_dims(value, name: str) -> tuple[int, int, int]:
@@ -284,9 +306,10 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     about the run's events (``fragsim.ptx.observe``: their ``on_<kind>`` methods; one that names no
     event kind is a TypeError).  ``check``: look for kernel bugs while running
     (``fragsim.ptx.checks``): True/"stop" stops at the first with a ``KernelIssue``, "continue" lists
-    them all in ``Run.issues``; add "uninitialized" (``"continue,uninitialized"``) for reads of shared
-    memory nothing wrote.  ``report``: collect the shared-memory traffic
-    per instruction into ``Run.shared`` and ``Run.totals`` (``fragsim.ptx.traffic``)."""
+    them all in ``Run.issues`` (the shared-memory races also in ``Run.races``, one per pair of lines);
+    add "uninitialized" (``"continue,uninitialized"``) for reads of shared memory nothing wrote.
+    ``report``: collect the shared-memory traffic per instruction into ``Run.shared`` and
+    ``Run.totals`` (``fragsim.ptx.traffic``)."""
     if approx not in (None, "ieee"):
         raise ValueError(f"approx must be None or 'ieee', got {approx!r}")
     if not isinstance(report, bool):
@@ -379,13 +402,16 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
         checker = Checker(program, state, row, stop=checking[0], uninitialized=checking[1], labels=labels)
         checker.install()
     traffic = Traffic(module, program) if report else None
+    watch = _SharedWatch() if checker is None and smem_bytes else None
     if checker is not None:
         state.checker = checker
     state.attach(((checker,) if checker is not None else ()) + tuple(observers)
-                 + ((traffic,) if traffic is not None else ()))
+                 + ((traffic,) if traffic is not None else ()) + ((watch,) if watch is not None else ()))
     steps = execute(program, state, max_steps=max_steps)
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
-    run.issues = None if checker is None else checker.issues
+    run.shared_accessed = checker.accessed if checker is not None else watch is not None and watch.accessed
+    if checker is not None:
+        run.issues, run.races = checker.issues, checker.races()
     if traffic is not None:
         run.shared = traffic.report(run, *ptx_text_lines(ptx))
     return run

@@ -319,7 +319,12 @@ class Shadow:
         h.hit = bool(h.waw.any() or h.war.any() or h.dup.any() or (self.pending and h.pending.any()) or
                      (self.reading and h.inflight.any()))
         if h.hit:
-            u = war.argmax(axis=1) if war is not None else np.zeros(len(X), np.int64)
+            # the reader named: another warp's where there is one (that race no __syncwarp fixes)
+            u = np.zeros(len(X), np.int64)
+            if war is not None:
+                other = war.copy()
+                other[mine, cw % W] = False
+                u = np.where(other.any(axis=1), other.argmax(axis=1), war.argmax(axis=1))
             who = self.w_tid[X]
             h.info = {"w_tid": who, "w_line": self.w_line[X], "pend_tid": self.pend[X],
                       "pend_line": self.pend_line[X], "war_warp": u, "r_lanes": self.r_lanes[X, u],
