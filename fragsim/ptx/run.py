@@ -387,5 +387,5 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     run = Run(entry.name, g, b, chosen, steps, buffers, program, approximate=program.approximate)
     run.issues = None if checker is None else checker.issues
     if traffic is not None:
-        run.shared = traffic.report(run, *ptx_text_lines(ptx))
+        run.shared = traffic.report(run, *ptx_text_lines(ptx), smem_bytes=smem_bytes)
     return run
