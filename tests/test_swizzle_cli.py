@@ -74,3 +74,45 @@ def test_conflicts_swizzle_json_and_its_refusals(capsys):
         {"layout": "Swizzle<3,4,3>", "wavefronts": 4, "ideal": 4, "conflicts": 0, "instructions": 1}]
     code, _, err = run(capsys, "conflicts", "ldmatrix.x4", "--addrs", "lane * 16", "--swizzle", "3,4")
     assert code == 2 and "expected B,M,S" in err
+
+
+#: The A tile's ldmatrix.x4 reads of a 4-warp CTA (128x32 bf16, 64-byte rows), unswizzled: 32 instructions.
+GEMM_READ = "int row = (warp/2)*64 + mf*16 + (lane & 15); row*64 + (kb*2 + (lane >> 4))*16"
+GEMM_VARS = ["--var", "warp=0..3", "--var", "mf=0..3", "--var", "kb=0..1"]
+
+
+def test_conflicts_swizzle_takes_ranged_vars_and_totals_each_layout_over_the_tile_as_the_search_does(capsys):
+    code, out, _ = run(capsys, "conflicts", "ldmatrix.x4", *GEMM_VARS, "--addrs", GEMM_READ,
+                       "--swizzle", "none", "--swizzle", "2,4,3", "--json")
+    assert code == 0
+    layouts = {x["layout"]: x for x in json.loads(out)["layouts"]}
+    assert {k: (v["instructions"], v["wavefronts"], v["conflicts"]) for k, v in layouts.items()} == {
+        "no swizzle": (32, 512, 384), "Swizzle<2,4,3>": (32, 128, 0)}
+    assert {x["conflicts"] for x in layouts["no swizzle"]["per_instruction"]} == {12}
+    code, out, _ = run(capsys, "swizzle", "--tile", "128x32 bf16", *GEMM_VARS, "--read", "ldmatrix.x4: " + GEMM_READ,
+                       "--compare", "none", "2,4,3", "--json")
+    searched = {c["layout"]: (c["wavefronts"], c["conflicts"]) for c in json.loads(out)["ranked"]}
+    assert searched == {"none": (512, 384), "Swizzle<2,4,3>": (128, 0)}
+
+
+def test_both_commands_say_what_they_measure_and_which_addresses_a_swizzle_applies_to(capsys):
+    code, out, _ = run(capsys, "conflicts", "ldmatrix.x4", *GEMM_VARS, "--addrs", GEMM_READ, "--swizzle", "2,4,3")
+    assert code == 0
+    head, _, row = out.splitlines()
+    assert "32 instructions" in head and "each swizzle applied to every lane's address" in head
+    assert "totals over the 32 instructions (per instruction)" in head
+    assert row.split() == ["Swizzle<2,4,3>", "128", "(4/instr)", "128", "(4/instr)", "0", "(0/instr)"]
+    code, out, _ = run(capsys, "swizzle", "--tile", "128x32 bf16 swizzle=2,4,3", *GEMM_VARS,
+                       "--read", "ldmatrix.x4: " + GEMM_READ, "--top", "1")
+    assert code == 0
+    assert ("your --read/--write addresses are taken as already laid out in Swizzle<2,4,3> (the tile's layout): they "
+            "are read back through it to find the element each lane moves, not swizzled again") in out
+    assert "wavefronts, conflicts: totals over the access set's 32 warp instructions" in out
+    for argv in (["swizzle", "--help"], ["conflicts", "--help"]):
+        try:
+            main(argv)
+        except SystemExit:
+            pass
+    helps = " ".join(capsys.readouterr().out.split())
+    assert "say how your --read/--write addresses are ALREADY laid out" in helps
+    assert "--addrs gives unswizzled offsets" in helps and "each layout's figures are totals over every instruction" in helps

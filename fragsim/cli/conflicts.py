@@ -35,7 +35,10 @@ def add_arguments(p):
                    help="values of a variable of the expressions (repeatable): 2, 0..3 (both included) or 0,2; "
                    "with several values the instruction is issued once per combination, e.g. --var k=0..3")
     p.add_argument("--swizzle", action="append", metavar="B,M,S", help="apply Swizzle<B,M,S> (or none) to "
-                   "every lane's address; repeat to compare several in one table")
+                   "every lane's address: --addrs gives unswizzled offsets (unlike `fragsim swizzle --tile '... "
+                   "swizzle=B,M,S'`, whose addresses already follow the tile's swizzle); repeat to compare several in "
+                   "one table; with ranged --var (e.g. --var warp=0..3 --var k=0..1) each layout's figures are totals "
+                   "over every instruction, as `fragsim swizzle` totals a candidate over the whole tile")
     p.add_argument("--pitch", action="append", type=int, metavar="N", help="value of the variable `pitch` in "
                    "the expressions (a padded row); repeat to compare several")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -97,13 +100,11 @@ def run(args) -> int:
 
     o = parse_shared_op(args.op)
     many = args_.variables(args.var)
-    envs = args_.combinations(many)            # --var k=0..3: one instruction per value
     if args.swizzle or args.pitch:
         from .swizzle import conflicts_with_layouts
 
-        if len(envs) > 1:
-            raise ValueError("--swizzle/--pitch compare layouts of one instruction: give each --var one value")
-        return conflicts_with_layouts(args, o, envs[0], _read_file)
+        return conflicts_with_layouts(args, o, many, _read_file)
+    envs = args_.combinations(many)            # --var k=0..3: one instruction per value
     if o.kind in ("ldsm", "stsm") and args.mask is not None:
         raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
     if args.addrs_file is not None and args.addrs is None:

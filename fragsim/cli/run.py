@@ -53,6 +53,10 @@ def add_arguments(p):
     p.add_argument("--report", action="store_true", help="print the shared-memory traffic by source line (CUDA "
                    "lines with -lineinfo, else PTX lines): executions, wavefronts and excess wavefronts (bank "
                    "conflicts), worst first, and the totals under Nsight Compute's metric names")
+    p.add_argument("--suggest", action="store_true", help="for every shared buffer with bank conflicts, the "
+                   "swizzle (of the byte offset in the buffer) that removes them, found by the swizzle search over the "
+                   "addresses the run used, the store and load lines that must apply it, and every such line's "
+                   "wavefronts and conflicts before and after, recounted on the run's recorded accesses")
     p.add_argument("--html", metavar="FILE", help="write that report as an HTML page, costly lines highlighted, "
                    "with the bank phases of each worst line's worst execution")
     p.add_argument("--check", nargs="?", const="stop", metavar="stop|continue[,uninitialized]",
@@ -128,6 +132,9 @@ def run(args) -> int:
         raise ValueError(f"--html {args.html}: no folder {os.path.dirname(os.path.abspath(args.html))} to write it in")
     values = [_value(a, k) for k, a in enumerate(args.arg)]
     ctas = [_dims(c, "--cta") for c in args.cta] or None
+    if args.trace and args.suggest:
+        raise ValueError("--suggest reads the traffic of a plain run; --trace runs the fragment trace instead: "
+                         "leave one out")
     if args.trace:                     # the passes of a fragment trace instead of one plain run
         from .run_trace import run_trace
         return run_trace(args, values, ctas, _dims)
@@ -136,7 +143,7 @@ def run(args) -> int:
     try:
         r = run_kernel(args.ptx, args.kernel, grid=_dims(args.grid, "--grid"), block=_dims(args.block, "--block"),
                        args=values, dynamic_smem=args.smem, arch=args.arch, ctas=ctas, approx=args.approx,
-                       report=bool(args.report or args.html), check=args.check or False)
+                       report=bool(args.report or args.html or args.suggest), check=args.check or False)
     except KernelIssue as e:           # --check stop: the first finding ends the run
         if args.json:
             print(json.dumps({"issues": [e.issue.to_dict()], "stopped": True} |
@@ -163,6 +170,8 @@ def run(args) -> int:
                 "seconds": round(seconds, 3), "saved": saved, "approximate_lines": r.approximate}
         if args.report and r.shared is not None:
             body["shared"] = r.shared.to_dict()
+        if args.suggest and r.shared is not None:
+            body["suggest"] = r.shared.suggest().to_dict()
         if r.issues is not None:
             body["issues"] = [i.to_dict() for i in r.issues]
             body["races"] = [race.to_dict() for race in r.races or ()]
@@ -177,6 +186,8 @@ def run(args) -> int:
         print(f"wrote {path}")
     if args.report and r.shared is not None:
         print(r.shared.text())
+    if args.suggest and r.shared is not None:
+        print(r.shared.suggest().text())
     if args.html:
         print(f"wrote {args.html}")
     if r.issues is not None:           # --check continue: the races one per pair of lines, after the rest

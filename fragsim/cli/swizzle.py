@@ -28,7 +28,12 @@ PRESETS = ("copy", "a", "b", "epilogue", "rows")
 def add_arguments(p):
     p.add_argument("--tile", required=True, metavar="SPEC",
                    help="the tile: 'ROWSxCOLS DTYPE [row|col] [pitch=N] [swizzle=B,M,S] [base=N]', e.g. "
-                   "'128x32 bf16'; its layout is the one --read/--write addresses are written for")
+                   "'128x32 bf16'. Its pitch= and swizzle= say how your --read/--write addresses are ALREADY laid "
+                   "out: the addresses are read back through that layout to find the element each lane moves, and are "
+                   "not swizzled again (the table's 'your tile's layout' row). To try a swizzle on unswizzled "
+                   "addresses, leave swizzle= out (every swizzle is tried) or name it in --compare; `fragsim conflicts "
+                   "--swizzle B,M,S` applies a swizzle to the addresses it is given. The table's wavefronts and "
+                   "conflicts are totals over every instruction of the access set")
     g = p.add_argument_group("access set from presets")
     g.add_argument("--preset", action="append", default=[], metavar="NAME[:OP]",
                    help="copy[:cp.async.ca.16|cp.async.cg.16|cp.async.ca.8|st.shared.v4.b32] (global -> shared "
@@ -189,47 +194,90 @@ def run(args) -> int:
 # fragsim conflicts --swizzle B,M,S --pitch N: one instruction under several layouts
 # ---------------------------------------------------------------------------------------------
 
-def conflicts_with_layouts(args, o, variables, read_file) -> int:
+def conflicts_with_layouts(args, o, many: dict, read_file) -> int:
     """``fragsim conflicts`` with ``--swizzle``/``--pitch``: every (pitch, swizzle) combination in one
     labelled table.  ``--pitch N`` sets the variable ``pitch`` of the expressions; the swizzle is
-    applied to every lane's address.  ``read_file``: conflicts' reader of ``--addrs-file``."""
+    applied to every lane's address.  ``many``: the --var variables and their values; an expression is
+    issued once per combination of them, and each layout's figures are totals over those instructions
+    (with the range per instruction).  ``read_file``: conflicts' reader of ``--addrs-file``."""
     from fragsim.search.addrexpr import evaluate
     from fragsim.banks import bank_conflicts
     from fragsim.layout.tile import parse_swizzle
 
     if args.pitch and args.addrs is None:
         raise ValueError("--pitch sets the variable `pitch` of --addrs EXPR; a file of addresses has none")
-    if args.pitch and "pitch" in variables:
+    if args.pitch and "pitch" in many:
         raise ValueError("--pitch sets the variable `pitch`; do not also give --var pitch=...")
+    envs = args_.combinations(many)
+    if args.addrs is None and len(envs) > 1:
+        raise ValueError("--addrs-file gives every instruction's addresses: give each --var one value "
+                         "(ranges issue an --addrs expression once per value)")
     pitches = list(args.pitch) if args.pitch else [None]
     swizzles = [parse_swizzle(s) for s in args.swizzle] if args.swizzle else [None]
     rows: list[dict] = []
+    n = 1
     for pitch in pitches:
-        env = dict(variables) if pitch is None else {**variables, "pitch": pitch}
+        lanes = [dict(env) if pitch is None else {**env, "pitch": pitch} for env in envs]
         if args.addrs is not None:
-            addrs = np.broadcast_to(evaluate(args.addrs, **env), (WARP_LANES,)).copy()
+            addrs = np.stack([np.broadcast_to(evaluate(args.addrs, **env), (WARP_LANES,)) for env in lanes])
         elif args.addrs_file is not None:
             addrs = read_file(args.addrs_file)
         else:
             raise ValueError("give the lane addresses: --addrs EXPR or --addrs-file FILE")
-        src = None if args.src is None else np.broadcast_to(evaluate(args.src, **env), (WARP_LANES,)).copy()
-        mask = args_.lane_mask(args.mask, env)
-        if o.kind in ("ldsm", "stsm") and mask is not None:
+        src = None if args.src is None else np.stack([np.broadcast_to(evaluate(args.src, **env), (WARP_LANES,))
+                                                       for env in lanes])
+        if src is not None and len(src) != len(addrs):
+            src = np.broadcast_to(src[0], addrs.shape)
+        masks = [args_.lane_mask(args.mask, env) for env in lanes]
+        if o.kind in ("ldsm", "stsm") and masks[0] is not None:
             raise ValueError(f"--mask: {o.name} is .sync.aligned, every lane of the warp executes it")
+        if masks[0] is None:
+            mask = None
+        elif len(masks) == 1:
+            mask = masks[0]
+        else:   # a batch takes one mask per instruction: bit masks as ints, conditions as 32 booleans
+            mask = (np.array(masks, np.int64) if isinstance(masks[0], int)
+                    else np.stack([np.asarray(m, bool) for m in masks]))
+        n = len(addrs)
         for sw in swizzles:
             a = addrs if sw is None else sw(np.asarray(addrs, dtype=np.int64))
-            r = bank_conflicts(o, a, mask, src)
+            r = bank_conflicts(o, a if n > 1 else a[0], mask, src if src is None or n > 1 else src[0])
+            wfs, ideals = np.atleast_1d(r.wavefronts).astype(np.int64), np.atleast_1d(r.ideal).astype(np.int64)
             label = ", ".join(x for x in (f"pitch={pitch}" if pitch is not None else "",
                                           repr(sw) if sw is not None else "no swizzle") if x)
-            wf, ideal = int(np.sum(r.wavefronts)), int(np.sum(r.ideal))
-            rows.append({"layout": label, "wavefronts": wf, "ideal": ideal, "conflicts": wf - ideal,
-                         "instructions": int(np.size(r.wavefronts))})
+            wf, ideal = int(wfs.sum()), int(ideals.sum())
+            row = {"layout": label, "wavefronts": wf, "ideal": ideal, "conflicts": wf - ideal, "instructions": n}
+            if n > 1:
+                row["per_instruction"] = [{"wavefronts": int(w), "ideal": int(i), "conflicts": int(w - i)}
+                                          for w, i in zip(wfs, ideals)]
+            rows.append(row)
+    several = {k: v for k, v in many.items() if len(v) > 1}
     if args.json:
-        print(json.dumps({"op": o.name, "layouts": rows}))
+        body: dict = {"op": o.name, "layouts": rows}
+        if len(envs) > 1:
+            body["variables"] = envs
+        print(json.dumps(body))
         return 0
-    w = max([len("layout")] + [len(str(x["layout"])) for x in rows])
-    print(f"{o.name}: {rows[0]['instructions']} instruction(s) under {len(rows)} layout(s)")
-    print(f"{'layout':<{w}}  wavefronts  ideal  conflicts")
-    for x in rows:
-        print(f"{x['layout']:<{w}}  {x['wavefronts']:10d}  {x['ideal']:5d}  {x['conflicts']:9d}")
+    what = "each swizzle applied to every lane's address" if args.swizzle else "each --pitch the value of `pitch`"
+    if n == 1:
+        print(f"{o.name}: 1 instruction under {len(rows)} layout(s), {what}")
+    else:
+        issued = (f" (one per combination of --var {', '.join(several)})" if len(envs) > 1
+                  else f" ({args.addrs_file}: one per line)")
+        print(f"{o.name}: {n} instructions{issued} under {len(rows)} layout(s), {what}; wavefronts, ideal, "
+              f"conflicts: totals over the {n} instructions (per instruction)")
+    cells = [(str(x["layout"]), *(_total(x, k) for k in ("wavefronts", "ideal", "conflicts"))) for x in rows]
+    head = ("layout", "wavefronts", "ideal", "conflicts")
+    w = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
+    for c in [head, *cells]:
+        print("  ".join(v.ljust(w[i]) if i == 0 else v.rjust(w[i]) for i, v in enumerate(c)))
     return 0
+
+
+def _total(row: dict, key: str) -> str:
+    """A layout's total, with its range per instruction when there are several: '128 (4/instr)', '80 (4-8/instr)'."""
+    if "per_instruction" not in row:
+        return str(row[key])
+    each = [x[key] for x in row["per_instruction"]]
+    lo, hi = min(each), max(each)
+    return f"{row[key]} ({lo if lo == hi else f'{lo}-{hi}'}/instr)"

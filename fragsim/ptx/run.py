@@ -413,5 +413,5 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     if checker is not None:
         run.issues, run.races = checker.issues, checker.races()
     if traffic is not None:
-        run.shared = traffic.report(run, *ptx_text_lines(ptx))
+        run.shared = traffic.report(run, *ptx_text_lines(ptx), smem_bytes=smem_bytes)
     return run

@@ -45,8 +45,10 @@ from fragsim.instructions.shared_op import NCU_METRICS, SharedOp
 from fragsim.instructions.shared_ops import SHARED_OPS, cp_async_op, matrix_op, plain_op
 
 from . import ast as A
-from .observe import BarRelease, CpAsync, GuardOff, Observer, SharedAccess, Wgmma
+from .observe import (BarRelease, BulkIssue, BulkRead, CpAsync, GuardOff, MbarrierArrive, Observer, SharedAccess,
+                      Wgmma)
 from .state import State
+from .suggest import Recorded, Touch
 
 #: Nsight Compute's counters (the instruction table's names, ``SharedOp.metrics``).
 LD_WAVEFRONTS, LD_CONFLICTS = NCU_METRICS["ld"]
@@ -172,6 +174,9 @@ class SharedRow:
     #: the execution with the most conflicts: (conflicts, addrs (32,), mask, src (32,) or None)
     worst: tuple | None = field(default=None, repr=False)
     entry: SharedOp | None = field(default=None, repr=False)
+    #: the distinct warp executions and how often each came (rows of the bank model's ops: what
+    #: ``SharedReport.suggest`` remaps); None for atomics, wgmma and rows of idle executions only
+    recorded: Recorded | None = field(default=None, repr=False)
 
     @property
     def conflicts(self) -> int:
@@ -232,19 +237,39 @@ class SourceLine:
 
 class SharedReport(Sequence):
     """``run.shared``: the rows (PTX order), the totals under Nsight Compute's names, and the views:
-    ``lines()`` (by source line, worst first), ``text()``, ``html()``, Jupyter's ``_repr_html_``.
+    ``lines()`` (by source line, worst first), ``text()``, ``html()``, Jupyter's ``_repr_html_``, and
+    ``suggest()``: the swizzle that removes the conflicts, checked on the run's own addresses.
     ``barrier_misc``: the op_misc wavefronts of warps waiting at barriers in the totals, the most
-    there can be (``MISC_PER_BARRIER_WAIT``): the hardware counts as many or fewer."""
+    there can be (``MISC_PER_BARRIER_WAIT``): the hardware counts as many or fewer.  ``regions``:
+    the shared variables, (name, offset, bytes); ``touches``: the accesses ``suggest`` leaves alone
+    (wgmma, atomics, bulk copies, mbarriers)."""
 
     def __init__(self, kernel: str, rows: list[SharedRow], totals: dict[str, int], warps: int,
-                 ptx_lines: list[str] | None, sources: dict[str, list[str] | None], barrier_misc: int = 0):
+                 ptx_lines: list[str] | None, sources: dict[str, list[str] | None], barrier_misc: int = 0,
+                 regions: list[tuple[str, int, int]] | None = None, touches: list[Touch] | None = None):
         self.kernel = kernel
         self.rows = rows
         self.totals = totals
         self.warps = warps
         self.barrier_misc = barrier_misc
+        self.regions = regions or []
+        self.touches = touches or []
         self._ptx = ptx_lines
         self._sources = sources
+
+    @property
+    def recorded_rows(self) -> list[SharedRow]:
+        """The rows whose warp executions the report recorded (``SharedRow.recorded``)."""
+        return [r for r in self.rows if r.recorded is not None]
+
+    def suggest(self, line=None):
+        """The swizzle that removes the bank conflicts of each shared buffer with conflicts (``line``:
+        only the buffers of that line, a PTX line number or a line as the report prints it,
+        ``"kernel.cu:42"``), with the store and load lines that must apply it, verified on the run's
+        recorded accesses: each line's wavefronts and conflicts before and after
+        (``fragsim.ptx.suggest``)."""
+        from .suggest import suggest
+        return suggest(self, line)
 
     def __getitem__(self, i):
         return self.rows[i]
@@ -428,6 +453,7 @@ class Traffic(Observer):
         self._memo: dict[int, dict[bytes, tuple]] = {}  # id(row) -> address sets -> their figures
         self._atom: tuple | None = None                # (op, step, [idx], [addrs]) of the atom step open
         self._phantom_ops: set[int] = set()            # id(op): the first cp.async of a basic block
+        self.touches: dict[int, Touch] = {}            # id(op) -> what suggest() leaves alone, its bytes
         if program is not None:
             self._phantom_ops = {id(op) for op in block_first_copies(program.ops)}
             for op in program.ops:
@@ -483,12 +509,15 @@ class Traffic(Observer):
         from fragsim.banks import bank_conflicts_batch
         e = row.entry
         assert e is not None
+        key = addrs.tobytes() + masks.tobytes() + (b"" if src is None else src.tobytes())
         if count:
             row.executions += len(addrs)
+            if row.recorded is None:
+                row.recorded = Recorded(e.address_lanes, e.bytes_per_addr, e.kind == "ldgsts")
+            row.recorded.add(addrs, masks, src, key)
         if not e.counted:          # cp.async.cg: Nsight Compute shows nothing for it
             return
         memo = self._memo.setdefault(id(row), {})
-        key = addrs.tobytes() + masks.tobytes() + (b"" if src is None else src.tobytes())
         got = memo.get(key)
         if got is None:
             r = bank_conflicts_batch(e, addrs, masks, src)
@@ -515,6 +544,8 @@ class Traffic(Observer):
         if row.kind == ATOM:
             if not write:          # an atom reads then writes each address: its reads are its lanes
                 self._atom_lanes(s, idx, addrs)
+                if len(addrs):
+                    self._touch(s, "atom", int(addrs.min()), int(addrs.max()) + width)
             return
         if idx.ndim == 2:          # ldmatrix/stmatrix: (warps, address lanes), every lane executes
             w, al = addrs.shape
@@ -587,6 +618,29 @@ class Traffic(Observer):
             row.wavefronts += int(wf.sum())
             row.ideal += int(ideal.sum())
 
+    def _touch(self, s: State, what: str, lo: int, hi: int) -> None:
+        """Bytes [lo, hi) of the shared window that ``s.op`` accesses in a way suggest() leaves alone."""
+        t = self.touches.get(id(s.op))
+        if t is None:
+            ins = s.op.instr
+            self.touches[id(s.op)] = Touch(what, ins.line, ins.text, self._source(ins), lo, hi)
+        else:
+            t.extend(lo, hi)
+
+    def _touch_flat(self, s: State, what: str, flat: np.ndarray) -> None:
+        if len(flat):
+            off = np.asarray(flat, np.int64) % s.smem.shape[1]
+            self._touch(s, what, int(off.min()), int(off.max()) + 1)
+
+    def on_bulk_issue(self, s: State, e: BulkIssue) -> None:
+        self._touch_flat(s, "bulk copy", e.flat)
+
+    def on_bulk_read(self, s: State, e: BulkRead) -> None:
+        self._touch_flat(s, "bulk copy", e.flat)
+
+    def on_mbarrier_arrive(self, s: State, e: MbarrierArrive) -> None:
+        self._touch(s, "mbarrier", int(e.addr), int(e.addr) + 8)
+
     def on_bar_release(self, s: State, e: BarRelease) -> None:
         """Every warp of each (CTA, barrier) released may have waited (``MISC_PER_BARRIER_WAIT``)."""
         if not len(e.idx):
@@ -610,10 +664,15 @@ class Traffic(Observer):
             for d in descs.tolist():
                 units = wgmma_rows(int(d), rows, k, bits, "MN" if trans else "K")
                 self._add(row, units, np.full(len(units), _FULL), count=False)
+                if units.size:
+                    self._touch(s, "wgmma", int(units.min()), int(units.max()) + MATRIX_ROW_BYTES)
 
     # ---- the end
 
-    def report(self, run, ptx_lines: list[str] | None = None, ptx_path: str | None = None) -> SharedReport:
+    def report(self, run, ptx_lines: list[str] | None = None, ptx_path: str | None = None,
+               smem_bytes: int | None = None) -> SharedReport:
+        """The report of ``run`` (``smem_bytes``: the shared memory of a CTA, which the last shared
+        variable, the dynamic one, runs to)."""
         self._close_atom()
         rows = sorted(self.rows.values(), key=lambda r: r.line)
         warps = len(run.ctas) * -(-(run.block[0] * run.block[1] * run.block[2]) // WARP_LANES)
@@ -626,7 +685,21 @@ class Traffic(Observer):
         misc = warps * MISC_PER_WARP + self.misc_ops
         barrier = self.barrier_waits * MISC_PER_BARRIER_WAIT + self.waits
         return SharedReport(run.kernel, rows, totals(rows, misc + barrier, self.phantom), warps, ptx_lines, sources,
-                            barrier_misc=barrier)
+                            barrier_misc=barrier, regions=shared_regions(run.program, smem_bytes),
+                            touches=sorted(self.touches.values(), key=lambda t: t.line))
+
+
+def shared_regions(program, smem_bytes: int | None) -> list[tuple[str, int, int]]:
+    """The shared variables of ``program``'s layout as (name, offset, bytes): each runs to the next one's
+    offset, the last to ``smem_bytes`` (or the static end)."""
+    L = program.layout
+    items = sorted(L.shared.items(), key=lambda kv: kv[1])
+    end = smem_bytes if smem_bytes is not None else L.shared_static
+    out = []
+    for i, (name, off) in enumerate(items):
+        nxt = items[i + 1][1] if i + 1 < len(items) else max(end, off)
+        out.append((name, off, nxt - off))
+    return out
 
 
 def by_warp(idx: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:

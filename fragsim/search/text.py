@@ -49,7 +49,14 @@ def _collapse(cands, show: int = 2):
 
 
 def format_result(r, detail: bool = False) -> str:
+    from fragsim import validate
+
     out = [f"tile: {r.tile.describe()}"]
+    if r.as_written is not None and (r.tile.swizzle is not None or r.tile.pitch != r.tile.line_bytes):
+        given = validate.spell("addresses", "--read/--write addresses")
+        out.append(f"  your {given} are taken as already laid out in {r.tile.layout_name} (the tile's layout): they "
+                   "are read back through it to find the element each lane moves, not swizzled again; each row below "
+                   "lays those elements out in its own layout")
     out.append("access set: " + "; ".join(g.describe() for g in r.groups))
     fams = " + ".join(f"{n} {fam}" for fam, n, _ in r.space)
     out.append(f"space: 1 none + {fams} -> {r.scored} distinct layouts scored in {r.seconds:.2f} s")
@@ -59,6 +66,9 @@ def format_result(r, detail: bool = False) -> str:
     out.append(f"floor: {r.floor} wavefronts (ideal {r.ideal}"
                + (f" + {src} from cp.async source lines, which no layout changes)" if src else ")"))
     out.append("")
+    n = sum(len(g) for g in r.groups)
+    out.append(f"wavefronts, conflicts: totals over the access set's {n} warp instruction{'s' if n != 1 else ''}; "
+               "a group's column: its wavefronts (per instruction)")
     head = ["rank", "layout", "wavefronts", "conflicts"]
     head += [f"{g.name} ({g.op.name})" for g in r.groups] + ["overhead", "align"]
     cands = [(str(c.rank), c) for c in r.ranked]
