@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,10 +106,16 @@ def default() -> Family:
 
 
 def say(args: argparse.Namespace) -> Say:
-    """print, or nothing with --quiet or --json."""
+    """print; with --json (stdout is the report) print to stderr; nothing with --quiet (``fragsim
+    gpu-check`` sets it where no progress is wanted: ``fragsim.cli.progress``)."""
     def silent(*a: Any, **k: Any) -> None:
         return None
-    return silent if (args.quiet or args.json) else print
+
+    def to_stderr(*a: Any, **k: Any) -> None:
+        print(*a, **{**k, "file": sys.stderr})
+    if args.quiet:
+        return silent
+    return to_stderr if args.json else print
 
 
 def refuse_options(fam: Family, args: argparse.Namespace, defaults: dict[str, Any]) -> None:
@@ -116,7 +123,7 @@ def refuse_options(fam: Family, args: argparse.Namespace, defaults: dict[str, An
     if fam.options is None:
         return
     for name, value in sorted(vars(args).items()):
-        if name.startswith("_") or name in ("command", "family") or name in fam.options:
+        if name.startswith("_") or name in ("command", "family", "progress") or name in fam.options:
             continue
         if not (value is None or value is False or (name in defaults and value == defaults[name])):
             raise ValueError(f"--{name.replace('_', '-')} does not apply to --family {fam.name} "

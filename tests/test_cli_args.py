@@ -102,6 +102,17 @@ def test_the_checker_suspects_elements_too():
     assert "counting 2-byte elements instead of bytes" in str(r)
 
 
+def test_a_pitch_that_misaligns_the_rows_is_named_not_suspected_as_elements():
+    """136-byte rows (64 f16 + 8 bytes of padding): every 16-byte ldmatrix row of an odd row is off by
+    8 bytes; the checker names the pitch and the one that would do, not "2-byte elements"."""
+    tile = fragsim.Tile(16, 64, "f16", pitch=136)
+    r = fragsim.check_load(FORM[1], "A", tile, [("ldmatrix.x4", "(lane % 16) * 136 + (lane / 16) * 16")])
+    assert r.diagnosis[0] == ("load 0 (ldmatrix.x4): lane 1: ldmatrix row address 0x88 is not 16-byte aligned "
+                              "(the tile's row pitch 136 bytes is not a multiple of 16: row 1 starts 136 bytes "
+                              "after row 0, where a 16-byte ldmatrix row address cannot be aligned; pad the rows "
+                              "to a pitch of 144 bytes); the GPU would fault on it")
+
+
 def test_a_float_literal_in_address_math_says_floats_are_not_addresses(capsys):
     assert main(["conflicts", "ld.shared.b32", "--addrs", "lane * 1.5"]) == 2
     assert "position 7: '1.5' is not an integer: floats are not addresses" in capsys.readouterr().err

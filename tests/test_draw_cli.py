@@ -161,7 +161,7 @@ def test_explorer_page_is_self_contained_and_small(tour):
 def test_tour_prints_the_explorer_path(tmp_path, capsys, monkeypatch):
     from fragsim.cli import tour as tour_cli
 
-    def pictures(out, written, jobs):          # the drawing itself is the fixture's business
+    def pictures(out, written, jobs, stages=None):          # the drawing itself is the fixture's business
         written["explorer"].append(os.path.join(out, "index.html"))
     monkeypatch.setattr(tour_cli, "_pictures", pictures)
     assert main(["tour", "--out", str(tmp_path / "t")]) == 0

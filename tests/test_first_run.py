@@ -3,6 +3,7 @@
 
 import json
 import sys
+import warnings
 
 import numba
 import numpy as np
@@ -73,3 +74,43 @@ def test_warmup_runs_every_kernel_once(capsys):
     kernels = [k["kernel"] for k in json.loads(capsys.readouterr().out)["kernels"]]
     assert kernels == list(jit.KERNEL_NAMES.values())
     assert "numba" in sys.modules
+
+
+def _quiet_terminal_notice(monkeypatch):
+    """stderr is pytest's capture (no terminal), no FRAGSIM_COMPILE_NOTICE, and nothing said yet."""
+    monkeypatch.delenv("FRAGSIM_COMPILE_NOTICE", raising=False)
+    monkeypatch.setitem(jit._state, "warned", False)
+    jit.listen()
+
+
+def test_outside_a_terminal_the_first_compile_is_said_once_naming_fragsim_warmup(monkeypatch):
+    _quiet_terminal_notice(monkeypatch)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        _compile_probe("fragsim.arith.kernel_gemm")(1)
+        _compile_probe("fragsim.arith.kernel16")(1)
+    notices = [w for w in seen if issubclass(w.category, jit.CompileNotice)]
+    assert len(notices) == 1
+    assert "the whole-GEMM kernel" in str(notices[0].message)
+    assert "`fragsim warmup` compiles every kernel ahead of time" in str(notices[0].message)
+
+
+def test_the_notice_points_at_the_line_that_set_the_compile_off(monkeypatch):
+    _quiet_terminal_notice(monkeypatch)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        probe = _compile_probe("fragsim.arith.kernel")
+        line = sys._getframe().f_lineno + 1
+        probe(1)
+    notice = next(w for w in seen if issubclass(w.category, jit.CompileNotice))
+    assert (notice.filename, notice.lineno) == (__file__, line)
+
+
+def test_on_the_command_line_the_notice_is_its_one_line_on_stderr(monkeypatch, capsys):
+    from fragsim.cli import layout
+
+    _quiet_terminal_notice(monkeypatch)
+    monkeypatch.setattr(layout, "run", lambda args: _compile_probe("fragsim.arith.kernel_fp8")(1) and 0)
+    assert main(["layout", "m16n8k16.row.col.f32.f16.f16.f32", "A"]) == 0
+    assert capsys.readouterr().err == ("fragsim: numba is compiling the fp8 mma.sync kernel (5-20 s on a first use, "
+                                       "then cached); `fragsim warmup` compiles every kernel ahead of time\n")

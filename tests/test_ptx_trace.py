@@ -127,8 +127,8 @@ def test_with_lineinfo_the_cuda_lines_of_the_mma_and_its_loads_are_named():
     args = [np.zeros((64, 128), np.uint16), np.zeros((64, 128), np.uint16), np.zeros((64, 64), np.float32), 64, 64, 128]
     t = trace_fragments(TRACE / "ldsm_gemm.khalves.90a.lineinfo.ptx", None, block=128, dynamic_smem=16384, args=args,
                         a=0, b="1.T", d=2)
-    assert t.first.source == "tests/data/ptx/src/trace/ldsm_gemm.cu:134"
-    assert "(tests/data/ptx/src/trace/ldsm_gemm.cu:93) (ldmatrix.x4)" in t.first.findings[-1].text
+    assert t.first.source == "tests/data/ptx/src/trace/ldsm_gemm.cu:129"      # the mma asm, lines 129-134
+    assert "(tests/data/ptx/src/trace/ldsm_gemm.cu:92) (ldmatrix.x4)" in t.first.findings[-1].text
 
 
 def test_an_epilogue_storing_rows_swapped_is_a_store_mistake_whose_fix_cannot_be_run():

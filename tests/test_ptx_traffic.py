@@ -275,9 +275,9 @@ def test_with_lineinfo_the_report_is_by_cuda_source_line_with_the_lines_text():
     run = fragsim.run_kernel(str(P.corpus() / "mma_1warp.sm90a.lineinfo.ptx"), grid=g.grid, block=g.block,
                              args=[g.buffers[a].copy() if isinstance(a, str) else a for a in g.args], report=True)
     assert all(r.source and r.source.startswith("tests/data/ptx/src/mma_1warp.cu:") for r in run.shared)
-    worst = run.shared.lines()[0]        # the x4 ldmatrix of A: an asm statement whose .loc is its last line
-    assert (worst.where, worst.excess, worst.rows[0].op) == ("mma_1warp.cu:19", 4, "ldmatrix.x4")
-    assert worst.text == ': "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(pa));'
+    worst = run.shared.lines()[0]        # the x4 ldmatrix of A: an asm statement over lines 18-19, on its first
+    assert (worst.where, worst.excess, worst.rows[0].op) == ("mma_1warp.cu:18", 4, "ldmatrix.x4")
+    assert worst.text == 'asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"'
 
 
 def test_without_report_there_is_no_traffic_and_report_must_be_a_bool():

@@ -86,7 +86,7 @@ class Diagnosis:
         out = []
         t = self.tile
         for ins in self.instrs:
-            why = problem(ins)
+            why = problem(ins, t)
             if why:
                 out.append(Finding("address", f"{ins.describe()}: {why}; the GPU would fault on it"))
                 continue

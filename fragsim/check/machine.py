@@ -26,13 +26,16 @@ from .program import Instr
 SMEM_ROUND = 128
 
 
-def problem(ins: Instr) -> str | None:
-    """Why ``ins`` cannot run (the first bad lane, in the simulator's words), or None."""
+def problem(ins: Instr, tile=None) -> str | None:
+    """Why ``ins`` cannot run (the first bad lane, in the simulator's words), or None; ``tile``: the
+    tile it accesses, whose pitch may be what misaligns it."""
     op = ins.op
     use = ins.address_lanes
     a = ins.addrs
     # an address past the shared memory a CTA can have is a fault, not a read of another tile
-    misaligned = f"is not {op.bytes_per_addr}-byte aligned" + validate.element_units_hint(a[use], op.bytes_per_addr)
+    align = op.bytes_per_addr
+    misaligned = f"is not {align}-byte aligned" + (pitch_hint(tile, align, op.what)
+                                                   or validate.element_units_hint(a[use], align))
     for bad, why in ((use & (a < 0), "is negative"), (use & (a > smem_per_cta() - op.bytes_per_addr), ""),
                      (use & (a % op.bytes_per_addr != 0), misaligned)):
         if bad.any():
@@ -41,6 +44,19 @@ def problem(ins: Instr) -> str | None:
                 return f"lane {lane}: {beyond_smem(int(a[lane]), op.bytes_per_addr, op.what)}"
             return f"lane {lane}: {op.what} {validate.hex_int(a[lane])} {why}"
     return None
+
+
+def pitch_hint(tile, align: int, what: str) -> str:
+    """When the tile's lines start ``pitch`` bytes apart and ``pitch`` is not a multiple of ``align``
+    (136-byte rows read by 16-byte ldmatrix rows), that pitch is why no address of line 1 can be
+    aligned: say so, with the pitch that would be ("" otherwise)."""
+    if tile is None or tile.lines < 2 or tile.pitch % align == 0:
+        return ""
+    line = "row" if tile.order == "row" else "column"
+    padded = -(-tile.pitch // align) * align
+    return (f" (the tile's {line} pitch {tile.pitch} bytes is not a multiple of {align}: {line} 1 starts "
+            f"{tile.pitch} bytes after {line} 0, where a {align}-byte {what} cannot be aligned; pad the "
+            f"{line}s to a pitch of {padded} bytes)")
 
 
 def smem_size(tile, instrs) -> int:

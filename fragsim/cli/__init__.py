@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from fragsim import validate
 
@@ -46,6 +47,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def _notices_in_one_line(show):
+    """``warnings.showwarning`` for a command: fragsim's own notices (``fragsim.arith.jit.CompileNotice``:
+    a first numba compile) as their one line on stderr, other warnings through ``show``."""
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        jit = sys.modules.get("fragsim.arith.jit")
+        if jit is None or not issubclass(category, jit.CompileNotice):
+            return show(message, category, filename, lineno, file, line)
+        stream = sys.stderr if file is None else file
+        if stream is not None:
+            stream.write(f"{one_line(message)}\n")
+            stream.flush()
+    return showwarning
+
+
 def _version() -> str:
     from fragsim import __version__
     return f"fragsim {__version__}"
@@ -61,7 +76,8 @@ def main(argv=None) -> int:
     if getattr(args, "_run", None) is None:    # options but no subcommand, e.g. `fragsim --out x`
         parser.error("give a subcommand, e.g. `fragsim tour`; `fragsim --help` lists them")
     try:
-        with validate.command_line_spelling():
+        with validate.command_line_spelling(), warnings.catch_warnings():
+            warnings.showwarning = _notices_in_one_line(warnings.showwarning)
             return int(args._run(args) or 0)
     except (ValueError, TypeError) as e:
         sys.stderr.write(f"fragsim {args.command}: error: {one_line(e)}\n")

@@ -20,6 +20,7 @@ from fragsim.facts.arch import ARCHS, DEFAULT_ARCH
 
 # fragsim.gpu_check (every family's module) loads when this subcommand is parsed or run, not for
 # every fragsim command
+from . import progress
 from .args import readable_dir, writable_dir, writable_file
 
 NAME = "gpu-check"
@@ -74,6 +75,7 @@ def add_arguments(p):
                         "repository's tests/data/hw holds them all) or, for --family gemm, the recording's .json "
                         "file (tests/data/gemm/gemm_h100.json)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    progress.add_arguments(p, quiet=False)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--json-file", metavar="PATH", help="also write the JSON report to PATH")
 
@@ -99,6 +101,8 @@ def run(args) -> int:
         args.replay = default_replay(fam.name)
     refuse_options(fam, args, DEFAULTS)
     fam.validate(args)
+    # progress lines go to stderr (the families print them with --json too): off unless wanted
+    args.quiet = not progress.wanted(args)
     # files before the run, which can take hours
     if args.replay:
         if not fam.replay_file:

@@ -8,6 +8,7 @@ import os
 
 from fragsim.instructions import FORMS
 from fragsim.instructions.text import fragment_grid, fragment_json
+from . import progress
 from .args import writable_dir
 
 NAME = "tour"
@@ -23,6 +24,7 @@ def add_arguments(p):
     p.add_argument("--jobs", type=int, metavar="N", help="processes that draw the pictures (default: the "
                    "CPU count, at most 8)")
     p.add_argument("--json", action="store_true", help="print the list of written files as JSON")
+    progress.add_arguments(p)
 
 
 def _write(path, text):
@@ -43,15 +45,19 @@ def run(args) -> int:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     out = _folder(args)               # before anything is drawn: a bad folder is one line, exit 2
     written: dict[str, list[str]] = {"maps": [], "pictures": [], "tables": [], "explorer": []}
+    stages = progress.Stages("fragsim tour", progress.wanted(args))
+    stages.stage(f"writing the fragment maps of {len(FORMS)} mma forms (text and JSON)")
     os.makedirs(os.path.join(out, "maps"), exist_ok=True)
     for name, form in FORMS.items():
         for op in "ABCD" if form.layout("C") != form.layout("D") else "ABC":
             stem = os.path.join(out, "maps", f"{name}.{op}")
             written["maps"].append(_write(stem + ".txt", fragment_grid(form, op) + "\n"))
             written["maps"].append(_write(stem + ".json", json.dumps(fragment_json(form, op)) + "\n"))
+    stages.stage(f"counting the bank conflicts of {len(CONFLICT_PATTERNS)} access patterns")
     _conflict_table(out, written)
     if not args.no_pictures:
-        _pictures(out, written, args.jobs)
+        _pictures(out, written, args.jobs, stages)
+    stages.end()
     if args.json:
         print(json.dumps(written))
         return 0
@@ -119,22 +125,31 @@ def _draw(task):
     return path
 
 
-def _pictures(out, written, jobs):
+def _pictures(out, written, jobs, stages=None):
     from fragsim.viz import explorer
+    stages = stages or progress.Stages("fragsim tour", False)
     tasks, index = _picture_tasks(out)
     for t in tasks:
         os.makedirs(os.path.dirname(t[-1]), exist_ok=True)
-    jobs = jobs or min(8, os.cpu_count() or 1)
+    jobs = min(jobs or min(8, os.cpu_count() or 1), len(tasks))
+    stages.stage(f"drawing {len(tasks)} pictures with matplotlib"
+                 + (f" ({jobs} processes)" if jobs > 1 else ""))
+    results = []
     if jobs == 1:
-        results = [_draw(t) for t in tasks]
+        for t in tasks:
+            results.append(_draw(t))
+            stages.count(len(results), len(tasks))
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
-            results = list(pool.map(_draw, tasks))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            for path in pool.map(_draw, tasks):
+                results.append(path)
+                stages.count(len(results), len(tasks))
     written["pictures"].extend(results)
+    stages.stage("writing the explorer page (index.html)")
     written["explorer"].append(explorer.write_explorer(out))     # drawn in the browser from its tables
     written["tables"].append(_picture_index(out, index))
 

@@ -81,6 +81,16 @@ def _banks() -> None:
 
 
 def run(args) -> int:
+    import warnings
+
+    from fragsim.arith.jit import CompileNotice
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompileNotice)     # "run `fragsim warmup`": this is it
+        return _run(args)
+
+
+def _run(args) -> int:
     from fragsim.arith.jit import KERNEL_NAMES, compile_seconds, listen
 
     listen()

@@ -104,12 +104,16 @@ Operand = Reg | Imm | Special | Symbol | Addr | Label | Vec | Sink | ParamList |
 @dataclass(frozen=True)
 class SourceLoc:
     """The ``.loc file line column`` in force at an instruction; ``inlined_at``: the call site's
-    location of the extended form ``.loc 1 25 3, function_name $L__info_string0, inlined_at 1 30 5``."""
+    location of the extended form ``.loc 1 25 3, function_name $L__info_string0, inlined_at 1 30 5``.
+    ``asm``: the instruction is one of an inline-asm statement's (between nvcc's ``// begin inline asm``
+    and ``// end inline asm``), whose ``.loc`` nvcc puts at the statement's last operand -- on its
+    last line when it spans several; ``fragsim.ptx.inline_asm`` moves it to the statement's first."""
 
     file: int
     line: int
     column: int
     inlined_at: SourceLoc | None = None
+    asm: bool = False
 
 
 @dataclass(frozen=True)

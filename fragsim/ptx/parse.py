@@ -278,9 +278,28 @@ class _Body:
 # ------------------------------------------------------------------------------------------ parser
 
 
+#: nvcc's comments around the instructions of an inline-asm statement.
+_INLINE_ASM = re.compile(r"//[ \t]*(begin|end) inline asm")
+
+
 class _Parser:
     def __init__(self, text: str):
         self.lx = _Lexer(text)
+        # text offsets where inline-asm blocks begin, and where each ends
+        self.asm_begins: list[int] = []
+        self.asm_ends: list[int] = []
+        for m in _INLINE_ASM.finditer(text):
+            if m.group(1) == "begin":
+                self.asm_begins.append(m.end())
+                self.asm_ends.append(len(text))
+            elif self.asm_begins:
+                self.asm_ends[-1] = min(self.asm_ends[-1], m.start())
+        self.asm_locs: dict[SourceLoc, SourceLoc] = {}
+
+    def in_asm(self, offset: int) -> bool:
+        """Whether text ``offset`` lies inside an inline-asm block."""
+        i = bisect_right(self.asm_begins, offset) - 1
+        return i >= 0 and offset < self.asm_ends[i]
 
     # -- helpers
     def fail(self, tok, message: str):
@@ -847,7 +866,10 @@ class _Parser:
         line, col = self.lx.where(tok[2])
         if first is not tok:
             col = self.lx.where(first[2])[1]
-        return Instr(opcode, mods, ops, guard, line, b.loc, ndst, col)
+        loc = b.loc
+        if loc is not None and self.asm_begins and self.in_asm(tok[2]):
+            loc = self.asm_locs.setdefault(loc, replace(loc, asm=True))
+        return Instr(opcode, mods, ops, guard, line, loc, ndst, col)
 
     def resolve_reg(self, b: _Body, name: str) -> str:
         hit = b.scope.lookup(name)

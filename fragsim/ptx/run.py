@@ -123,11 +123,21 @@ def _cta(c, g: tuple[int, int, int]) -> tuple[int, int, int]:
 CUDA_SOURCES = (".cu", ".cuh", ".cpp", ".cc", ".cxx")
 
 
-def load_module(ptx) -> A.Module:
-    """``ptx`` (PTX text, the path of a .ptx file, or a parsed module) as a parsed module."""
-    from .parse import parse
+def load_module(ptx, ptx_path: str | None = None) -> A.Module:
+    """``ptx`` (PTX text, the path of a .ptx file, or a parsed module) as a parsed module, the
+    instructions of inline-asm statements placed on each statement's first CUDA line where the
+    ``.file`` source is readable (``inline_asm.first_lines``; ``ptx_path``: the PTX file's path when
+    ``ptx`` is its text, whose folder is searched for the source too)."""
+    from .inline_asm import first_lines
     if isinstance(ptx, A.Module):
-        return ptx
+        return first_lines(ptx, ptx_path)
+    if isinstance(ptx, os.PathLike) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
+        ptx_path = os.fspath(ptx)
+    return first_lines(_parse_module(ptx), ptx_path)
+
+
+def _parse_module(ptx) -> A.Module:
+    from .parse import parse
     name = os.fspath(ptx) if isinstance(ptx, (str, os.PathLike)) else ""
     if "\n" not in name and name.lower().endswith(CUDA_SOURCES):
         stem = os.path.splitext(os.path.basename(name))[0]

@@ -49,7 +49,7 @@ def trace_fragments(ptx, kernel=None, grid=1, block=1, args=(), *, a, b, d, dyna
     with the fix.  Returns a ``Trace`` (``.ok``, ``.first``, ``.counts``; ``print`` it)."""
     t0 = time.time()
     text = ptx_text(ptx)
-    module = load_module(text if text is not None else ptx)
+    module = load_module(text if text is not None else ptx, ptx_path(ptx))
     entry = find_entry(module, kernel)
     args = list(args)
     ma, mb, md = (parse_matrix(x, r, args) for x, r in ((a, "A"), (b, "B"), (d, "D")))
@@ -97,6 +97,15 @@ def accumulators(entry: A.Function) -> list[str]:
         except ValueError:
             continue               # a form the run refuses, with its own message
     return sorted(out)
+
+
+def ptx_path(ptx) -> str | None:
+    """The path of ``ptx`` when it names a .ptx file (None for text or a parsed module)."""
+    import os
+
+    if isinstance(ptx, os.PathLike) or (isinstance(ptx, str) and "\n" not in ptx and ptx.endswith(".ptx")):
+        return os.fspath(ptx)
+    return None
 
 
 def ptx_text(ptx) -> str | None:

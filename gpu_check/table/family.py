@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from typing import Any
 
@@ -143,9 +144,11 @@ class TableFamily:
                 pool = bulk.make_pool(jobs)
             info = dict(backend.info, arch=backend.arch)
             recorder = bulk.Recorder(args.record, info, args.record_cases) if args.record else None
-            progress = bulk.Progress(quiet=args.quiet or args.json)
+            progress = bulk.Progress(quiet=args.quiet)
             if not args.json:
                 print(_header(info, backend.arch), flush=True)
+            elif not args.quiet:          # the report is stdout's: the header goes with the progress
+                print(_header(info, backend.arch), file=sys.stderr, flush=True)
             t0 = time.time()
             results, probes, overlaps = [], [], []
             for op in ops:
