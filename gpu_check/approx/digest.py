@@ -40,3 +40,13 @@ def block_digests(out: Any, first: int, xp: Any = np) -> Any:
     else:
         z = mix(out, index, xp)
     return z.reshape(-1, BLOCK).sum(axis=1, dtype=xp.uint64)
+
+
+def cpu_block_digests(out: np.ndarray, first: int) -> np.ndarray:
+    """``block_digests`` of uint32 ``out`` on the CPU, fast (numba): the same numbers as NumPy's and
+    CuPy's."""
+    from ._digest_kernel import digests32
+    out = np.ascontiguousarray(out, np.uint32)
+    if out.shape[0] % BLOCK:
+        raise ValueError(f"{out.shape[0]} outputs: not a multiple of the block ({BLOCK})")
+    return digests32(out, np.uint64(first), BLOCK)
