@@ -38,6 +38,7 @@ _LAZY = {
     "check_wgmma": ("fragsim.check.wgmma", "check_wgmma"),
     "check_tma_wgmma": ("fragsim.check.tma_wgmma", "check_tma_wgmma"),
     "run_kernel": ("fragsim.ptx.run", "run_kernel"),
+    "approx": ("fragsim.ptx.semantics.approx", "approx"),
     "Buffer": ("fragsim.ptx.memory", "Buffer"),
     "trace_fragments": ("fragsim.trace", "trace_fragments"),
     "TensorMap": ("fragsim.tma", "TensorMap"),
@@ -69,7 +70,7 @@ __all__ = ["mma", "movmatrix", "wgmma", "gemm", "pack", "unpack", "ldmatrix", "s
            "bank_conflicts", "Swizzle", "XorMap", "Tile", "swizzle_search", "to_bits", "from_bits",
            "get_format", "lookup", "FORMS", "MmaForm", "parse_shared_op", "NUMBER_FORMATS",
            "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "check_tma_wgmma", "run_kernel",
-           "Buffer", "TensorMap", "tma_load", "tma_store"]
+           "Buffer", "TensorMap", "tma_load", "tma_store", "approx"]
 
 
 def __dir__() -> list[str]:

@@ -15,7 +15,7 @@ import warnings
 from fragsim import validate
 
 # Subcommand modules, in the order --help lists them.
-COMMANDS = ["tour", "layout", "draw", "mma", "gemm", "conflicts", "swizzle", "check", "run", "gpu_check", "warmup"]
+COMMANDS = ["tour", "layout", "draw", "mma", "gemm", "conflicts", "swizzle", "check", "run", "approx", "gpu_check", "warmup"]
 
 
 class _Parser(argparse.ArgumentParser):

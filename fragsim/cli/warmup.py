@@ -80,6 +80,14 @@ def _banks() -> None:
         bank_conflicts(op, np.stack([lanes, lanes]))
 
 
+def _sfu() -> None:
+    from fragsim import sfu
+    from fragsim.sfu.kernel import FORMS
+
+    for spelling in FORMS:
+        sfu.form(spelling, *([np.zeros(2, np.uint32)] * (2 if spelling.startswith("div") else 1)))
+
+
 def run(args) -> int:
     import warnings
 
@@ -96,7 +104,7 @@ def _run(args) -> int:
     listen()
     steps: dict[str, Callable[[], None]] = {module: partial(_mma, forms) for module, forms in MMA_FORMS.items()}
     steps |= {"fragsim.arith.kernel": _row_kernel, "fragsim.arith.kernel_gemm": _gemm,
-              "fragsim.banks.kernel_generated": _banks}
+              "fragsim.banks.kernel_generated": _banks, "fragsim.sfu.kernel": _sfu}
     rows = []
     for module, what in KERNEL_NAMES.items():
         step = steps[module]

@@ -323,7 +323,8 @@ class Compiler:
 
         A semantic with one source more than the line reads the carry flag (``addc``, ``madc``), one
         destination more writes it (``add.cc``): the flag is the thread's own (``State.cc``)."""
-        if row.status.level == "stand-in":
+        # approx="ieee": every MUFU form runs its IEEE stand-in, the modelled ones too (flagged)
+        if row.status.level == "stand-in" or (row.status.family == "approx" and self.approx == "ieee"):
             if self.approx != "ieee":
                 raise UnsupportedInstruction(f"{ins.text}: {row.status.why}")
             sem = resolve(_ieee_stand_in(spec))

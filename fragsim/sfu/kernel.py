@@ -60,13 +60,12 @@ def _poly(tab, sq, i, x, q_in):
 
 
 @njit(cache=True, inline="always")
-def _normalized(res, top):
-    """(msb position, 24-bit significand truncated) of a positive fixed-point value."""
-    p = 0
-    v = res
-    while v > 1:
-        v >>= 1
-        p += 1
+def _normalized(res):
+    """(msb position, 24-bit significand truncated) of a positive fixed-point value below 2^52."""
+    p = 0                                        # binary search for the top set bit
+    for step in (32, 16, 8, 4, 2, 1):
+        if res >> (p + step):
+            p += step
     f = res >> (p - 23) if p >= 23 else res << (23 - p)
     return p, f
 
@@ -170,7 +169,7 @@ def lg2(w, tab, sq):
         res = ~res
     if res == 0:
         return np.uint32(0)
-    p, f = _normalized(res, 42)
+    p, f = _normalized(res)
     return np.uint32((neg << 31) | ((127 + p - LG2_FRACTION_BITS) << 23) | (f & FRACTION))
 
 
@@ -202,7 +201,7 @@ def sincos(w, tab, sq, cos):
     res = _poly(tab, sq, fx >> 17, x, x)
     if res <= 0:
         return np.uint32(s << 31)
-    p, f = _normalized(res, 38)
+    p, f = _normalized(res)
     eo = 127 + p - SIN_FRACTION_BITS
     if eo <= 0:
         return np.uint32(s << 31)
@@ -212,22 +211,162 @@ def sincos(w, tab, sq, cos):
 UNITS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos")
 
 
+@njit(cache=True, inline="always")
+def _unit(u, w, tabs, sq):
+    if u == 0:
+        return rcp(w, tabs[0], sq)
+    if u == 1:
+        return rsqrt(w, tabs[1], sq)
+    if u == 2:
+        return sqrt(w, tabs[2], sq)
+    if u == 3:
+        return ex2(w, tabs[3], sq)
+    if u == 4:
+        return lg2(w, tabs[4], sq)
+    return sincos(w, tabs[5], sq, u == 6)
+
+
 @njit(cache=True)
-def run(unit, words, tab, sq):
-    """``unit`` (an index of ``UNITS``) over uint32 ``words`` (flat)."""
+def run(unit, words, tabs, sq):
+    """MUFU ``unit`` (an index of ``UNITS``) over uint32 ``words`` (flat); ``tabs[u]`` is unit u's table."""
     out = np.empty(words.shape[0], np.uint32)
     for k in range(words.shape[0]):
-        w = np.int64(words[k])
-        if unit == 0:
-            out[k] = rcp(w, tab, sq)
-        elif unit == 1:
-            out[k] = rsqrt(w, tab, sq)
-        elif unit == 2:
-            out[k] = sqrt(w, tab, sq)
-        elif unit == 3:
-            out[k] = ex2(w, tab, sq)
-        elif unit == 4:
-            out[k] = lg2(w, tab, sq)
-        else:
-            out[k] = sincos(w, tab, sq, unit == 6)
+        out[k] = _unit(unit, np.int64(words[k]), tabs, sq)
+    return out
+
+
+# -- the code ptxas puts around the unit ------------------------------------------------------------
+# FMUL/FADD in f32 with the GPU's NaN (one canonical NaN); numba's float32 arithmetic is IEEE's
+# round to nearest even with subnormals, FMUL.RZ truncates the exact product (48 bits fit a double).
+# tests/test_sfu_forms.py holds these equal to the instruction table's mul/add rows.
+
+@njit(cache=True, inline="always")
+def _fl(w, sc):
+    sc[0] = np.uint32(w)
+    return sc.view(np.float32)[0]
+
+
+@njit(cache=True, inline="always")
+def _bits(f, sc):
+    sc.view(np.float32)[0] = f
+    w = np.int64(sc[0])
+    if (w & 0x7FFFFFFF) > INF:
+        return np.int64(NAN)
+    return w
+
+
+@njit(cache=True, inline="always")
+def _fmul(a, b, sc):
+    return _bits(_fl(a, sc) * _fl(b, sc), sc)
+
+
+@njit(cache=True, inline="always")
+def _fadd(a, b, sc):
+    return _bits(_fl(a, sc) + _fl(b, sc), sc)
+
+
+@njit(cache=True, inline="always")
+def _fmul_ftz(a, b, sc):
+    if (a & INF) == 0:
+        a &= SIGN
+    if (b & INF) == 0:
+        b &= SIGN
+    r = _fmul(a, b, sc)
+    if (r & INF) == 0:
+        r &= SIGN
+    return r
+
+
+@njit(cache=True, inline="always")
+def _fmul_rz(a, b, sc):
+    p = np.float64(_fl(a, sc)) * np.float64(_fl(b, sc))
+    if p != p:
+        return np.int64(NAN)
+    r = _bits(np.float32(p), sc)
+    if abs(np.float64(_fl(r, sc))) > abs(p):      # rounded away from zero: one step back
+        r -= 1
+    return r
+
+
+@njit(cache=True, inline="always")
+def _small(w):
+    """FSETP.GEU |w|, 2^-126 false: zero or subnormal."""
+    return (w & 0x7FFFFFFF) < IONE
+
+
+@njit(cache=True, inline="always")
+def _huge(w):
+    """FSETP.GT |w|, 2^126 (ordered)."""
+    m = w & 0x7FFFFFFF
+    return 0x7E800000 < m <= INF
+
+
+TWO_24, TWO_12, TWO_M12, QUARTER, HALF, ONE, MINUS_24 = (0x4B800000, 0x45800000, 0x39800000, 0x3E800000,
+                                                         0x3F000000, 0x3F800000, 0xC1C00000)
+INV_2PI = 0x3E22F983            # 1/(2 pi) in f32, as ptxas writes it
+MINUS_126 = 0xC2FC0000
+
+#: the PTX forms, in ``form``'s order; their SASS is fragsim.ptx.semantics.approx's
+FORMS = ("rcp.approx.f32", "rcp.approx.ftz.f32", "rsqrt.approx.f32", "rsqrt.approx.ftz.f32",
+         "lg2.approx.f32", "lg2.approx.ftz.f32", "ex2.approx.f32", "ex2.approx.ftz.f32",
+         "sin.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "cos.approx.ftz.f32",
+         "div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32")
+
+
+@njit(cache=True, inline="always")
+def _form(code, a, b, tabs, sq, sc):
+    if code == 0:                                  # rcp.approx.f32
+        s = QUARTER if _huge(a) else (TWO_24 if _small(a) else ONE)
+        return _fmul(s, rcp(_fmul(a, s, sc), tabs[0], sq), sc)
+    if code == 1:
+        return rcp(a, tabs[0], sq)
+    if code == 2:                                  # rsqrt.approx.f32
+        if _small(a):
+            return _fmul(rsqrt(_fmul(a, TWO_24, sc), tabs[1], sq), TWO_12, sc)
+        return rsqrt(a, tabs[1], sq)
+    if code == 3:
+        return rsqrt(a, tabs[1], sq)
+    if code == 4:                                  # lg2.approx.f32
+        if _small(a):
+            return _fadd(lg2(_fmul(a, TWO_24, sc), tabs[4], sq), MINUS_24, sc)
+        return lg2(a, tabs[4], sq)
+    if code == 5:
+        return lg2(a, tabs[4], sq)
+    if code == 6:                                  # ex2.approx.f32: below -126, 2^(x/2) squared
+        if _fl(a, sc) < np.float32(-126.0):
+            r = ex2(_fmul(a, HALF, sc), tabs[3], sq)
+            return _fmul(r, r, sc)
+        return ex2(a, tabs[3], sq)
+    if code == 7:
+        return ex2(a, tabs[3], sq)
+    if code <= 11:                                 # sin, cos: MUFU takes turns
+        return sincos(_fmul_rz(a, INV_2PI, sc), tabs[5], sq, code >= 10)
+    if code == 12:                                 # div.approx.f32
+        if _small(b):
+            return _fmul(rcp(_fmul(b, TWO_24, sc), tabs[0], sq), _fmul(a, TWO_24, sc), sc)
+        return _fmul(rcp(b, tabs[0], sq), a, sc)
+    if code == 13:
+        return _fmul_ftz(a, rcp(b, tabs[0], sq), sc)
+    if code == 14:                                 # div.full.f32
+        small = _small(b)
+        if _huge(b):
+            a = _fmul(a, QUARTER, sc)
+            b = _fmul(b, QUARTER, sc)
+        if small:
+            a = _fmul(a, TWO_24, sc)
+            b = _fmul(b, TWO_24, sc)
+        return _fmul(rcp(b, tabs[0], sq), a, sc)
+    if _huge(b):                                   # div.full.ftz.f32
+        a = _fmul_ftz(a, QUARTER, sc)
+        b = _fmul_ftz(b, QUARTER, sc)
+    return _fmul_ftz(rcp(b, tabs[0], sq), a, sc)
+
+
+@njit(cache=True)
+def form(code, a, b, tabs, sq):
+    """PTX form ``FORMS[code]`` over uint32 ``a`` (and ``b`` for div; same length, flat)."""
+    out = np.empty(a.shape[0], np.uint32)
+    sc = np.zeros(1, np.uint32)
+    for k in range(a.shape[0]):
+        out[k] = _form(code, np.int64(a[k]), np.int64(b[k]), tabs, sq, sc)
     return out

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .digest import BLOCK, block_digests
+from .digest import block_digests
 from .pairs import pairs
 
 F32 = ["ex2.approx.f32", "ex2.approx.ftz.f32", "lg2.approx.f32", "lg2.approx.ftz.f32", "rcp.approx.f32",
@@ -51,10 +51,11 @@ def source() -> str:
                    f' u32 x = base + i, y; u16 lo = (u16)x, hi = (u16)(x >> 16), ylo, yhi;'
                    f' asm volatile("{f} %0, %1;" : "=r"(y) : "r"(x));'
                    f' asm volatile("{s} %0, %1;" : "=h"(ylo) : "h"(lo)); asm volatile("{s} %0, %1;" : "=h"(yhi) : "h"(hi));'
-                   f' o[i] = y; if (y != ((u32)yhi << 16 | ylo)) {{ u64 k = atomicAdd(bad, 1ull); if (k < 16) first[k] = x; }} }} }}')
+                   f' o[i] = y; if (y != ((u32)yhi << 16 | ylo)) {{'
+                   f' u64 k = atomicAdd(bad, 1ull); if (k < 16) first[k] = x; }} }} }}')
     for f in F64:
-        out.append(f'extern "C" __global__ void {kname(f)}(const u64* a, u64* o, u32 n) {{ u32 i = blockIdx.x * blockDim.x + threadIdx.x;'
-                   f' if (i < n) {{ u64 y; asm volatile("{f} %0, %1;" : "=l"(y) : "l"(a[i])); o[i] = y; }} }}')
+        out.append(f'extern "C" __global__ void {kname(f)}(const u64* a, u64* o, u32 n) {{'
+                   f' u32 i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) {{ u64 y; asm volatile("{f} %0, %1;" : "=l"(y) : "l"(a[i])); o[i] = y; }} }}')
     for f in DIV:
         out.append(f'extern "C" __global__ void {kname(f)}(const u32* a, const u32* b, u32* o, u32 n) {{'
                    f' u32 i = blockIdx.x * blockDim.x + threadIdx.x;'

@@ -45,7 +45,7 @@ def _solve_subset(x, q, lo, hi, window=64, k=8, span=1 << 36, cspan=1 << 28):
         return _tern(lambda B: _gap(x, q, lo, hi, B, c, k), -span << k, span << k)[1]
     c0, _ = _tern(h, -cspan, cspan)
     for d in sorted(range(-window, window + 1), key=abs):
-        b, g = _tern(lambda b: _gap(x, q, lo, hi, b, c0 + d, 0), -span, span)
+        b, g = _tern(lambda b, c=c0 + d: _gap(x, q, lo, hi, b, c, 0), -span, span)
         if g <= 0:
             return b, c0 + d
     return None
@@ -144,7 +144,7 @@ def constraints(unit: str, data) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
         lo_p, hi_p = lo_r << 2, (hi_r << 2) + 3
         add(m[keep] >> 17, m[keep] & 0x1FFFF, lo_p[keep], hi_p[keep])
     elif unit in ("sin", "cos"):
-        for (form, first), (w, y) in data.items():
+        for (form, _), (w, y) in data.items():
             if not form.startswith(("sin.", "cos.")):
                 continue
             r = _fmul_rz(w, 0x3E22F983)
@@ -170,7 +170,6 @@ def _fmul_rz(w: np.ndarray, k: int) -> np.ndarray:
 def recover(unit: str, data, nseg: int) -> np.ndarray:
     seg, x, lo, hi = constraints(unit, data)
     sq = K.squares()
-    q = sq[x << 1] if unit == "rcp" else sq[x]
     table = np.zeros((nseg, 3), np.int64)
     for i in range(nseg):
         s = seg == i

@@ -11,6 +11,8 @@ from .grammar import Syntax
 from .row import Row, Status
 
 V = Status("bit-exact", "ptx_float")
+#: the MUFU's forms modelled bit for bit (fragsim.sfu), validated on every input by --family approx
+HW = Status("bit-exact", "approx")
 MUFU = Status("stand-in", why=f"the hardware's MUFU approximation is not modelled bit for bit; {X.OPT_IN}")
 SM100 = Status("refused", why="an sm_100 form (fragsim models sm_80 and sm_90)")
 
@@ -71,7 +73,8 @@ def _rounded(op: str, operands: str) -> tuple[Row, ...]:
     return (
         _r(f"{op}.rnd{{.ftz}}.f32", operands, F.divlike, "sm_20", "2.0", rnd=RND),
         _r(f"{op}.rnd.f64", operands, F.divlike, "sm_13", "1.4", rnd=RND),
-        _r(f"{op}.approx{{.ftz}}.f32", operands, F.divlike, "sm_10", "1.4", MUFU),
+        _r(f"{op}.approx{{.ftz}}.f32", operands, *((X.hardware, "sm_10", "1.4", HW) if op != "sqrt" else
+                                                   (F.divlike, "sm_10", "1.4", MUFU))),
     )
 
 
@@ -97,7 +100,7 @@ ROWS: tuple[Row, ...] = (
     *_minmax("min"), *_minmax("max"),
     *_unary("neg"), *_unary("abs"),
     *_rounded("div", "d, a, b"), *_rounded("rcp", "d, a"), *_rounded("sqrt", "d, a"),
-    _r("div.full{.ftz}.f32", "d, a, b", F.divlike, "sm_10", "1.4", MUFU),
+    _r("div.full{.ftz}.f32", "d, a, b", X.hardware, "sm_10", "1.4", HW),
     _r("rcp.approx.ftz.f64", "d, a", F.divlike, "sm_20", "2.1", MUFU),
     _r("testp.op.type", "p, a", F.testp, "sm_20", "2.0", op=TESTS, type=("f32", "f64")),
     _r("copysign.type", "d, a, b", F.copysign, "sm_20", "2.0", type=("f32", "f64")),
@@ -121,15 +124,15 @@ ROWS: tuple[Row, ...] = (
     _r("setp.CmpOp.BoolOp.bf16x2", "p[|q], a, b, c:pred", F.resolve_float_compare, "sm_90", "7.8", CmpOp=CMP,
        BoolOp=BOOL),
     *(row for st in SET_FTZ for row in _set(st)),
-    # the MUFU's functions: IEEE stand-ins on request
-    _r("ex2.approx{.ftz}.f32", "d, a", X.function, "sm_10", "1.4", MUFU),
-    _r("ex2.approx.type", "d, a", X.function, "sm_75", "7.0", MUFU, type=HALF),
-    _r("ex2.approx.ftz.type", "d, a", X.function, "sm_90", "7.8", MUFU, type=BF),
-    _r("lg2.approx{.ftz}.f32", "d, a", X.function, "sm_10", "1.4", MUFU),
-    _r("rsqrt.approx{.ftz}.f32", "d, a", X.function, "sm_10", "1.4", MUFU),
+    # the MUFU's functions: the hardware's bits where modelled, else IEEE stand-ins on request
+    _r("ex2.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
+    _r("ex2.approx.type", "d, a", X.hardware, "sm_75", "7.0", HW, type=HALF),
+    _r("ex2.approx.ftz.type", "d, a", X.hardware, "sm_90", "7.8", HW, type=BF),
+    _r("lg2.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
+    _r("rsqrt.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("rsqrt.approx{.ftz}.f64", "d, a", X.function, "sm_13", "1.4", MUFU),
-    _r("sin.approx{.ftz}.f32", "d, a", X.function, "sm_10", "1.4", MUFU),
-    _r("cos.approx{.ftz}.f32", "d, a", X.function, "sm_10", "1.4", MUFU),
+    _r("sin.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
+    _r("cos.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("tanh.approx.type", "d, a", X.function, "sm_75", "7.0", MUFU, type=("f32", *HALF)),
     _r("tanh.approx.type", "d, a", X.function, "sm_90", "7.8", MUFU, type=BF),
 )

@@ -1,30 +1,81 @@
 """The ``.approx`` functions -- ``ex2``, ``lg2``, ``rsqrt``, ``sin``, ``cos``, ``tanh`` -- and the
-``.approx``/``.full`` forms of ``div``, ``rcp`` and ``sqrt``.
+``.approx``/``.full`` forms of ``div``, ``rcp`` and ``sqrt``: the MUFU's results, bit for bit.
 
-On the GPU these are the MUFU unit's approximations (a few ulp, by table), not IEEE results, and
-their bits are not modelled: a kernel using one is refused, naming the instruction, unless the user
-opts into IEEE stand-ins (``run_kernel(..., approx="ieee")``, ``fragsim run --approx ieee``).  Then
-``ex2``/``lg2``/``rsqrt``/``sin``/``cos``/``tanh`` compute the exact function in float64 and round it to
-nearest even to the instruction's type (``.ftz``: subnormal inputs and results flushed to signed
-zero), ``div``/``rcp``/``sqrt`` the correctly rounded ``.rn`` result; the run lists the lines that did
-(``Run.approximate``): their values are plausible, not the hardware's bits.
+Each form is what ptxas makes of it for sm_90 (nvcc 13.0, read with cuobjdump): one MUFU
+instruction (``fragsim.sfu``) and, for most forms without ``.ftz``, the code around it that keeps
+subnormals out of the unit, which flushes them:
+
+- ``rcp.approx.f32``: x scaled by 2^24 when subnormal, by 1/4 above 2^126; MUFU.RCP; times the scale
+- ``rsqrt``/``sqrt``/``lg2.approx.f32``: a subnormal x times 2^24; the result times 2^12 / 2^-12, or
+  minus 24
+- ``ex2.approx.f32``: below -126, 2^(x/2) squared (a subnormal result)
+- ``sin``/``cos.approx(.ftz).f32``: x times 1/(2 pi) rounded toward zero (MUFU.SIN takes turns)
+- ``div.approx(.ftz).f32``: MUFU.RCP of the divisor times the dividend (without .ftz, a subnormal
+  divisor scales both by 2^24); ``div.full(.ftz).f32`` also scales both by 1/4 when |divisor| > 2^126
+
+The multiplies and adds are the instruction table's own ``mul``/``add`` rows.  Forms whose unit is
+not modelled yet keep the IEEE stand-ins (``stand_in``): exact function, rounded to nearest even,
+flagged, and run only on request (``run_kernel(..., approx="ieee")``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from fragsim import sfu
+
 from . import Semantic, Spec, UnsupportedInstruction
 
-#: function -> its float64 implementation (the forms each has are the instruction table's rows)
+#: function -> its float64 implementation, for the IEEE stand-ins
 FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "ex2": np.exp2, "lg2": np.log2, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sin": np.sin, "cos": np.cos,
     "tanh": np.tanh,
 }
-#: what a user adds to run such a kernel anyway
+#: what a user adds to run a form whose hardware bits are not modelled
 OPT_IN = "run_kernel(..., approx='ieee') or fragsim run --approx ieee computes IEEE stand-ins, flagged as not bit-exact"
+
+@dataclass(frozen=True)
+class Form:
+    """One modelled PTX spelling: its operand type (every operand and the result), how many operands,
+    and the SASS ptxas makes of it on sm_90 (``fragsim.sfu.kernel`` runs that sequence)."""
+
+    type: str
+    operands: int
+    sass: str
+
+    def run(self, spelling: str, *words: np.ndarray) -> np.ndarray:
+        if self.type in ("f16", "bf16", "f16x2", "bf16x2"):
+            return sfu.half(spelling.split(".")[0], words[0], self.type)
+        return sfu.form(spelling, *words)
+
+
+_SCALE = "FSETP.GEU |x|, 2^-126; @!P FMUL x, 2^24; "
+#: every modelled spelling -> its form
+FORMS: dict[str, Form] = {
+    "rcp.approx.f32": Form("f32", 1, "FSETP |x| (2^-126, 2^126); FSEL s = 2^24, 1/4 or 1; FMUL x, s; MUFU.RCP; FMUL s"),
+    "rcp.approx.ftz.f32": Form("f32", 1, "MUFU.RCP"),
+    "rsqrt.approx.f32": Form("f32", 1, _SCALE + "MUFU.RSQ; @!P FMUL 4096"),
+    "rsqrt.approx.ftz.f32": Form("f32", 1, "MUFU.RSQ"),
+    "lg2.approx.f32": Form("f32", 1, _SCALE + "MUFU.LG2; @!P FADD -24"),
+    "lg2.approx.ftz.f32": Form("f32", 1, "MUFU.LG2"),
+    "ex2.approx.f32": Form("f32", 1, "FSETP.GEU x, -126; @!P FMUL x, 0.5; MUFU.EX2; @!P FMUL r, r"),
+    "ex2.approx.ftz.f32": Form("f32", 1, "MUFU.EX2"),
+    "sin.approx.f32": Form("f32", 1, "FMUL.RZ x, 1/(2 pi); MUFU.SIN"),
+    "sin.approx.ftz.f32": Form("f32", 1, "FMUL.RZ x, 1/(2 pi); MUFU.SIN"),
+    "cos.approx.f32": Form("f32", 1, "FMUL.RZ x, 1/(2 pi); MUFU.COS"),
+    "cos.approx.ftz.f32": Form("f32", 1, "FMUL.RZ x, 1/(2 pi); MUFU.COS"),
+    "div.approx.f32": Form("f32", 2, "FSETP.GEU |b|, 2^-126; @!P FMUL a, b by 2^24; MUFU.RCP b; FMUL a"),
+    "div.approx.ftz.f32": Form("f32", 2, "MUFU.RCP b; FMUL.FTZ a"),
+    "div.full.f32": Form("f32", 2, "FSETP |b| > 2^126: FMUL a, b by 1/4; |b| < 2^-126: by 2^24; MUFU.RCP b; FMUL a"),
+    "div.full.ftz.f32": Form("f32", 2, "FSETP.FTZ |b| > 2^126: FMUL.FTZ a, b by 1/4; MUFU.RCP b; FMUL.FTZ a"),
+    "ex2.approx.f16": Form("f16", 1, "MUFU.EX2.F16 (f32 EX2 of the widened half, truncated; past 65504: inf)"),
+    "ex2.approx.f16x2": Form("f16x2", 1, "MUFU.EX2.F16 on each half"),
+    "ex2.approx.ftz.bf16": Form("bf16", 1, "MUFU.EX2.BF16 (f32 EX2 of the widened bf16, its top 16 bits)"),
+    "ex2.approx.ftz.bf16x2": Form("bf16x2", 1, "MUFU.EX2.BF16 on each half"),
+}
 
 
 def refusal(spec: Spec) -> UnsupportedInstruction:
@@ -32,11 +83,63 @@ def refusal(spec: Spec) -> UnsupportedInstruction:
                                   f"{OPT_IN}")
 
 
+def hardware(spec: Spec) -> Semantic:
+    """The MUFU's bits for a modelled form; the IEEE stand-in when the user opted into those."""
+    if spec.approx:
+        return stand_in(spec)
+    form = FORMS.get(spec.text)
+    if form is None:
+        raise refusal(spec)
+    words = _WORDS[form.type]
+    return Semantic(lambda *xs: (form.run(spec.text, *(np.asarray(x).astype(words, copy=False) for x in xs)),),
+                    (form.type,), (form.type,) * form.operands)
+
+
+#: the word of each operand type, as the machine and ``approx`` hand them over
+_WORDS = {"f32": np.uint32, "f16x2": np.uint32, "bf16x2": np.uint32, "f16": np.uint16, "bf16": np.uint16,
+          "f64": np.uint64}
+
+
+def approx(instruction: str, *operands) -> np.ndarray:
+    """The result words of the PTX ``instruction`` (``"ex2.approx.ftz.f32"``) on ``operands``: arrays
+    (or ints) of words -- uint32 for .f32 and packed x2 forms, uint16 for .f16/.bf16 -- broadcast
+    together; bit for bit what an H100 returns."""
+    if not isinstance(instruction, str):
+        raise TypeError(f"approx: instruction must be a PTX spelling such as 'ex2.approx.ftz.f32', "
+                        f"got {type(instruction).__name__}")
+    form = FORMS.get(instruction.strip().lstrip("."))
+    if form is None:
+        raise ValueError(f"approx: {instruction!r} is not a modelled MUFU form; modelled: {', '.join(FORMS)}")
+    if len(operands) != form.operands:
+        raise TypeError(f"approx: {instruction} takes {form.operands} operand(s), got {len(operands)}")
+    words = _WORDS[form.type]
+    bits = np.dtype(words).itemsize * 8
+    arrays = []
+    for k, o in enumerate(operands):
+        a = np.asarray(o)
+        if a.dtype == object or not (np.issubdtype(a.dtype, np.integer) and not np.issubdtype(a.dtype, np.bool_)):
+            raise TypeError(f"approx: operand {k} of {instruction}: expected {bits}-bit words ({np.dtype(words).name}), "
+                            f"got {a.dtype}")
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= 1 << bits):
+            raise ValueError(f"approx: operand {k} of {instruction}: words must lie in [0, 2**{bits}), got "
+                             f"{int(a.min()) if int(a.min()) < 0 else int(a.max())}")
+        arrays.append(a.astype(words))
+    try:
+        arrays = list(np.broadcast_arrays(*arrays))
+    except ValueError:
+        raise ValueError(f"approx: operands of {instruction} do not broadcast together: "
+                         f"{' and '.join(str(a.shape) for a in arrays)}") from None
+    from fragsim.validate import working_memory
+    working_memory(arrays[0].size * 16, f"approx {instruction}: {arrays[0].size:,} results", "pass fewer words at a time")
+    return form.run(instruction.strip().lstrip("."), *arrays)
+
+
 def _float_type(name: str):
     return {"f32": np.float32, "f64": np.float64, "f16": np.float16}.get(name)
 
 
-def function(spec: Spec) -> Semantic:
+def stand_in(spec: Spec) -> Semantic:
+    """The IEEE stand-in of an ``.approx`` function: the exact function rounded to nearest even."""
     impl = FUNCTIONS[spec.opcode]
     if not spec.approx:
         raise refusal(spec)
@@ -58,3 +161,7 @@ def function(spec: Spec) -> Semantic:
             y = np.where(np.abs(y) < tiny, np.copysign(ft(0), y), y)
         return (np.ascontiguousarray(y).view(bits),)
     return Semantic(fn, (t,), (t,))
+
+
+#: kept for the rows that name it: a form not modelled runs its IEEE stand-in on request
+function = stand_in
