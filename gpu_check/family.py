@@ -50,6 +50,7 @@ _MODULES = {
     "ptx_ncu": "ptx.traffic",
     "ptx": "ptx.combined",
     "tma": "tma.family",
+    "approx": "approx.family",
 }
 
 

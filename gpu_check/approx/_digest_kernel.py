@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=False)   # two import names (gpu_check, fragsim.gpu_check) would share one cache entry
 def digests32(out, first, block):
     n = out.shape[0] // block
     d = np.zeros(n, np.uint64)

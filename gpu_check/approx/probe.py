@@ -55,7 +55,8 @@ def source() -> str:
                    f' u64 k = atomicAdd(bad, 1ull); if (k < 16) first[k] = x; }} }} }}')
     for f in F64:
         out.append(f'extern "C" __global__ void {kname(f)}(const u64* a, u64* o, u32 n) {{'
-                   f' u32 i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) {{ u64 y; asm volatile("{f} %0, %1;" : "=l"(y) : "l"(a[i])); o[i] = y; }} }}')
+                   f' u32 i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) {{ u64 y;'
+                   f' asm volatile("{f} %0, %1;" : "=l"(y) : "l"(a[i])); o[i] = y; }} }}')
     for f in DIV:
         out.append(f'extern "C" __global__ void {kname(f)}(const u32* a, const u32* b, u32* o, u32 n) {{'
                    f' u32 i = blockIdx.x * blockDim.x + threadIdx.x;'
