@@ -2,7 +2,7 @@
 as the instruction spellings they ran: the PTX families (``ptx_int``: int.npz, warp.npz; ``ptx_float``;
 ``ptx_cvt``: one .npz per type) under tests/data/ptx, the warp corpora of ``mma``, ``shared`` and
 ``movmatrix`` (each names its PTX instruction), the ``wgmma`` corpora (forms from their case names)
-and the ``tma`` runs (tiled loads and stores by rank).
+the ``tma`` runs (tiled loads and stores by rank) and the ``approx`` recordings (the MUFU forms).
 
 ``recorded(data)`` -> ``{instruction text: [Validation, ...]}`` for the repository's tests/data (a carry
 chain's links each count as covered by the chain's cases).  The support page (``fragsim run
@@ -110,6 +110,19 @@ def _tma(data: str, out: dict[str, list[Validation]]) -> None:
                 out.setdefault(text, []).append(Validation("tma", meta["device"], 1, 0, os.path.relpath(path, data)))
 
 
+def _approx(data: str, out: dict[str, list[Validation]]) -> None:
+    """The MUFU forms of the approx recordings: every input of each (2^32 words, 65,536 halves, 2^30
+    div pairs)."""
+    for path in sorted(glob.glob(os.path.join(data, "approx", "approx_*.npz"))):
+        with np.load(path, allow_pickle=False) as z:
+            device = str(z["device"])
+            for key in z.files:
+                kind, _, form = key.partition(":")
+                if kind in ("digest", "table"):
+                    n = 1 << 16 if kind == "table" else (1 << 30 if form.startswith("div") else 1 << 32)
+                    out.setdefault(form, []).append(Validation("approx", device, n, 0, os.path.relpath(path, data)))
+
+
 def recorded(data: str) -> dict[str, list[Validation]]:
     """Every recorded instruction spelling under ``data`` (the repository's tests/data)."""
     out: dict[str, list[Validation]] = {}
@@ -120,4 +133,5 @@ def recorded(data: str) -> dict[str, list[Validation]]:
     _warp_corpora(data, out)
     _wgmma(data, out)
     _tma(data, out)
+    _approx(data, out)
     return out

@@ -17,10 +17,11 @@ import fuzz_entries_mma13
 import fuzz_entries_wgmma
 import fuzz_entries_tma
 import fuzz_entries_tma_wgmma
+import fuzz_entries_approx
 
 ENTRIES = (fuzz_entries.ENTRIES + fuzz_entries_layouts.ENTRIES + fuzz_entries_gemm.ENTRIES
            + fuzz_entries_wgmma_desc.ENTRIES + fuzz_entries_mma13.ENTRIES + fuzz_entries_wgmma.ENTRIES
-           + fuzz_entries_tma.ENTRIES + fuzz_entries_tma_wgmma.ENTRIES)
+           + fuzz_entries_tma.ENTRIES + fuzz_entries_tma_wgmma.ENTRIES + fuzz_entries_approx.ENTRIES)
 
 CLASSES = [pytest.param(e, p, label, make, expect, id=f"{e.name}-{p}-{label}")
            for e in ENTRIES for p, label, make, expect in e.cases()]
@@ -51,7 +52,7 @@ def test_every_public_name_is_fuzzed():
                "Swizzle", "to_bits", "from_bits", "get_format", "lookup", "MmaForm", "parse_shared_op", "Tile", "XorMap",
                "swizzle_search", "check_load", "check_store", "check_copy", "MatrixDescriptor", "check_wgmma", "check_tma_wgmma",
                "run_kernel", "Buffer",     # these two: tests/test_contract_fuzz_ptx.py
-               "TensorMap", "tma_load", "tma_store"}
+               "TensorMap", "tma_load", "tma_store", "approx"}
     data = {"FORMS", "NUMBER_FORMATS"}   # tables: read through lookup/get_format and the entries' strategies
     assert set(fragsim.__all__) == covered | data
 

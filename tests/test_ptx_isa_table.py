@@ -3,6 +3,7 @@ dispatches every instruction; the rows admit what ptxas assembles."""
 
 import os
 
+import numpy as np
 import pytest
 
 from fragsim.ptx.isa import table
@@ -70,8 +71,14 @@ def test_a_refused_row_gives_its_reason():
 
 def test_a_stand_in_row_resolves_only_when_the_user_opted_in():
     with pytest.raises(UnsupportedInstruction, match="approx='ieee'"):
-        table.resolve(Spec("ex2", ("approx", "f32"), 1, 1))
-    assert table.resolve(Spec("ex2", ("approx", "f32"), 1, 1, approx=True)).dst == ("f32",)
+        table.resolve(Spec("tanh", ("approx", "f32"), 1, 1))
+    assert table.resolve(Spec("tanh", ("approx", "f32"), 1, 1, approx=True)).dst == ("f32",)
+
+
+def test_a_modelled_mufu_row_gives_the_hardware_bits_and_its_stand_in_on_request():
+    one = np.array([0x3F800000], np.uint32)
+    assert table.resolve(Spec("ex2", ("approx", "f32"), 1, 1)).fn(one)[0][0] == 0x40000000
+    assert table.resolve(Spec("ex2", ("approx", "f32"), 1, 1, approx=True)).fn(one)[0][0] == 0x40000000
 
 
 def test_the_resolver_reads_the_grammars_slots():

@@ -203,13 +203,27 @@ APPROX = kernel(".param .u64 out, .param .u64 x", """
     ret;""", ".reg .b32 %r<4>;\n.reg .b64 %rd<8>;\n.reg .f32 %f<4>;")
 
 
-def test_an_approx_instruction_is_refused_by_line_unless_ieee_stand_ins_are_asked_for():
-    with pytest.raises(PtxLoadError, match=r"line 17: ex2.approx.ftz.f32: the hardware's MUFU approximation is not "
+def test_modelled_approx_instructions_run_the_mufu_bits():
+    """ex2.approx.ftz.f32 and div.approx.f32 give what fragsim.approx says the H100 returns."""
+    x = np.array([1.0, 2.0, -3.0, 0.3], np.float32)
+    out = np.zeros(4, np.float32)
+    r = run_kernel(APPROX, "k", block=4, args=[out, x])
+    e = fragsim.approx("ex2.approx.ftz.f32", x.view(np.uint32))
+    assert r.approximate == []
+    assert np.array_equal(out.view(np.uint32), fragsim.approx("div.approx.f32", e, x.view(np.uint32)))
+
+
+TANH = APPROX.replace("ex2.approx.ftz.f32", "tanh.approx.f32")
+
+
+def test_an_unmodelled_approx_instruction_is_refused_by_line_unless_ieee_stand_ins_are_asked_for():
+    with pytest.raises(PtxLoadError, match=r"line 17: tanh.approx.f32: the hardware's MUFU approximation is not "
                                            r"modelled bit for bit; run_kernel\(..., approx='ieee'\)"):
-        run_kernel(APPROX, "k", block=4, args=[np.zeros(4, np.float32), np.ones(4, np.float32)])
+        run_kernel(TANH, "k", block=4, args=[np.zeros(4, np.float32), np.ones(4, np.float32)])
 
 
 def test_ieee_stand_ins_compute_the_rounded_function_and_name_their_lines():
+    """approx="ieee": every MUFU form, modelled or not, runs its IEEE stand-in, flagged by line."""
     x = np.array([1.0, 2.0, -3.0, 0.5], np.float32)
     out = np.zeros(4, np.float32)
     r = run_kernel(APPROX, "k", block=4, args=[out, x], approx="ieee")

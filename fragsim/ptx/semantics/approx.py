@@ -116,7 +116,12 @@ def approx(instruction: str, *operands) -> np.ndarray:
     bits = np.dtype(words).itemsize * 8
     arrays = []
     for k, o in enumerate(operands):
-        a = np.asarray(o)
+        try:
+            a = np.asarray(o)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"approx: operand {k} of {instruction}: not an array of words ({e})") from None
+        if a.ndim > 32:
+            raise ValueError(f"approx: operand {k} of {instruction}: {a.ndim} dimensions, at most 32")
         if a.dtype == object or not (np.issubdtype(a.dtype, np.integer) and not np.issubdtype(a.dtype, np.bool_)):
             raise TypeError(f"approx: operand {k} of {instruction}: expected {bits}-bit words ({np.dtype(words).name}), "
                             f"got {a.dtype}")
@@ -126,7 +131,7 @@ def approx(instruction: str, *operands) -> np.ndarray:
         arrays.append(a.astype(words))
     try:
         arrays = list(np.broadcast_arrays(*arrays))
-    except ValueError:
+    except (ValueError, RuntimeError):
         raise ValueError(f"approx: operands of {instruction} do not broadcast together: "
                          f"{' and '.join(str(a.shape) for a in arrays)}") from None
     from fragsim.validate import working_memory
