@@ -19,7 +19,7 @@ NAME = "approx"
 HELP = "the bits an H100's MUFU returns for an .approx form (ex2, lg2, rcp, rsqrt, sin, cos, div, ...)"
 
 #: function -> its exact value in float64 (one or two operands)
-EXACT = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / np.sqrt(x),
+EXACT = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sqrt": np.sqrt,
          "sin": np.sin, "cos": np.cos, "div": lambda a, b: a / b}
 _FLOAT = {"f32": np.float32, "f16": np.float16}
 

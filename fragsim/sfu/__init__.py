@@ -1,7 +1,7 @@
 """The special function unit (MUFU): its functions on raw words, bit for bit as an H100 computes them.
 
-``unit(function, words)`` is one MUFU instruction (``"rcp"``, ``"rsqrt"``, ``"ex2"``, ``"lg2"``,
-``"sin"``, ``"cos"``: MUFU.RCP ... MUFU.COS) over uint32 f32 words, any shape.  What a PTX form adds
+``unit(function, words)`` is one MUFU instruction (``"rcp"``, ``"rsqrt"``, ``"sqrt"``, ``"ex2"``,
+``"lg2"``, ``"sin"``, ``"cos"``: MUFU.RCP ... MUFU.COS) over uint32 f32 words, any shape.  What a PTX form adds
 around it (ptxas's scaling of subnormals, sin's multiply by 1/(2 pi), div's reciprocal times the
 dividend) is ``fragsim.ptx.semantics.approx``; ``fragsim.approx`` runs a PTX spelling.
 
@@ -16,14 +16,14 @@ from functools import lru_cache
 import numpy as np
 
 #: MUFU functions modelled, in the kernel's order
-FUNCTIONS = ("rcp", "rsqrt", "ex2", "lg2", "sin", "cos")
+FUNCTIONS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos")
 
 
 @lru_cache(maxsize=None)
 def _tables():
     from . import kernel, tables
     tabs = np.zeros((len(kernel.UNITS), 128, 3), np.int64)
-    for u, t in {"rcp": tables.RCP, "rsqrt": tables.RSQRT, "ex2": tables.EX2, "lg2": tables.LG2,
+    for u, t in {"rcp": tables.RCP, "rsqrt": tables.RSQRT, "sqrt": tables.SQRT, "ex2": tables.EX2, "lg2": tables.LG2,
                  "sin": tables.SIN, "cos": tables.SIN}.items():
         tabs[kernel.UNITS.index(u), :len(t)] = t
     return kernel.squares(), tabs

@@ -101,6 +101,9 @@ def rsqrt(w, tab, sq):
     return _pack(0, eo, _poly(tab, sq, fx >> 17, x, x) >> 16)
 
 
+SQRT_SHIFT = 17            # sqrt's P has 17 bits below the significand (on [2, 4) the terms count twice)
+
+
 @njit(cache=True)
 def sqrt(w, tab, sq):
     s, e, m = w >> 31, (w >> 23) & 0xFF, w & FRACTION
@@ -113,10 +116,12 @@ def sqrt(w, tab, sq):
     if e == 255:
         return np.uint32(INF)
     ue = e - 127
-    fx = m | ((ue & 1) << 23)
-    eo = 127 + (ue >> 1)
+    h = ue & 1                                    # [2, 4): the offset x steps by 2^-22, not 2^-23
+    fx = m | (h << 23)
     x = fx & 0x1FFFF
-    return _pack(0, eo, _poly(tab, sq, fx >> 17, x, x) >> 16)
+    i = fx >> 17
+    p = tab[i, 0] + ((tab[i, 1] * x + tab[i, 2] * sq[x]) << h)
+    return _pack(0, 127 + (ue >> 1), p >> SQRT_SHIFT)
 
 
 @njit(cache=True)
@@ -310,7 +315,8 @@ MINUS_126 = 0xC2FC0000
 FORMS = ("rcp.approx.f32", "rcp.approx.ftz.f32", "rsqrt.approx.f32", "rsqrt.approx.ftz.f32",
          "lg2.approx.f32", "lg2.approx.ftz.f32", "ex2.approx.f32", "ex2.approx.ftz.f32",
          "sin.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "cos.approx.ftz.f32",
-         "div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32")
+         "div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32",
+         "sqrt.approx.f32", "sqrt.approx.ftz.f32")
 
 
 @njit(cache=True, inline="always")
@@ -347,6 +353,12 @@ def _form(code, a, b, tabs, sq, sc):
         return _fmul(rcp(b, tabs[0], sq), a, sc)
     if code == 13:
         return _fmul_ftz(a, rcp(b, tabs[0], sq), sc)
+    if code == 16:                                 # sqrt.approx.f32: a subnormal x times 2^24, the root 2^-12
+        if _small(a):
+            return _fmul(sqrt(_fmul(a, TWO_24, sc), tabs[2], sq), TWO_M12, sc)
+        return sqrt(a, tabs[2], sq)
+    if code == 17:
+        return sqrt(a, tabs[2], sq)
     if code == 14:                                 # div.full.f32
         small = _small(b)
         if _huge(b):

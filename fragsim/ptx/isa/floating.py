@@ -73,8 +73,7 @@ def _rounded(op: str, operands: str) -> tuple[Row, ...]:
     return (
         _r(f"{op}.rnd{{.ftz}}.f32", operands, F.divlike, "sm_20", "2.0", rnd=RND),
         _r(f"{op}.rnd.f64", operands, F.divlike, "sm_13", "1.4", rnd=RND),
-        _r(f"{op}.approx{{.ftz}}.f32", operands, *((X.hardware, "sm_10", "1.4", HW) if op != "sqrt" else
-                                                   (F.divlike, "sm_10", "1.4", MUFU))),
+        _r(f"{op}.approx{{.ftz}}.f32", operands, X.hardware, "sm_10", "1.4", HW),
     )
 
 

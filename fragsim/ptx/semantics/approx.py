@@ -59,6 +59,8 @@ FORMS: dict[str, Form] = {
     "rcp.approx.ftz.f32": Form("f32", 1, "MUFU.RCP"),
     "rsqrt.approx.f32": Form("f32", 1, _SCALE + "MUFU.RSQ; @!P FMUL 4096"),
     "rsqrt.approx.ftz.f32": Form("f32", 1, "MUFU.RSQ"),
+    "sqrt.approx.f32": Form("f32", 1, _SCALE + "MUFU.SQRT; @!P FMUL 2^-12"),
+    "sqrt.approx.ftz.f32": Form("f32", 1, "MUFU.SQRT"),
     "lg2.approx.f32": Form("f32", 1, _SCALE + "MUFU.LG2; @!P FADD -24"),
     "lg2.approx.ftz.f32": Form("f32", 1, "MUFU.LG2"),
     "ex2.approx.f32": Form("f32", 1, "FSETP.GEU x, -126; @!P FMUL x, 0.5; MUFU.EX2; @!P FMUL r, r"),
