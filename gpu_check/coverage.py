@@ -118,6 +118,9 @@ def _approx(data: str, out: dict[str, list[Validation]]) -> None:
             device = str(z["device"])
             for key in z.files:
                 kind, _, form = key.partition(":")
+                if kind == "samples" and form.endswith(":in"):
+                    out.setdefault(form[:-3], []).append(Validation("approx", device, len(z[key]), 0,
+                                                                    os.path.relpath(path, data)))
                 if kind in ("digest", "table"):
                     n = 1 << 16 if kind == "table" else (1 << 30 if form.startswith("div") else 1 << 32)
                     out.setdefault(form, []).append(Validation("approx", device, n, 0, os.path.relpath(path, data)))

@@ -11,12 +11,12 @@ from fuzz_entries import Entry
 from fragsim.ptx.semantics.approx import FORMS
 
 WORD = {"f32": (np.uint32, 32), "f16x2": (np.uint32, 32), "bf16x2": (np.uint32, 32), "f16": (np.uint16, 16),
-        "bf16": (np.uint16, 16)}
+        "bf16": (np.uint16, 16), "f64": (np.uint64, 64)}
 
 
 def _words(form, n, seed):
     dt, bits = WORD[FORMS[form].type]
-    return np.random.default_rng(seed).integers(0, 1 << bits, n, dtype=np.uint64).astype(dt)
+    return np.random.default_rng(seed).integers(0, 2**bits, n, dtype=np.uint64, endpoint=False).astype(dt)
 
 
 def run(kw):

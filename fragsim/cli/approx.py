@@ -12,6 +12,8 @@ word exists.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +21,11 @@ NAME = "approx"
 HELP = "the bits an H100's MUFU returns for an .approx form (ex2, lg2, rcp, rsqrt, sin, cos, div, ...)"
 
 #: function -> its exact value in float64 (one or two operands)
-EXACT = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x, "rsqrt": lambda x: 1.0 / np.sqrt(x), "sqrt": np.sqrt,
+EXACT: dict[str, Callable[..., Any]] = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x,
+                                      "rsqrt": lambda x: 1.0 / np.sqrt(x), "sqrt": np.sqrt,
          "sin": np.sin, "cos": np.cos, "div": lambda a, b: a / b}
-_FLOAT = {"f32": np.float32, "f16": np.float16}
+_FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
+_WORD = {"f32": np.uint32, "f16": np.uint16, "f64": np.uint64}
 
 
 def add_arguments(p):
@@ -41,7 +45,7 @@ def _elem(form: str) -> str:
 def _to_float(word: int, t: str) -> float:
     if t == "bf16":
         return float(np.array([word << 16], np.uint32).view(np.float32)[0])
-    return float(np.array([word], {"f32": np.uint32, "f16": np.uint16}[t]).view(_FLOAT[t])[0])
+    return float(np.array([word], _WORD[t]).view(_FLOAT[t])[0])
 
 
 def _from_value(text: str, t: str) -> int:
@@ -49,17 +53,18 @@ def _from_value(text: str, t: str) -> int:
     if t == "bf16":
         w = int(np.array([v], np.float32).view(np.uint32)[0])
         return (w + 0x7FFF + ((w >> 16) & 1)) >> 16 if (w & 0x7FFFFFFF) <= 0x7F800000 else 0x7FFF
-    return int(np.array([v], _FLOAT[t]).view({"f32": np.uint32, "f16": np.uint16}[t])[0])
+    return int(np.array([v], _FLOAT[t]).view(_WORD[t])[0])
 
 
-def _ulps(result: float, exact: float, t: str) -> float | None:
+def _ulps(result: float, exact, t: str) -> float | None:
     """(result - exact) in units in the last place of ``t`` at the exact value."""
     if not (np.isfinite(result) and np.isfinite(exact)):
         return None
-    bits = {"f32": 24, "f16": 11, "bf16": 8}[t]
-    emin = {"f32": -126, "f16": -14, "bf16": -126}[t]
+    exact = np.longdouble(exact)
+    bits = {"f32": 24, "f16": 11, "bf16": 8, "f64": 53}[t]
+    emin = {"f32": -126, "f16": -14, "bf16": -126, "f64": -1022}[t]
     e = max(int(np.floor(np.log2(abs(exact)))) if exact else emin, emin)
-    return (result - exact) / 2.0 ** (e - bits + 1)
+    return float((np.longdouble(result) - exact) / np.longdouble(2.0) ** (e - bits + 1))
 
 
 def run(args) -> int:
@@ -79,24 +84,25 @@ def run(args) -> int:
                          f"got {' '.join(args.words)}") from None
     if len(words) % n:
         raise ValueError(f"{form} takes {n} operands per result: give WORDs in {'pairs' if n == 2 else 'ones'}")
-    bits = 16 if t in ("f16", "bf16") else 32
+    bits = 16 if t in ("f16", "bf16") else (64 if t == "f64" else 32)
     for w in words:
         if not 0 <= w < 1 << bits:
             raise ValueError(f"WORD {w:#x}: not a {bits}-bit word")
     ops = [np.array(words[k::n], np.uint64) for k in range(n)]
     out = approx(form, *ops)
     fn = EXACT.get(form.split(".")[0])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k in range(len(out)):
-        ins = [int(o[k]) for o in ops]
-        vals = [_to_float(w, t) for w in ins]
+        words_in = [int(o[k]) for o in ops]
+        vals = [_to_float(w, t) for w in words_in]
         r = int(out[k])
-        with np.errstate(all="ignore"):
-            exact = float(fn(*np.array(vals, np.float64))) if fn else None
+        with np.errstate(all="ignore"):     # an f64 form's exact value in x87's 64-bit significand
+            precise = fn(*np.array(vals, np.longdouble if t == "f64" else np.float64)) if fn else None
         rv = _to_float(r, t)
         hexw = f"#0{bits // 4 + 2}x"
-        rows.append({"inputs": [format(w, hexw) for w in ins], "input_values": vals, "result": format(r, hexw),
-                     "value": rv, "exact": exact, "ulps": None if exact is None else _ulps(rv, exact, t)})
+        rows.append({"inputs": [format(w, hexw) for w in words_in], "input_values": vals, "result": format(r, hexw),
+                     "value": rv, "exact": None if precise is None else float(precise),
+                     "ulps": None if precise is None else _ulps(rv, precise, t)})
     if args.json:
         print(json.dumps({"form": form, "results": rows}, default=str))
         return 0

@@ -46,7 +46,7 @@ def add_arguments(p):
                    help="architecture whose tensor-core arithmetic the mma instructions use (default: the PTX's "
                    f".target, sm_90a -> sm_90; {DEFAULT_ARCH} where it names none)")
     p.add_argument("--approx", choices=("ieee",), help="run every MUFU form (.approx, div.full) as an IEEE stand-in: "
-                   "the ones fragsim does not model yet (tanh, f64 rcp/rsqrt) are refused otherwise, "
+                   "the ones fragsim does not model yet (tanh) are refused otherwise, "
                    "the modelled ones (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, div) run the hardware's bits; stand-in "
                    "lines are listed as not bit-exact")
     p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="DIR",

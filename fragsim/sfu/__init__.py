@@ -42,6 +42,18 @@ def unit(function: str, words) -> np.ndarray:
     return kernel.run(kernel.UNITS.index(function), flat, tabs, sq).reshape(w.shape)
 
 
+def unit64(function: str, words) -> np.ndarray:
+    """MUFU.RCP64H / RSQ64H (``"rcp"``, ``"rsqrt"``) of uint64 double words: the f32 unit on the high
+    word (its 20 fraction bits), the result's low word zero."""
+    from . import kernel
+    if function not in ("rcp", "rsqrt"):
+        raise ValueError(f"MUFU.{function.upper()}64H: expected rcp or rsqrt")
+    w = np.asarray(words)
+    sq, tabs = _tables()
+    flat = np.ascontiguousarray(w, np.uint64).reshape(-1)
+    return kernel.run64(0 if function == "rcp" else 1, flat, tabs, sq).reshape(w.shape)
+
+
 HALF_FORMATS = ("f16", "bf16", "f16x2", "bf16x2")
 
 

@@ -311,6 +311,62 @@ TWO_24, TWO_12, TWO_M12, QUARTER, HALF, ONE, MINUS_24 = (0x4B800000, 0x45800000,
 INV_2PI = 0x3E22F983            # 1/(2 pi) in f32, as ptxas writes it
 MINUS_126 = 0xC2FC0000
 
+# -- MUFU.RCP64H / RSQ64H: the f32 unit on the high word of a double --------------------------------
+# The 20 fraction bits of the high word, three zero bits below them, through the f32 table; the
+# significand truncated back to 20 bits, the exponent rebiased; the low word of the result is 0.
+
+F64_NAN_HIGH = 0x7FFFFFFF
+F64_INF_HIGH = 0x7FF00000
+
+
+@njit(cache=True, inline="always")
+def _high(s, e, f24, carry):
+    """A double's high word from sign, biased exponent (carry: the f32 result reached the next
+    binade) and a 24-bit significand; results below the normal range flush to signed zero."""
+    e += carry
+    if e <= 0:
+        return s << 31
+    return (s << 31) | (e << 20) | ((f24 >> 3) & 0xFFFFF)
+
+
+@njit(cache=True)
+def rcp64h(hi, tab, sq):
+    s, e, m = hi >> 31, (hi >> 20) & 0x7FF, hi & 0xFFFFF
+    if e == 0x7FF:
+        return F64_NAN_HIGH if m else s << 31
+    if e == 0:
+        return (s << 31) | F64_INF_HIGH
+    r = rcp((127 << 23) | (m << 3), tab, sq)
+    return _high(s, 2045 - e, np.int64(r) & FRACTION | IONE, ((np.int64(r) >> 23) & 0xFF) - 126)
+
+
+@njit(cache=True)
+def rsq64h(hi, tab, sq):
+    s, e, m = hi >> 31, (hi >> 20) & 0x7FF, hi & 0xFFFFF
+    if e == 0x7FF and m:
+        return F64_NAN_HIGH
+    if e == 0:
+        return (s << 31) | F64_INF_HIGH
+    if s:
+        return F64_NAN_HIGH
+    if e == 0x7FF:
+        return 0
+    ue = e - 1023
+    r = rsqrt(((127 + (ue & 1)) << 23) | (m << 3), tab, sq)
+    return _high(0, 1022 - (ue >> 1), np.int64(r) & FRACTION | IONE, ((np.int64(r) >> 23) & 0xFF) - 126)
+
+
+@njit(cache=True)
+def run64(unit, words, tabs, sq):
+    """MUFU.RCP64H (unit 0) or RSQ64H (1) of uint64 doubles: their results, the low word zero."""
+    out = np.empty(words.shape[0], np.uint64)
+    for k in range(words.shape[0]):
+        hi = np.int64(words[k] >> np.uint64(32))
+        r = rcp64h(hi, tabs[0], sq) if unit == 0 else rsq64h(hi, tabs[1], sq)
+        out[k] = np.uint64(r) << np.uint64(32)
+    return out
+
+
 #: the PTX forms, in ``form``'s order; their SASS is fragsim.ptx.semantics.approx's
 FORMS = ("rcp.approx.f32", "rcp.approx.ftz.f32", "rsqrt.approx.f32", "rsqrt.approx.ftz.f32",
          "lg2.approx.f32", "lg2.approx.ftz.f32", "ex2.approx.f32", "ex2.approx.ftz.f32",

@@ -2,7 +2,8 @@
 
 The GPU runs each form over its whole input space -- all 2^32 words of an f32 or x2 form, all 65,536
 of a 16-bit form, 2^30 operand pairs of a ``div`` form (``pairs.py``) -- and digests its results per
-block of 2^20 inputs (``digest.py``: a sum, so the GPU forms it in one pass).  fragsim's model then
+block of 2^20 inputs (``digest.py``: a sum, so the GPU forms it in one pass); the f64 forms, whose
+space cannot be swept, on 32,768 random and near-one doubles, kept whole.  fragsim's model then
 computes the digests of ``--cases`` blocks per form (default 8: zeros and subnormals, one, the
 largest finite, infinities and NaNs, their negatives, then blocks spread evenly; ``--cases 4096``:
 every block, the whole space) and the two must agree.  ``--record DIR`` writes DIR/approx.npz: every
@@ -37,9 +38,24 @@ DIV_SEED, DIV_PAIRS = 1, 1 << 30
 FIXED = (0x000, 0x3F8, 0x7F7, 0x7F8, 0x800, 0xBF8, 0xFF7, 0xFF8)
 
 
+#: f64 samples per form: random words and words near one (an f64 space cannot be swept)
+F64_SAMPLES = 1 << 14
+
+
+def f64_inputs(seed: int = 30) -> np.ndarray:
+    """The f64 forms' inputs: random doubles, then doubles near one with random low words."""
+    rng = np.random.default_rng(seed)
+    rnd = rng.integers(0, 2**64, F64_SAMPLES, dtype=np.uint64, endpoint=False)
+    near = ((np.arange(F64_SAMPLES, dtype=np.uint64) % np.uint64(1 << 12)) * np.uint64(0x10001)
+            + np.uint64(0x3FF0000000000000)) ^ rng.integers(0, 2**32, F64_SAMPLES, dtype=np.uint64)
+    return np.concatenate([rnd, near])
+
+
 def _kind(form: str) -> str:
     if form.startswith("div"):
         return "div"
+    if form.endswith(".f64"):
+        return "f64"
     t = form.split(".")[-1]
     return "x2" if t.endswith("x2") else ("half" if t in ("f16", "bf16") else "word")
 
@@ -84,6 +100,16 @@ def compare(rec: dict[str, np.ndarray], forms: list[str], n: int, say: Say) -> d
         if form not in FORMS:
             skipped.append(form)
             continue
+        if _kind(form) == "f64":
+            x, want = rec[f"samples:{form}:in"], rec[f"samples:{form}:out"]
+            got = approx(form, x)
+            wrong = np.flatnonzero(got != want)
+            cases += len(x)
+            bad += len(wrong)
+            mismatching += [f"{form} {int(x[i]):#018x}: GPU {int(want[i]):#018x}, fragsim {int(got[i]):#018x}"
+                            for i in wrong[:8]]
+            say(f"{form}: {len(x):,} random and near-one inputs, {len(wrong)} mismatches")
+            continue
         if _kind(form) == "half":
             h = np.arange(1 << 16, dtype=np.uint16)
             got, want = approx(form, h), rec[f"table:{form}"]
@@ -107,7 +133,7 @@ def record_gpu(say: Say) -> dict[str, np.ndarray]:
     """Every probe form over its whole space on device 0: the digests per group, the 16-bit tables."""
     cp = runner.import_cupy()
     from ..compile import nvrtc
-    names = probe.F32 + probe.H16 + list(probe.X2) + probe.DIV
+    names = probe.F32 + probe.H16 + list(probe.X2) + probe.F64 + probe.DIV
     k = nvrtc(probe.source(), [probe.kname(f) for f in names], "the approx probe", cp)
     grid, threads, chunk = 132 * 32, 256, 1 << 28
     out: dict[str, np.ndarray] = {}
@@ -132,6 +158,13 @@ def record_gpu(say: Say) -> dict[str, np.ndarray]:
         out[f"digest:{f}"] = np.concatenate(ds)
         out[f"halves_differ:{f}"] = bad.get()
         say(f"{f}: 2^32 inputs on the GPU, {int(bad.get()[0])} unlike two scalar results")
+    x = f64_inputs()
+    for f in probe.F64:
+        a = cp.asarray(x)
+        y = cp.empty_like(a)
+        k[probe.kname(f)](((len(x) + 255) // 256,), (256,), (a, y, np.uint32(len(x))))
+        out[f"samples:{f}:in"], out[f"samples:{f}:out"] = x, y.get()
+        say(f"{f}: {len(x):,} inputs on the GPU")
     step = 1 << 26
     for f in probe.DIV:
         ds = []
@@ -158,7 +191,7 @@ def load(path: str) -> dict[str, np.ndarray]:
 
 
 def _forms(args: argparse.Namespace, rec: dict[str, np.ndarray]) -> list[str]:
-    every = sorted({k.split(":", 1)[1] for k in rec if k.startswith(("digest:", "table:"))})
+    every = sorted({k.split(":")[1] for k in rec if k.startswith(("digest:", "table:", "samples:"))})
     keep = [f for f in every if not args.forms or any(s in f for s in args.forms)]
     if not keep:
         raise ValueError(f"--forms {' '.join(args.forms)}: no recorded approx form contains any of these "
@@ -188,7 +221,7 @@ class ApproxFamily(RunnerFamily):
         if args.record:
             os.makedirs(args.record, exist_ok=True)
             path = os.path.join(args.record, FILE)
-            np.savez_compressed(path, **rec)
+            np.savez_compressed(path, **rec)  # type: ignore[arg-type]
         if args.record_only:
             return {"cases": 0, "mismatches": 0, "compared": False, "recorded": path}
         return compare(rec, _forms(args, rec), args.cases, say) | ({"recorded": path} if path else {})

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -101,21 +102,21 @@ def _pack(arr: np.ndarray) -> bytes:
 
 
 def main(out: str) -> None:
-    import cupy as cp
+    import cupy as cp  # type: ignore[import-not-found]
 
     report: dict = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
     src = source()
-    with open("/tmp/approx_probe.cu", "w") as f:
-        f.write(src)
+    with open("/tmp/approx_probe.cu", "w") as fh:
+        fh.write(src)
     sass = subprocess.run("nvcc -arch=sm_90a -cubin -o /tmp/approx_probe.cubin /tmp/approx_probe.cu && "
                           "cuobjdump -sass /tmp/approx_probe.cubin", shell=True, capture_output=True, text=True)
-    with open(os.path.join(out, "sass.txt"), "w") as f:
-        f.write(sass.stdout + sass.stderr)
+    with open(os.path.join(out, "sass.txt"), "w") as fh:
+        fh.write(sass.stdout + sass.stderr)
     mod = cp.RawModule(code=src, options=("-std=c++17",))
     k = {f: mod.get_function(kname(f)) for f in F32 + H16 + list(X2) + F64 + DIV}
     grid, threads = 132 * 32, 256
     digests: dict[str, np.ndarray] = {}
-    sym: dict[str, int] = {}
+    sym: dict[str, dict[str, int]] = {}
     t0 = time.time()
     for f in F32:
         ds = []
@@ -186,7 +187,7 @@ def main(out: str) -> None:
                 digests[f + ":first"] = y[: 1 << 16].get()
         digests[f] = np.concatenate(ds)
     report["div_seconds"] = time.time() - t0
-    np.savez_compressed(os.path.join(out, "digests.npz"), **digests)
+    np.savez_compressed(os.path.join(out, "digests.npz"), **digests)  # type: ignore[arg-type]
     # sweeps, bin-packed into files of at most LIMIT bytes
     blobs = []
     y = cp.empty(1 << 27, cp.uint32)
@@ -216,7 +217,8 @@ def main(out: str) -> None:
     report["sweep_sizes"] = {n: len(b) for n, b in blobs}
     report["skipped"] = skipped
     for j, fl in enumerate(files[:3]):
-        np.savez(os.path.join(out, f"sweep_{j}.npz"), **{n: np.frombuffer(b, np.uint8) for n, b in fl.items()})
+        arrays: dict[str, Any] = {n: np.frombuffer(b, np.uint8) for n, b in fl.items()}
+        np.savez(os.path.join(out, f"sweep_{j}.npz"), **arrays)
     report["dropped_files"] = [list(fl) for fl in files[3:]]
     with open(os.path.join(out, "report.json"), "w") as fh:
         json.dump(report, fh, indent=1)

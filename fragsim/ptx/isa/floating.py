@@ -100,7 +100,7 @@ ROWS: tuple[Row, ...] = (
     *_unary("neg"), *_unary("abs"),
     *_rounded("div", "d, a, b"), *_rounded("rcp", "d, a"), *_rounded("sqrt", "d, a"),
     _r("div.full{.ftz}.f32", "d, a, b", X.hardware, "sm_10", "1.4", HW),
-    _r("rcp.approx.ftz.f64", "d, a", F.divlike, "sm_20", "2.1", MUFU),
+    _r("rcp.approx.ftz.f64", "d, a", X.hardware, "sm_20", "2.1", HW),
     _r("testp.op.type", "p, a", F.testp, "sm_20", "2.0", op=TESTS, type=("f32", "f64")),
     _r("copysign.type", "d, a, b", F.copysign, "sm_20", "2.0", type=("f32", "f64")),
     # comparisons (a predicate, or set's number or mask)
@@ -129,7 +129,7 @@ ROWS: tuple[Row, ...] = (
     _r("ex2.approx.ftz.type", "d, a", X.hardware, "sm_90", "7.8", HW, type=BF),
     _r("lg2.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("rsqrt.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
-    _r("rsqrt.approx{.ftz}.f64", "d, a", X.function, "sm_13", "1.4", MUFU),
+    _r("rsqrt.approx{.ftz}.f64", "d, a", X.hardware, "sm_13", "1.4", HW),
     _r("sin.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("cos.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("tanh.approx.type", "d, a", X.function, "sm_75", "7.0", MUFU, type=("f32", *HALF)),

@@ -49,7 +49,51 @@ class Form:
     def run(self, spelling: str, *words: np.ndarray) -> np.ndarray:
         if self.type in ("f16", "bf16", "f16x2", "bf16x2"):
             return sfu.half(spelling.split(".")[0], words[0], self.type)
+        if self.type == "f64":
+            if ".ftz." in spelling:
+                return sfu.unit64(spelling.split(".")[0], words[0])
+            return rsqrt_f64(words[0])
         return sfu.form(spelling, *words)
+
+
+def _f64(text: str):
+    """The instruction table's f64 ``mul``/``fma``/``add`` (read lazily: the table imports this module)."""
+    from ..isa.table import resolve
+    opcode, *mods = text.split(".")
+    sem = resolve(Spec(opcode, tuple(mods), 1, 3 if opcode == "fma" else 2))
+    return lambda *xs: sem.fn(*(np.asarray(x, np.uint64) for x in xs))[0]
+
+
+def _d(value: float, like: np.ndarray) -> np.ndarray:
+    return np.full(like.shape, np.array([value], np.float64).view(np.uint64)[0], np.uint64)
+
+
+def _newton(x: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """One refinement of r ~ 1/sqrt(x): r + r*e*(0.5 + 0.375*e), e = 1 - x*r*r (DMUL, DFMA as ptxas)."""
+    mul, fma = _f64("mul.rn.f64"), _f64("fma.rn.f64")
+    e = fma(x, mul(r, r) ^ np.uint64(1 << 63), _d(1.0, x))
+    t = fma(e, _d(0.375, x), _d(0.5, x))
+    return fma(t, mul(r, e), r)
+
+
+def rsqrt_f64(x: np.ndarray) -> np.ndarray:
+    """rsqrt.approx.f64: MUFU.RSQ64H and one Newton step; zeros, subnormals, negatives, infinities and
+    NaNs go to ptxas's slow path (a subnormal scaled by 2^54, its root by 2^27)."""
+    x = np.asarray(x, np.uint64)
+    hi = (x >> np.uint64(32)).astype(np.int64)
+    main = ((hi - 0x00100000) & 0xFFFFFFFF) < 0x7FE00000
+    out = _newton(x, sfu.unit64("rsqrt", x))
+    mag = x & np.uint64((1 << 63) - 1)
+    sign = x & np.uint64(1 << 63)
+    nan = mag > np.uint64(0x7FF0000000000000)
+    sub = ~main & (sign == 0) & (mag != 0) & (mag < np.uint64(1 << 52))
+    if sub.any():
+        xs = _f64("mul.rn.f64")(x[sub], _d(2.0 ** 54, x[sub]))
+        out[sub] = _f64("mul.rn.f64")(_newton(xs, sfu.unit64("rsqrt", xs)), _d(2.0 ** 27, xs))
+    out = np.where(~main & (sign != 0), np.uint64(0xFFF8000000000000), out)
+    out = np.where(~main & (mag == np.uint64(0x7FF0000000000000)) & (sign == 0), np.uint64(0), out)
+    out = np.where(mag == 0, sign | np.uint64(0x7FF0000000000000), out)
+    return np.where(nan, _f64("add.rn.f64")(x, x), out)
 
 
 _SCALE = "FSETP.GEU |x|, 2^-126; @!P FMUL x, 2^24; "
@@ -77,6 +121,10 @@ FORMS: dict[str, Form] = {
     "ex2.approx.f16x2": Form("f16x2", 1, "MUFU.EX2.F16 on each half"),
     "ex2.approx.ftz.bf16": Form("bf16", 1, "MUFU.EX2.BF16 (f32 EX2 of the widened bf16, its top 16 bits)"),
     "ex2.approx.ftz.bf16x2": Form("bf16x2", 1, "MUFU.EX2.BF16 on each half"),
+    "rcp.approx.ftz.f64": Form("f64", 1, "MUFU.RCP64H of the high word; the low word 0"),
+    "rsqrt.approx.ftz.f64": Form("f64", 1, "MUFU.RSQ64H of the high word; the low word 0"),
+    "rsqrt.approx.f64": Form("f64", 1, "MUFU.RSQ64H; DMUL, DFMA x3: one Newton step; a slow path for zeros, "
+                                       "subnormals (x 2^54, root x 2^27), negatives, infinities, NaNs"),
 }
 
 
