@@ -20,10 +20,11 @@ CASES = [e for e in META["cases"] if not e["gpu_error"]]
 
 
 def test_the_recording_is_an_h100s_and_every_kernel_of_the_family_ran_there():
-    """(The TMA kernels may be recorded on their own: tests/test_ptx_tma_kernels_hw.py.)"""
+    """(The TMA and the MUFU kernels may be recorded on their own, ``P.RECORDED_APART``:
+    tests/test_ptx_tma_kernels_hw.py, tests/test_ptx_mufu_kernels_hw.py.)"""
     assert "H100" in META["device"] and META["cc"] == "9.0"
     recorded = {e["kernel"] for e in CASES}
-    assert set(P.BY_NAME) - P.TMA_KERNELS <= recorded <= set(P.BY_NAME)
+    assert set(P.BY_NAME) - set().union(*P.RECORDED_APART.values()) <= recorded <= set(P.BY_NAME)
     assert [e["id"] for e in META["cases"]] == [c.id for c in P.cases() if c.kernel in recorded]
 
 

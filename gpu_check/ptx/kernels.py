@@ -27,8 +27,21 @@ in as the bytes the host compiler lays out (``KERNELS``' builders spell them out
 digests of the inputs and of the GPU's outputs per buffer) and the full GPU outputs of the first
 seed of each kernel's first shape; ``--replay DIR`` regenerates the inputs from the seeds and
 compares fragsim's outputs with the recorded digests (tests/test_ptx_kernels_hw.py does that in CI).
-``--forms`` keeps the kernels whose name contains one of the given strings; ``--cases N`` replays
-the first N cases.
+``--forms`` keeps the kernels whose name has one of the given strings at the start of a word (its
+start or after an underscore: ``tma`` names tma_wgmma, not softmax_fast); ``--cases N`` replays the
+first N cases.  Some kernels are recorded on their own, each set in its own folder (``RECORDED_APART``:
+the TMA kernels in tests/data/ptx/kernels_tma, the MUFU kernels in tests/data/ptx/kernels_mufu); the
+rest in tests/data/ptx/kernels.  A recording holds the cases of the kernels its --forms named, so a
+new set of kernels is recorded with --forms naming them alone, into a folder of its own, and its own
+test replays it -- the older recordings stay as they are.
+
+The MUFU kernels (row softmax, RMSNorm, LayerNorm, a FlashAttention-2-style forward, rotary embedding
+and the functions elementwise; src/softmax_fast.cu, rmsnorm.cu, layernorm.cu, attention_fwd.cu,
+sincos.cu) are built with --use_fast_math and with -prec-div/-prec-sqrt/-ftz variants (the ``// ptx:``
+lines of their sources), so their PTX holds ex2/lg2/rcp/rsqrt/sqrt/sin/cos ``.approx`` (with and
+without ``.ftz``), ``div.approx``, ``div.full`` and ``ex2.approx`` f16/bf16; fragsim computes them with
+the MUFU's bits (``fragsim.approx``).  Their shapes scale the inputs so that exponentials underflow,
+squares overflow and inputs go subnormal, besides ``VALUES``.
 """
 
 from __future__ import annotations
@@ -428,6 +441,159 @@ def _cutlass_wgmma_tma(major: str) -> Callable[[dict[str, int], int], Launch]:
     return build
 
 
+# The MUFU kernels (src/softmax_fast.cu, rmsnorm.cu, layernorm.cu, attention_fwd.cu, sincos.cu): shapes
+# hold ints; the normal inputs are multiplied by "scale" times 10 ** "scale_exp" (large ones make exp
+# underflow and squares overflow, tiny ones make subnormals); "eps" is the norms' epsilon in 1e-6.
+
+def row_region(shape: dict[str, tuple[int, ...]], per_cta: int, axis: int = 0) -> Region:
+    """Rows [x * per_cta, (x + 1) * per_cta) of every output (name -> its shape); ``axis``: the grid
+    axis that counts them (the rows of a 1-D output are its elements)."""
+    def region(cta: tuple[int, int, int]) -> dict[str, np.ndarray]:
+        out = {}
+        for name, sh in shape.items():
+            m = np.zeros(sh, bool)
+            m[cta[axis] * per_cta:(cta[axis] + 1) * per_cta] = True
+            out[name] = m
+        return out
+    return region
+
+
+def col_region(shape: dict[str, tuple[int, int]], per_cta: int, row_axis: int | None = None) -> Region:
+    """Columns [x * per_cta, (x + 1) * per_cta) of every 2-D output, of row y only if ``row_axis`` is 1."""
+    def region(cta: tuple[int, int, int]) -> dict[str, np.ndarray]:
+        out = {}
+        for name, sh in shape.items():
+            m = np.zeros(sh, bool)
+            rows = slice(cta[1], cta[1] + 1) if row_axis == 1 else slice(None)
+            m[rows, cta[0] * per_cta:(cta[0] + 1) * per_cta] = True
+            out[name] = m
+        return out
+    return region
+
+
+def _scaled(rng: np.random.Generator, shape: tuple[int, ...], fmt: str, v: str, s: dict[str, int],
+            key: str = "scale") -> np.ndarray:
+    return floats(rng, shape, fmt, v, float(s.get(key, 1)) * 10.0 ** s.get(key + "_exp", 0))
+
+
+def _softmax_warp(s: dict[str, int], seed: int) -> Launch:
+    """softmax_warp: one warp per row, 4 rows per CTA; ``mode``: 0 times 1/sum, 1 __fdividef, 2 / sum."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    rows, cols = s["rows"], s["cols"]
+    bufs = {"x": _scaled(rng, (rows, cols), "f32", v, s), "y": sentinel((rows, cols))}
+    return Launch(dims(cdiv(rows, 4)), dims(128), 0, bufs,
+                  ["x", "y", np.int32(rows), np.int32(cols), np.int32(s["mode"])], ("y",),
+                  row_region({"y": (rows, cols)}, 4))
+
+
+def _softmax_block(s: dict[str, int], seed: int) -> Launch:
+    """softmax_block: one CTA of ``block`` threads per row."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    rows, cols = s["rows"], s["cols"]
+    bufs = {"x": _scaled(rng, (rows, cols), "f32", v, s), "y": sentinel((rows, cols))}
+    return Launch(dims(rows), dims(s["block"]), 0, bufs, ["x", "y", np.int32(cols)], ("y",),
+                  row_region({"y": (rows, cols)}, 1))
+
+
+def _rmsnorm(s: dict[str, int], seed: int) -> Launch:
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    rows, cols = s["rows"], s["cols"]
+    bufs = {"x": _scaled(rng, (rows, cols), "f32", v, s), "w": floats(rng, (cols,), "f32", v),
+            "y": sentinel((rows, cols))}
+    return Launch(dims(rows), dims(s["block"]), 0, bufs,
+                  ["x", "w", "y", np.int32(cols), np.float32(s["eps"] * 1e-6)], ("y",),
+                  row_region({"y": (rows, cols)}, 1))
+
+
+def _layernorm(s: dict[str, int], seed: int) -> Launch:
+    """layernorm: y, and per row mean, rstd and std."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    rows, n = s["rows"], s["cols"]
+    bufs = {"x": _scaled(rng, (rows, n), "f32", v, s), "w": floats(rng, (n,), "f32", v),
+            "b": floats(rng, (n,), "f32", v), "y": sentinel((rows, n)), "mean": sentinel((rows,)),
+            "rstd": sentinel((rows,)), "std": sentinel((rows,))}
+    return Launch(dims(rows), dims(s["block"]), 0, bufs,
+                  ["x", "w", "b", "y", "mean", "rstd", "std", np.int32(n), np.float32(s["eps"] * 1e-6)],
+                  ("y", "mean", "rstd", "std"),
+                  row_region({"y": (rows, n), "mean": (rows,), "rstd": (rows,), "std": (rows,)}, 1))
+
+
+#: attention_fwd's head dimension, query tile and threads per CTA (src/attention_fwd.cu's ATT_D, ATT_BM).
+ATT_D, ATT_BM = 32, 64
+
+
+def _attention(fmt: str) -> Callable[[dict[str, int], int], Launch]:
+    """attention_fwd_<fmt>: Q [bh, sq, D], K and V [bh, sk, D] in ``fmt``; O like Q, LSE [bh, sq] f32; one CTA
+    of 64 threads per (64-query tile, bh); softmax_scale = ``scale_milli`` / 1000 (default 1 / sqrt(D))."""
+    def build(s: dict[str, int], seed: int) -> Launch:
+        rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+        bh, sq, sk = s["bh"], s["sq"], s["sk"]
+        bits = 32 if fmt == "f32" else 16
+        bufs = {"Q": _scaled(rng, (bh, sq, ATT_D), fmt, v, s), "K": _scaled(rng, (bh, sk, ATT_D), fmt, v, s),
+                "V": floats(rng, (bh, sk, ATT_D), fmt, v), "O": sentinel((bh, sq, ATT_D), bits),
+                "lse": sentinel((bh, sq))}
+        scale = np.float32(s["scale_milli"] / 1000) if "scale_milli" in s else np.float32(1 / math.sqrt(ATT_D))
+
+        def region(cta: tuple[int, int, int]) -> dict[str, np.ndarray]:
+            o, lse = np.zeros((bh, sq, ATT_D), bool), np.zeros((bh, sq), bool)
+            o[cta[1], cta[0] * ATT_BM:(cta[0] + 1) * ATT_BM] = True
+            lse[cta[1], cta[0] * ATT_BM:(cta[0] + 1) * ATT_BM] = True
+            return {"O": o, "lse": lse}
+        return Launch(dims(cdiv(sq, ATT_BM), bh), dims(ATT_BM), 0, bufs,
+                      ["Q", "K", "V", "O", "lse", np.int32(sq), np.int32(sk), scale, np.int32(s["causal"])],
+                      ("O", "lse"), region)
+    return build
+
+
+def _rope(s: dict[str, int], seed: int) -> Launch:
+    """rope: x [tokens, dim] rotated by pos[t] * base^(-2i/dim), base 10000; 64 pairs per CTA, a row of CTAs
+    per token; ``mode`` picks the functions (src/sincos.cu); positions times ``pos_scale``."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    tokens, dim = s["tokens"], s["dim"]
+    bufs = {"x": floats(rng, (tokens, dim), "f32", v), "pos": _scaled(rng, (tokens,), "f32", v, s, "pos_scale"),
+            "y": sentinel((tokens, dim))}
+    return Launch(dims(cdiv(dim // 2, 64), tokens), dims(64), 0, bufs,
+                  ["x", "pos", "y", np.int32(tokens), np.int32(dim), np.float32(10000.0), np.int32(s["mode"])],
+                  ("y",), col_region({"y": (tokens, dim)}, 128, row_axis=1))
+
+
+#: mufu_map's outputs, one row each (src/sincos.cu).
+MUFU_MAP = ("__sinf", "__cosf", "__log2f", "__expf", "exp2f", "__logf", "__fdividef(1, x)", "rsqrtf", "sqrtf",
+            "__powf(|x|, p)")
+
+
+def _mufu_map(s: dict[str, int], seed: int) -> Launch:
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    n = s["n"]
+    bufs = {"x": _scaled(rng, (n,), "f32", v, s), "p": floats(rng, (n,), "f32", v, 4.0),
+            "out": sentinel((len(MUFU_MAP), n))}
+    return Launch(dims(cdiv(n, 128)), dims(128), 0, bufs, ["x", "p", "out", np.int32(n)], ("out",),
+                  col_region({"out": (len(MUFU_MAP), n)}, 128))
+
+
+def _half_ex2(s: dict[str, int], seed: int) -> Launch:
+    """half_ex2: 4 rows of f16 and of bf16 results (hexp2, ex2.approx, the x2 form's halves)."""
+    rng, v = np.random.default_rng(seed), VALUES[seed % 3]
+    n = s["n"]
+    bufs = {"h": _scaled(rng, (n,), "f16", v, s), "bf": _scaled(rng, (n,), "bf16", v, s),
+            "out_h": sentinel((4, n), 16), "out_bf": sentinel((4, n), 16)}
+    return Launch(dims(cdiv(n, 128)), dims(128), 0, bufs, ["h", "bf", "out_h", "out_bf", np.int32(n)],
+                  ("out_h", "out_bf"), col_region({"out_h": (4, n), "out_bf": (4, n)}, 128))
+
+
+def _shapes(keys: str, *rows: tuple[int | None, ...]) -> tuple[dict[str, int], ...]:
+    """Shapes from tuples of the space-separated ``keys``' values (None: left out)."""
+    return tuple({k: x for k, x in zip(keys.split(), r) if x is not None} for r in rows)
+
+
+SOFTMAX_SHAPES = _shapes("rows cols mode scale", (4, 32, 0, 1), (10, 100, 1, 1), (7, 257, 2, 1), (6, 64, 0, 40),
+                         (5, 96, 2, 300))
+NORM_SHAPES = _shapes("rows cols block eps scale scale_exp", (4, 256, 128, 1, 1, 0), (3, 1000, 128, 10, 1, 0),
+                      (5, 33, 64, 1, 1, 0), (2, 300, 128, 0, 1, -20), (2, 200, 128, 1, 1, 19))
+ATT_SHAPES = _shapes("bh sq sk causal scale_milli", (1, 64, 64, 0, None), (2, 80, 80, 1, None),
+                     (1, 100, 37, 0, None), (1, 48, 130, 1, 20000))
+
+
 def _gemm_shapes(*mnk: tuple[int, int, int]) -> tuple[dict[str, int], ...]:
     return tuple({"M": m, "N": n, "K": k} for m, n, k in mnk)
 
@@ -488,10 +654,64 @@ KERNELS = (
     Kernel("cutlass_wgmma_tma_sm90_nt", ("cutlass_wgmma_tma_sm90.sm90a.ptx",), "MajorE1",
            _gemm_shapes((128, 128, 128), (256, 256, 192)), (0, 1, 2), _cutlass_wgmma_tma("MN"),
            "CuTe TMA + wgmma GEMM NT (MN-major)"),
+    # the MUFU kernels (--forms softmax_fast rmsnorm layernorm attention_fwd sincos; recorded on their own)
+    Kernel("softmax_fast", ("softmax_fast.sm90a.ptx",), "softmax_warp", SOFTMAX_SHAPES, (0, 1, 2), _softmax_warp,
+           "row softmax, a warp per row, --use_fast_math: ex2.approx.ftz.f32, rcp/div.approx.ftz.f32"),
+    Kernel("softmax_fast_block", ("softmax_fast.sm90a.ptx",), "softmax_block",
+           _shapes("rows cols block scale", (3, 500, 128, 1), (2, 1000, 256, 40), (4, 37, 64, 1)), (0, 1, 2),
+           _softmax_block, "row softmax, a CTA per row (shared-memory reductions), --use_fast_math"),
+    Kernel("softmax_fast_precdiv", ("softmax_fast.precdiv.sm90a.ptx", "softmax_fast.default.sm90a.ptx"),
+           "softmax_warp", SOFTMAX_SHAPES, (0, 1, 2), _softmax_warp,
+           "row softmax, -prec-div=false: ex2.approx.f32, rcp.approx.f32, div.full.f32, div.approx.f32 (no .ftz)"),
+    Kernel("rmsnorm", ("rmsnorm.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _rmsnorm,
+           "RMSNorm, --use_fast_math: rsqrt.approx.ftz.f32, div.approx.ftz.f32"),
+    Kernel("rmsnorm_default", ("rmsnorm.default.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _rmsnorm,
+           "RMSNorm, default build: rsqrt.approx.f32 (no .ftz), div.rn.f32"),
+    Kernel("layernorm", ("layernorm.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _layernorm,
+           "LayerNorm, default build: sqrt.rn.f32, div.rn.f32, rcp.rn.f32"),
+    Kernel("layernorm_approx", ("layernorm.approx.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _layernorm,
+           "LayerNorm, -prec-div=false -prec-sqrt=false: div.full.f32, sqrt.approx.f32, rsqrt.approx.f32"),
+    Kernel("layernorm_approx_ftz", ("layernorm.approx_ftz.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _layernorm,
+           "LayerNorm, the same with -ftz=true: div.full.ftz.f32, sqrt/rsqrt.approx.ftz.f32"),
+    Kernel("layernorm_fast", ("layernorm.fast.sm90a.ptx",), None, NORM_SHAPES, (0, 1, 2), _layernorm,
+           "LayerNorm, --use_fast_math: div.approx.ftz.f32, sqrt/rsqrt.approx.ftz.f32"),
+    Kernel("attention_fwd_f32", ("attention_fwd.sm90a.ptx",), "attention_fwd_f32", ATT_SHAPES, (0, 1, 2),
+           _attention("f32"), "FlashAttention-2-style forward, f32, online softmax: ex2/lg2/rcp.approx.ftz.f32"),
+    Kernel("attention_fwd_f16", ("attention_fwd.sm90a.ptx",), "attention_fwd_f16", ATT_SHAPES, (0, 1, 2),
+           _attention("f16"), "FlashAttention-2-style forward, f16 in and out, f32 accumulation"),
+    Kernel("sincos_rope", ("sincos.sm90a.ptx", "sincos.default.sm90a.ptx"), "rope",
+           _shapes("tokens dim mode pos_scale", (8, 64, 0, 100), (5, 200, 1, 10000), (4, 130, 2, 100),
+                   (3, 64, 0, 1000000)), (0, 1, 2), _rope,
+           "rotary embedding, --use_fast_math: sin/cos/ex2/lg2.approx.ftz.f32"),
+    Kernel("sincos_map", ("sincos.sm90a.ptx",), "mufu_map",
+           _shapes("n scale scale_exp", (256, 1, 0), (1000, 1, 2), (300, 1, -39), (200, 1, 30)), (0, 1, 2),
+           _mufu_map, "__sinf, __cosf, __log2f, __expf, exp2f, __logf, __fdividef, rsqrtf, sqrtf, __powf, fast math"),
+    Kernel("sincos_map_default", ("sincos.default.sm90a.ptx",), "mufu_map",
+           _shapes("n scale scale_exp", (256, 1, 0), (1000, 1, 2), (300, 1, -39), (200, 1, 30)), (0, 1, 2),
+           _mufu_map, "the same without fast math: sin/cos/lg2/ex2.approx.f32, div.approx.f32 (no .ftz)"),
+    Kernel("sincos_half_ex2", ("sincos.sm90a.ptx",), "half_ex2", _shapes("n scale", (512, 1), (1000, 4)), (0, 1, 2),
+           _half_ex2, "hexp2 (f16, bf16), ex2.approx.f16, .f16x2, .ftz.bf16, .ftz.bf16x2"),
 )
 BY_NAME = {k.name: k for k in KERNELS}
+
+
+def named(name: str, forms: list[str] | tuple[str, ...]) -> bool:
+    """Whether ``--forms`` names kernel ``name``: one of the forms occurs in it at the start of a word (the
+    name's start or after an underscore).  "tma" names tma_wgmma and cutlass_wgmma_tma_sm90_tn, not
+    softmax_fast; "wgmma" names wgmma_desc and tma_wgmma; "1warp" names mma_1warp."""
+    return any("_" + f.lstrip("_") in "_" + name for f in forms)
+
+
 #: The TMA kernels, recorded on their own (``--forms tma --record tests/data/ptx/kernels_tma``).
-TMA_KERNELS = frozenset(k.name for k in KERNELS if "tma" in k.name)
+TMA_KERNELS = frozenset(k.name for k in KERNELS if named(k.name, ["tma"]))
+#: The forms that name the MUFU kernels (ex2/lg2/rcp/rsqrt/sqrt/sin/cos .approx, div.approx/.full).
+MUFU_FORMS = ("softmax_fast", "rmsnorm", "layernorm", "attention_fwd", "sincos")
+#: The MUFU kernels, recorded on their own (``--forms softmax_fast rmsnorm layernorm attention_fwd sincos
+#: --record tests/data/ptx/kernels_mufu``; tests/test_ptx_mufu_kernels_hw.py replays them).
+MUFU_KERNELS = frozenset(k.name for k in KERNELS if named(k.name, MUFU_FORMS))
+#: The kernels of each recording under tests/data/ptx (folder -> kernels): the one recording of the rest
+#: (``kernels``) and those recorded on their own.  A recording of a subset is made with --forms naming it.
+RECORDED_APART = {"kernels_tma": TMA_KERNELS, "kernels_mufu": MUFU_KERNELS}
 
 
 def _tma_check(swizzle: str) -> Callable[[dict[str, int], int], Launch]:
@@ -570,12 +790,12 @@ class Case:
 
 
 def cases(forms: list[str] | None = None) -> list[Case]:
-    """Every case of the family (``forms``: only kernels whose name contains one of them)."""
+    """Every case of the family (``forms``: only the kernels they name, ``named``)."""
     out = []
     # the check cases run only when a form names them (--forms tma_check), never with --forms tma
-    chosen = KERNELS + tuple(k for k in CHECK_KERNELS if forms and any("check" in f and f in k.name for f in forms))
+    chosen = KERNELS + tuple(k for k in CHECK_KERNELS if forms and named(k.name, [f for f in forms if "check" in f]))
     for k in chosen:
-        if forms and not any(f in k.name for f in forms):
+        if forms and not named(k.name, forms):
             continue
         for si, shape in enumerate(k.shapes):
             for seed in k.seeds:
@@ -585,7 +805,7 @@ def cases(forms: list[str] | None = None) -> list[Case]:
                     out.append(Case(k.name, k.files[0], si, seed, (tuple(c - 1 for c in g.grid),)))  # type: ignore[arg-type]
         out += [Case(k.name, f, 0, k.seeds[0]) for f in k.files[1:]]
     if forms and not out:
-        raise ValueError(f"--forms {' '.join(forms)}: no kernel of ptx_kernels contains any of these "
+        raise ValueError(f"--forms {' '.join(forms)}: no kernel of ptx_kernels has any of these at a word's start "
                          f"({', '.join(BY_NAME)})")
     return out
 
@@ -863,6 +1083,15 @@ def entry_of(file: str, key: str | None) -> Any:
     return _ENTRIES[(file, key)]
 
 
+def builds(cu: Path) -> list[tuple[str, list[str]]]:
+    """(PTX file, nvcc flags) of each build src/build.sh makes of ``cu`` that nvcc_matches compares: those
+    its ``// ptx: FILE FLAGS`` lines name, else -arch=sm_90a and -arch=sm_80."""
+    named_builds = [ln.split()[2:] for ln in cu.read_text().splitlines() if ln.startswith("// ptx: ")]
+    if named_builds:
+        return [(b[0], b[1:]) for b in named_builds]
+    return [(f"{cu.stem}.sm90a.ptx", ["-arch=sm_90a"]), (f"{cu.stem}.sm80.ptx", ["-arch=sm_80"])]
+
+
 def nvcc_matches(say: Say) -> dict[str, str]:
     """Per own kernel: whether the device's nvcc, run as src/build.sh runs it, gives the committed
     PTX ("same", "differs: ..." or why it was not checked)."""
@@ -873,11 +1102,11 @@ def nvcc_matches(say: Say) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as d:
         jobs = []
         for cu in sorted((corpus() / "src").glob("*.cu")):
-            for arch, suffix in (("sm_90a", "sm90a"), ("sm_80", "sm80")):
-                committed = corpus() / f"{cu.stem}.{suffix}.ptx"
+            for name, flags in builds(cu):
+                committed = corpus() / name
                 if committed.is_file():
                     dst = os.path.join(d, committed.name)
-                    p = subprocess.Popen([nvcc, f"-arch={arch}", "-ptx", str(cu), "-o", dst], stderr=subprocess.PIPE,
+                    p = subprocess.Popen([nvcc, *flags, "-ptx", str(cu), "-o", dst], stderr=subprocess.PIPE,
                                          text=True)
                     jobs.append((committed, dst, p))
         for committed, dst, p in jobs:
@@ -1022,7 +1251,7 @@ class PtxKernelsFamily(RunnerFamily):
             raise ValueError(f"--replay {args.replay}: no {FILE} there; expected {self.replay_expects}")
         meta, arrays = load(path)
         entries = [e for e in meta["cases"] if not e["gpu_error"]
-                   and (not args.forms or any(f in e["kernel"] for f in args.forms))][: args.cases]
+                   and (not args.forms or named(e["kernel"], args.forms))][: args.cases]
         results = compare_all(entries, full_outputs(arrays), args.jobs or 1, say, meta.get("arch", "sm_90"))
         return _summary(results)
 

@@ -5,6 +5,7 @@ cd "$(dirname "$0")"
 out=..
 for cu in *.cu; do
     k=${cu%.cu}
+    grep -q '^// ptx: ' "$cu" && continue       # built from its own "// ptx:" lines, below
     nvcc -arch=sm_90a -ptx "$cu" -o "$out/$k.sm90a.ptx"
     nvcc -arch=sm_90a -lineinfo -ptx "$cu" -o "$out/$k.sm90a.lineinfo.ptx"
     case $k in wgmma_desc|tma_*) ;; *) nvcc -arch=sm_80 -ptx "$cu" -o "$out/$k.sm80.ptx" ;; esac
@@ -16,6 +17,13 @@ for v in sbo512:-DDESC_SBO=512 kadv16:-DKADV=16 swz64:-DDESC_SWZ=2 shift384:-DSH
 done
 for k in reduce_shfl devfunc_local; do
     nvcc -arch=sm_90a -G -ptx "$k.cu" -o "$out/$k.sm90a.G.ptx"
+done
+# sources that name their builds in "// ptx: FILE NVCC-FLAGS" lines (the MUFU kernels: fast math and
+# the -prec-div/-prec-sqrt variants; gpu_check's nvcc_matches reads the same lines)
+for cu in *.cu; do
+    grep '^// ptx: ' "$cu" | while read -r _ _ file flags; do
+        nvcc $flags -ptx "$cu" -o "$out/$file"
+    done
 done
 # CUTLASS's CuTe tutorials (a checkout of github.com/NVIDIA/cutlass in $CUTLASS, if set)
 if [ -n "$CUTLASS" ]; then
