@@ -28,6 +28,7 @@ import numpy as np
 from fragsim import sfu
 
 from . import Semantic, Spec, UnsupportedInstruction
+from . import floating as F
 
 #: function -> its float64 implementation, for the IEEE stand-ins
 FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -57,10 +58,9 @@ class Form:
 
 
 def _f64(text: str):
-    """The instruction table's f64 ``mul``/``fma``/``add`` (read lazily: the table imports this module)."""
-    from ..isa.table import resolve
+    """The f64 ``mul``/``fma``/``add`` rows' semantic (``floating.arith``, what the table resolves them to)."""
     opcode, *mods = text.split(".")
-    sem = resolve(Spec(opcode, tuple(mods), 1, 3 if opcode == "fma" else 2))
+    sem = F.arith(Spec(opcode, tuple(mods), 1, 3 if opcode == "fma" else 2))
     return lambda *xs: sem.fn(*(np.asarray(x, np.uint64) for x in xs))[0]
 
 
