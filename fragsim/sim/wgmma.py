@@ -21,7 +21,9 @@ each value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comm
 
 from __future__ import annotations
 
+import math
 import numbers
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -29,10 +31,11 @@ import numpy as np
 from fragsim import validate
 from fragsim.facts.arch import DEFAULT_ARCH, WGMMA_PARAMS, WgmmaParams, get_params
 from fragsim.facts.formats import FORMATS, from_bits
-from fragsim.instructions.wgmma import WgmmaForm, lookup_wgmma
+from fragsim.instructions.wgmma import THREADS, WgmmaForm, lookup_wgmma
 from .registers import RegisterPlan, check_regs, owners, pack_plan, plan, unpack_plan
 
-__all__ = ["wgmma", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand", "unpack_wg", "pack_wg", "owners"]
+__all__ = ["wgmma", "wgmma_reference", "warpgroups", "WgmmaParams", "WGMMA_PARAMS", "get_params", "gather_operand",
+           "unpack_wg", "pack_wg", "owners"]
 
 
 # -- registers <-> matrices: fragsim.sim.registers' one path, for wgmma forms ------------------------------
@@ -61,19 +64,26 @@ def _descriptor_values(x, name: str) -> np.ndarray:
     if isinstance(x, (MatrixDescriptor, dict)):
         return np.array(as_descriptor(x, name).encode(), np.uint64)
     if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
-        return np.array(as_descriptor(int(x), name).encode(), np.uint64)
+        return np.array(_valid_descriptor(int(x), name), np.uint64)
     if isinstance(x, np.ndarray) and x.dtype.kind in "ui":
         if x.dtype.kind == "i":
             x = x.astype(np.int64).view(np.uint64) if x.dtype.itemsize == 8 else x.astype(np.int64).astype(np.uint64)
-        vals = x.astype(np.uint64)
-        for v in np.unique(vals):              # every distinct value a valid descriptor
-            as_descriptor(int(v), name)
+        vals = x.astype(np.uint64, copy=False)
+        for v in (vals.reshape(-1)[:1] if vals.size == 1 else np.unique(vals)):   # every distinct value valid
+            _valid_descriptor(int(v), name)
         return vals
     if isinstance(x, (list, tuple)):
         out = np.array([int(as_descriptor(v, f"{name}[{i}]").encode()) for i, v in enumerate(x)], np.uint64)
         return out
     raise TypeError(f"{name} must be a fragsim.MatrixDescriptor, a 64-bit descriptor value, or an array of them "
                     f"(one per batch element), got {validate.show(x)}")
+
+
+@lru_cache(maxsize=4096)
+def _valid_descriptor(value: int, name: str) -> int:
+    """``value`` once it decodes as a descriptor (kept: a kernel passes the same few values again and again)."""
+    from fragsim.layout.descriptor import as_descriptor
+    return as_descriptor(value, name).encode()
 
 
 @lru_cache(maxsize=4096)
@@ -213,21 +223,31 @@ def _is_regs(x) -> bool:
     return isinstance(x, np.ndarray) and x.dtype == np.uint32 and x.ndim >= 2
 
 
-def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
-          arch=DEFAULT_ARCH) -> np.ndarray:
-    """D = A*B + C (or A*B when ``scale_d`` is False) of one ``wgmma.mma_async`` per warpgroup.
+@dataclass
+class _Call:
+    """A checked call: the form, the row, the immediates, each operand as given (leading dimensions
+    un-broadcast) and the batch they broadcast to."""
+    f: WgmmaForm
+    params: WgmmaParams
+    sa: int
+    sb: int
+    ta: bool
+    tb: bool
+    a_regs: bool
+    sm: np.ndarray              # smem (..., nbytes); with smem_rows: (S, nbytes), one row per warpgroup chosen
+    smem_rows: np.ndarray | None
+    av: np.ndarray              # A's registers (..., 128, 4) or descriptor values (...)
+    bdesc: np.ndarray
+    cr: np.ndarray
+    sd: np.ndarray
+    lead: tuple
+    n: int
 
-    ``form``: PTX's spelling after ``wgmma.mma_async.sync.aligned.``, e.g. ``"m64n64k16.f32.bf16.bf16"``.
-    ``a``: A's registers, uint32 ``(..., 128, 4)``, or A's descriptors; ``b``: B's descriptors.  A
-    descriptor is a ``fragsim.MatrixDescriptor``, its 64-bit value, or an integer array of values
-    (one per batch element; any non-uint32 array of ``a`` is read as descriptors).  ``c``: the
-    accumulator registers uint32 ``(..., 128, nregs)``.  ``smem``: shared-memory bytes uint8
-    ``(..., nbytes)``; descriptor start addresses are byte offsets into it, its byte 0 counting as
-    1024-byte aligned.  ``scale_d``: bool or bool array per batch element.  ``scale_a``/``scale_b``:
-    1 or -1 (imm-scale-a/b, floating-point forms).  ``trans_a``/``trans_b``: imm-trans-a/b (.f16 and
-    .bf16 only; ``trans_a`` with A in shared memory only): the operand is MN-major.  Leading
-    dimensions of every argument broadcast together.  Returns D registers, uint32 ``(..., 128, nregs)``.
-    """
+    def flat(self, x, tail):
+        return np.broadcast_to(x, self.lead + tail).reshape((self.n,) + tail)
+
+
+def _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch, smem_rows=None) -> _Call:
     f = lookup_wgmma(form)
     params = get_params(arch)
     M, N, K = f.shape
@@ -256,26 +276,79 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     sd = validate.array(scale_d, "scale_d")
     if sd.dtype != np.bool_:
         raise TypeError(f"scale_d must be True/False or a bool array (one per batch element), got {validate.show(scale_d)}")
-    shapes = [sm.shape[:-1], cr.shape[:-2], (av.shape[:-2] if a_regs else av.shape), bdesc.shape, sd.shape]
+    rows = None
+    if smem_rows is not None:           # fragsim run: the CTAs' shared memories, one row per warpgroup
+        rows = np.asarray(smem_rows, np.int64)
+        if sm.ndim != 2 or rows.ndim != 1 or (rows.size and not 0 <= rows.min() <= rows.max() < sm.shape[0]):
+            raise ValueError(f"smem_rows: one row of smem ({sm.shape}) per warpgroup, got {validate.show(smem_rows)}")
+        shapes = [rows.shape, cr.shape[:-2], (av.shape[:-2] if a_regs else av.shape), bdesc.shape, sd.shape]
+    else:
+        shapes = [sm.shape[:-1], cr.shape[:-2], (av.shape[:-2] if a_regs else av.shape), bdesc.shape, sd.shape]
     names = ["smem", "c", "a", "b", "scale_d"]
     lead = validate.broadcast_shape(shapes, names, f"{f.name}: the leading (batch) dimensions of ")
     if len(lead) > 61:                       # lead + (128, nregs) and the (batch, M, N, L) products
         raise ValueError(f"{f.name}: at most 61 leading (batch) dimensions, got {len(lead)} "
                          f"(smem {sm.shape}, a, b, c, scale_d broadcast together)")
-    n = int(np.prod(lead, dtype=np.int64))
+    n = math.prod(lead)
+    return _Call(f, params, sa, sb, ta, tb, a_regs, sm, rows, av, bdesc, cr, sd, lead, n)
+
+
+def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+          arch=DEFAULT_ARCH) -> np.ndarray:
+    """D = A*B + C (or A*B when ``scale_d`` is False) of one ``wgmma.mma_async`` per warpgroup.
+
+    ``form``: PTX's spelling after ``wgmma.mma_async.sync.aligned.``, e.g. ``"m64n64k16.f32.bf16.bf16"``.
+    ``a``: A's registers, uint32 ``(..., 128, 4)``, or A's descriptors; ``b``: B's descriptors.  A
+    descriptor is a ``fragsim.MatrixDescriptor``, its 64-bit value, or an integer array of values
+    (one per batch element; any non-uint32 array of ``a`` is read as descriptors).  ``c``: the
+    accumulator registers uint32 ``(..., 128, nregs)``.  ``smem``: shared-memory bytes uint8
+    ``(..., nbytes)``; descriptor start addresses are byte offsets into it, its byte 0 counting as
+    1024-byte aligned.  ``scale_d``: bool or bool array per batch element.  ``scale_a``/``scale_b``:
+    1 or -1 (imm-scale-a/b, floating-point forms).  ``trans_a``/``trans_b``: imm-trans-a/b (.f16 and
+    .bf16 only; ``trans_a`` with A in shared memory only): the operand is MN-major.  Leading
+    dimensions of every argument broadcast together.  Returns D registers, uint32 ``(..., 128, nregs)``.
+
+    Computed by the numba kernels of ``fragsim.arith.kernel_wgmma`` where they model the row ``arch``
+    (every form on the sm_90 row), else by ``wgmma_reference``, the NumPy model they are tested against.
+    """
+    v = _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch)
+    d = _fast(v)
+    return _reference(v) if d is None else d
+
+
+def wgmma_reference(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+                    arch=DEFAULT_ARCH) -> np.ndarray:
+    """``wgmma``, computed by the NumPy model: every element's blocks in float64 (``float_dot``,
+    ``int_dot``).  The oracle of the numba kernels (tests compare the two); slow (tens of microseconds per
+    m16n8k16-equivalent)."""
+    return _reference(_checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch))
+
+
+def warpgroups(form, a, b, c, *, smem, smem_rows, scale_d, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+               arch=DEFAULT_ARCH, reference=False) -> np.ndarray:
+    """``wgmma`` of warpgroups whose shared memory is row ``smem_rows[i]`` of ``smem`` (S, nbytes) -- the
+    CTAs of ``fragsim run`` -- without copying those rows per warpgroup."""
+    v = _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch, smem_rows)
+    d = None if reference else _fast(v)
+    return _reference(v) if d is None else d
+
+
+def _reference(v: _Call) -> np.ndarray:
+    """The NumPy model: operands gathered into matrices, ``float_dot`` / ``int_dot`` in float64 / int64."""
+    f, params, n, lead = v.f, v.params, v.n, v.lead
+    M, N, K = f.shape
+    sm, av, cr, bdesc, sd, ta, tb, sa, sb = v.sm, v.av, v.cr, v.bdesc, v.sd, v.ta, v.tb, v.sa, v.sb
     # per warpgroup: its smem (copied where it broadcasts), A and B as elements and decoded values,
     # C, D and the accumulators as words and values
     validate.working_memory(n * (sm.shape[-1] + 16 * (M * K + N * K) + 32 * M * N),
                             f"{f.name}: a batch of {' x '.join(map(str, lead))} = {n:,} warpgroups",
                             "split the batch into several calls")
 
-    def flat(x, tail):
-        return np.broadcast_to(x, lead + tail).reshape((n,) + tail)
-
-    smf = flat(sm, sm.shape[-1:])
+    flat = v.flat
+    smf = sm[flat(v.smem_rows, ())] if v.smem_rows is not None else flat(sm, sm.shape[-1:])
     ta_, tb_ = f.types["A"], f.types["B"]
     abits, bbits = f.fmt("A").storage_bits, f.fmt("B").storage_bits
-    if a_regs:
+    if v.a_regs:
         A = unpack_wg(f, "A", flat(av, av.shape[-2:]))
     else:
         A = gather_operand(smf, flat(av, ()), rows=M, k=K, elem_bits=abits, major="MN" if ta else "K", name="a")
@@ -295,9 +368,246 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
         step = max(1, (1 << 21) // (M * N * min(K, params.of(ta_)[1])))
         for i in range(0, n, step):
             j = min(n, i + step)
-            av = _decode(A[i:j], ta_) * sa
+            av_ = _decode(A[i:j], ta_) * sa
             bv = np.swapaxes(_decode(B[i:j], tb_), -1, -2) * sb
             cv = np.where(keep[i:j, None, None], _decode(C[i:j], acc), 0.0)
-            out[i:j] = float_dot(av, bv, cv, in_a=ta_, in_b=tb_, acc=acc, params=params)
+            out[i:j] = float_dot(av_, bv, cv, in_a=ta_, in_b=tb_, acc=acc, params=params)
     d = pack_wg(f, "D", out if acc != "f16" else out.astype(np.uint16))
     return d.reshape(lead + d.shape[-2:])
+
+
+# -- the numba path --------------------------------------------------------------------------------------
+
+_FLOAT_CODES = {"f16": 0, "bf16": 1, "tf32": 2, "e4m3": 4, "e5m2": 5}      # fragsim.arith.kernel_wgmma's
+_COMPUTE = {"f16": 0, "bf16": 1, "tf32": 2, "e4m3": 0, "e5m2": 0}          # fp8 values are f16 values
+
+
+@dataclass(frozen=True)
+class _Config:
+    """What the numba kernels need of a (form, row) beyond the operands."""
+    key: tuple                  # float: compiled() configuration; integer: ()
+    prm: np.ndarray
+    integer: bool
+    abits: int
+    bbits: int
+    cwords: int                 # C's and D's register words per warpgroup
+    dwords: int
+
+
+@lru_cache(maxsize=256)
+def _config(f: WgmmaForm, params: WgmmaParams) -> _Config | None:
+    """How the numba kernels compute this form on this row, or None where they do not model it (the
+    NumPy model then does)."""
+    M, N, K = f.shape
+    ta, tb, acc = f.types["A"], f.types["B"], f.types["D"]
+    sizes = dict(abits=f.fmt("A").storage_bits, bbits=f.fmt("B").storage_bits, cwords=THREADS * f.nregs("C"),
+                 dwords=THREADS * f.nregs("D"))
+    if acc == "s32":
+        block = K if not f.satfinite or params.sat_block_int <= 0 else params.sat_block_int
+        if block % 8:
+            return None
+        prm = np.array([K, N, FORMATS_INT[ta], FORMATS_INT[tb], f.satfinite, block, sizes["cwords"], sizes["dwords"]],
+                       np.int64)
+        return _Config((), prm, True, **sizes)
+    F, L, man32 = params.of(ta)
+    # kernel16's limits: blocks of an even length dividing K whose truncated terms sum in int32
+    if K % L or L % 2 or (L << (F + 2)) > (1 << 31):
+        return None
+    a_emin, b_emin = FORMATS[ta].emin, FORMATS[tb].emin
+    if acc == "f16":
+        rne, ezero, mask = params.round_f16 == "rne", params.e_zero_f16, -1
+        # the int32 path scales c by its exponent field: E_max must stay above F - 127
+        if min(ezero, 2 * min(a_emin, b_emin), FORMATS["f16"].emin) < F - 126:
+            return None
+    else:
+        rne, ezero = params.round_f32 == "rne", params.e_zero_f32
+        if man32 < 23 and rne:                  # RNE onto a coarser grid is not binary32's RNE, then a cut
+            return None
+        mask = -(1 << (23 - man32))
+    prm = np.array([F, ezero, FORMATS[acc].emin, _FLOAT_CODES[ta], a_emin, 0, _FLOAT_CODES[tb], b_emin, 0, mask, N,
+                    32 * f.nregs("C"), 32 * f.nregs("D")], np.int64)
+    return _Config((_COMPUTE[ta], acc == "f16", rne, K, L), prm, False, **sizes)
+
+
+FORMATS_INT = {"s8": 1, "u8": 0}        # signed
+
+
+def _order(x: np.ndarray, kind: str, K: int) -> np.ndarray:
+    """Per-element values of an operand (rows, K) in the order the kernels decode them: float A k-major
+    by warps of 16 rows, float B k-major by blocks of 8 columns, integer operands row-major."""
+    rows = x.shape[0]
+    if kind == "fA":
+        return x.reshape(rows // 16, 16, K).transpose(0, 2, 1).ravel()
+    if kind == "fB":
+        return x.reshape(rows // 8, 8, K).transpose(0, 2, 1).ravel()
+    return x.ravel()
+
+
+@lru_cache(maxsize=4096)
+def _smem_table(desc: int, rows: int, k: int, elem_bits: int, major: str, kind: str, nbytes: int, name: str):
+    """(word index, bit shift) of every element read through ``desc``, in the kernels' order, over shared
+    memory as 32-bit words; refuses an element past ``nbytes`` as ``gather_operand`` does."""
+    addr = _addresses(desc, rows, k, elem_bits, major)
+    eb = elem_bits // 8
+    if int(addr.max()) + eb > nbytes:
+        r, c = (int(i) for i in np.argwhere(addr + eb > nbytes)[0])
+        raise ValueError(f"{name}: descriptor {desc:#018x} reads element ({r}, {c}) at smem byte "
+                         f"{int(addr[r, c]):#x}, past the {nbytes} bytes of smem")
+    if (addr % eb).any():
+        return None
+    a = _order(addr, kind, k)
+    idx, sh = (a >> 2).astype(np.int32), ((a & 3) * 8).astype(np.int32)
+    idx.setflags(write=False)
+    sh.setflags(write=False)
+    return idx, sh, int(idx.min()), int(idx.max()) + 1
+
+
+@lru_cache(maxsize=None)
+def _register_maps(f: WgmmaForm, integer: bool):
+    """Where the kernels find A's elements in its registers (word of the warpgroup's 512, bit shift), C's
+    (float: per column of a warp, its 16 rows; integer: row-major over the warpgroup) and put D's."""
+    M, N, K = f.shape
+    out: dict[str, np.ndarray] = {}
+    rows, cols = f.coords("A")                       # (128, 4, epr)
+    thread, reg, half = np.meshgrid(np.arange(THREADS), np.arange(4), np.arange(rows.shape[2]), indexing="ij")
+    word = np.full((M, K), -1, np.int64)
+    shift = np.full((M, K), -1, np.int64)
+    word[rows, cols] = thread * 4 + reg
+    shift[rows, cols] = half * f.fmt("A").storage_bits
+    kind = "iA" if integer else "fA"
+    out["a_idx"], out["a_sh"] = (_order(x, kind, K).astype(np.int32) for x in (word, shift))
+    for op in "CD":
+        rows, cols = f.coords(op)                    # (128, nregs, epr)
+        nregs, epr = rows.shape[1], rows.shape[2]
+        thread, reg, half = np.meshgrid(np.arange(THREADS), np.arange(nregs), np.arange(epr), indexing="ij")
+        if integer:
+            if op == "C":
+                flat = np.full(M * N, -1, np.int64)
+                flat[rows * N + cols] = thread * nregs + reg
+                out["c_src"] = flat
+            else:
+                out["d_dst"] = (rows * N + cols)[..., 0].reshape(-1).astype(np.int64)
+            continue
+        # per warp, relative to its first register word: the same map for each of the 4 warps
+        w = rows // 16
+        assert (w == thread // 32).all()
+        rel_word = (thread % 32) * nregs + reg
+        pos = cols * 16 + rows % 16
+        if op == "C":
+            src = np.full(16 * N, -1, np.int64)
+            sh = np.zeros(16 * N, np.int64)
+            sel = w == 0
+            src[pos[sel]] = rel_word[sel]
+            sh[pos[sel]] = half[sel] * 16
+            for ww in range(1, 4):
+                assert np.array_equal(src[pos[w == ww]], rel_word[w == ww])
+            out["c_src"], out["c_sh"] = src.astype(np.int32), sh.astype(np.int32)
+        else:
+            p0 = pos[:32].reshape(32 * nregs, epr)
+            for ww in range(1, 4):
+                assert np.array_equal(pos[32 * ww:32 * ww + 32].reshape(32 * nregs, epr), p0)
+            out["d_lo"], out["d_hi"] = (np.ascontiguousarray(p0[:, 0], np.int32),
+                                        np.ascontiguousarray(p0[:, -1], np.int32))
+    for k, x in out.items():
+        assert (x >= 0).all(), f"{f.name}: {k} does not cover its matrix"
+        x.setflags(write=False)
+    return out
+
+
+def _rows_of(x: np.ndarray, tail: int, lead: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (..., *tail dims) as a C-contiguous 2-D array (S, size of the tail) and the row of it each of
+    the ``n`` batch elements of ``lead`` reads -- broadcasting by index, not by copying."""
+    xl = x.shape[:x.ndim - tail]
+    s = math.prod(xl)
+    x2 = x.reshape(s, -1)
+    if not x2.flags.c_contiguous:
+        x2 = np.ascontiguousarray(x2)
+    if s == 1:
+        return x2, np.zeros(n, np.int64)
+    if xl == lead:
+        return x2, np.arange(n, dtype=np.int64)
+    return x2, np.broadcast_to(np.arange(s, dtype=np.int64).reshape(xl), lead).reshape(n)
+
+
+def _tables(descs: np.ndarray, lead: tuple, n: int, rows: int, k: int, elem_bits: int, major: str, kind: str,
+            nbytes: int, name: str):
+    """The element tables of a batch of descriptors, stacked per distinct value, and each warpgroup's offset
+    into them; None where an element is not aligned to its size."""
+    if descs.size == 1:
+        t = _smem_table(int(descs.reshape(-1)[0]), rows, k, elem_bits, major, kind, nbytes, name)
+        return None if t is None else (t[0], t[1], np.zeros(n, np.int64), t[2], t[3])
+    uniq, inv = np.unique(descs, return_inverse=True)
+    tabs = [_smem_table(int(d), rows, k, elem_bits, major, kind, nbytes, name) for d in uniq]
+    if any(t is None for t in tabs):
+        return None
+    which = np.broadcast_to(inv.reshape(descs.shape), lead).reshape(n)
+    lo, hi = np.array([t[2] for t in tabs], np.int64)[which], np.array([t[3] for t in tabs], np.int64)[which]
+    return np.concatenate([t[0] for t in tabs]), np.concatenate([t[1] for t in tabs]), which * (rows * k), lo, hi
+
+
+def _fast(v: _Call) -> np.ndarray | None:
+    """D of the numba kernels (``fragsim.arith.kernel_wgmma``), or None where they do not model the call."""
+    f, n, lead = v.f, v.n, v.lead
+    cfg = _config(f, v.params)
+    if cfg is None:
+        return None
+    M, N, K = f.shape
+    kind = "i" if cfg.integer else "f"
+    # shared memory as 32-bit words (a copy only where its rows are no whole number of words)
+    sm = v.sm
+    nbytes = sm.shape[-1]
+    if v.smem_rows is not None:
+        sm2, srow = sm, v.flat(v.smem_rows, ())
+    else:
+        sm2, srow = _rows_of(sm, 1, lead, n)
+    if nbytes % 4 or not sm2.flags.c_contiguous:
+        pad = np.zeros((sm2.shape[0], -(-nbytes // 4) * 4), np.uint8)
+        pad[:, :nbytes] = sm2
+        sm2 = pad
+    smw = sm2.reshape(-1).view(np.uint32)
+    wpr = sm2.shape[1] // 4
+    bt = _tables(v.bdesc, lead, n, N, K, cfg.bbits, "MN" if v.tb else "K", kind + "B", nbytes, "b")
+    if bt is None:
+        return None
+    maps = _register_maps(f, cfg.integer)
+    sbase = srow * wpr
+    # the word ranges of each warpgroup's A, B and C, for the kernels' prefetches
+    pf = np.empty((n, 8), np.int64)
+    pf[:, 2], pf[:, 3] = sbase + bt[3], sbase + bt[4]
+    if v.a_regs:
+        a2, arow = _rows_of(v.av, 2, lead, n)
+        asrc, abase = a2.reshape(-1), arow * (THREADS * 4)
+        aidx, ash, atoff = maps["a_idx"], maps["a_sh"], np.zeros(n, np.int64)
+        pf[:, 0], pf[:, 1] = abase, abase + THREADS * 4
+    else:
+        at = _tables(v.av, lead, n, M, K, cfg.abits, "MN" if v.ta else "K", kind + "A", nbytes, "a")
+        if at is None:
+            return None
+        asrc, abase = smw, sbase
+        aidx, ash, atoff = at[:3]
+        pf[:, 0], pf[:, 1] = sbase + at[3], sbase + at[4]
+    c2, crow = _rows_of(v.cr, 2, lead, n)
+    pf[:, 4] = crow * cfg.cwords
+    pf[:, 5] = pf[:, 4] + cfg.cwords
+    pf[:, 6] = np.arange(n, dtype=np.int64) * cfg.dwords
+    pf[:, 7] = pf[:, 6] + cfg.dwords
+    keep = (np.full(n, bool(v.sd.reshape(-1)[0]), np.uint8) if v.sd.size == 1
+            else v.flat(v.sd, ()).astype(np.uint8))
+    d = np.empty(n * cfg.dwords, np.uint32)
+    from fragsim.arith import kernel_wgmma as KW
+    from fragsim.arith.jit import listen
+    listen()
+    common = (asrc, abase, aidx, ash, atoff, smw, sbase, bt[0], bt[1], bt[2], c2.reshape(-1), crow * cfg.cwords,
+              keep, d, pf.reshape(-1))
+    if cfg.integer:
+        KW.launch(KW.run_int, n, 4 * N // 8 * (K // 16), common + (maps["c_src"], maps["d_dst"], cfg.prm),
+                  lambda: KW.scratch_int(K, N), True)
+    else:
+        prm = cfg.prm
+        if v.sa != 1 or v.sb != 1:
+            prm = prm.copy()
+            prm[5], prm[8] = v.sa < 0, v.sb < 0
+        KW.launch(KW.compiled(*cfg.key), n, 4 * N // 8,
+                  common + (maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm),
+                  lambda: KW.scratch(K, N), True)
+    return d.reshape(lead + (THREADS, cfg.dwords // THREADS))
