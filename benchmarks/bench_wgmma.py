@@ -7,7 +7,9 @@
 On one core (numba and fragsim's kernel threads set to one).  A "m16n8k16-equivalent" is 16 x 8 x 16 =
 2,048 multiply-adds: an m64nNkK wgmma is 64 N K / 2048 of them, an m16n8k8 mma one half, an m16n8k32 mma
 two.  Every figure is microseconds per m16n8k16-equivalent, the best of ``--repeat`` calls after a warm-up;
-the things compared in one section run alternately (A, B, A, B, ...), so that a busy machine slows all.
+the things compared in one section run alternately (A, B, A, B, ...), so that each finds the caches as the
+other left them.  Time is the process's CPU time (``time.process_time``: on a shared machine the time the
+process waits for a core is not counted), or wall-clock time with ``--wall``.
 
 - ``api``: ``fragsim.wgmma`` on a batch of ``--batch`` warpgroups (each its own shared memory, one
   descriptor value for the batch, as in a kernel), per form family and operand source (A in registers or
@@ -16,9 +18,10 @@ the things compared in one section run alternately (A, B, A, B, ...), so that a 
   ``--reference`` also times the NumPy model (``fragsim.sim.wgmma.wgmma_reference``, the oracle) where it
   exists.
 - ``run``: ``fragsim run`` of Triton's fp16 matmul (tests/data/ptx/triton_matmul.sm90.ptx, m64n64k16
-  wgmma from 128-byte-swizzled descriptors, ``--run-size``^3) and of tma_wgmma (bf16, TMA + wgmma): the
-  time inside the run's wgmma instructions (registers gathered, the arithmetic, D written back) per
-  m16n8k16-equivalent, against ``fragsim.mma`` (f16 / bf16, m16n8k16).
+  wgmma from 128-byte-swizzled descriptors) and of tma_wgmma (tma_wgmma.sm90a.ptx: bf16, TMA boxes and
+  m64n64k16 wgmma), ``--run-size``^3 (one warpgroup per 64 x 64 tile): the time inside the run's wgmma
+  instructions (operands read, the arithmetic, D written back) per m16n8k16-equivalent, against
+  ``fragsim.mma`` of the same types (m16n8k16); each run's D checked against ``fragsim.gemm``.
 - ``gemm``: ``fragsim.gemm`` of a ``--gemm-size``^3 product (f16 inputs, f32 and f16 accumulators; bf16)
   per mma, against ``fragsim.mma`` of the same form.
 
@@ -78,6 +81,9 @@ SMEM = 65536
 A_AT, B_AT = 0, 16384
 
 
+clock = time.process_time
+
+
 def best_of(fns: dict, repeat: int) -> dict:
     """Best seconds of each function, run alternately ``repeat`` times after one warm-up each."""
     for fn in fns.values():
@@ -85,9 +91,9 @@ def best_of(fns: dict, repeat: int) -> dict:
     out = {name: float("inf") for name in fns}
     for _ in range(repeat):
         for name, fn in fns.items():
-            t = time.perf_counter()
+            t = clock()
             fn()
-            out[name] = min(out[name], time.perf_counter() - t)
+            out[name] = min(out[name], clock() - t)
     return out
 
 
@@ -206,9 +212,9 @@ def timed_wgmma(stats: dict):
             M, N, K = form.shape
 
             def run(s, idx, inner=inner, per=M * N * K / EQ):
-                t = time.perf_counter()
+                t = clock()
                 inner(s, idx)
-                stats["s"] += time.perf_counter() - t
+                stats["s"] += clock() - t
                 stats["eq"] += len(idx) // 128 * per
         return real(ins, fn, run, **kw)
 
@@ -220,7 +226,7 @@ def timed_wgmma(stats: dict):
 
 
 def _triton(n: int, rng):
-    from fragsim.ptx.parse import parse
+    """Triton's fp16 matmul (m64n64k16 f32.f16.f16, 128B-swizzled descriptors), and the D fragsim.gemm gives."""
     with open(os.path.join(ROOT, "tests", "data", "ptx", "triton_matmul.sm90.ptx")) as fh:
         mod = fh.read()
     a = fragsim.to_bits(rng.standard_normal((n, n)).astype(np.float32), "f16")
@@ -228,37 +234,41 @@ def _triton(n: int, rng):
 
     def go():
         c = np.zeros((n, n), np.uint16)
-        fragsim.run_kernel(parse(mod), grid=(n // 64, n // 64), block=128, dynamic_smem=49152,
+        fragsim.run_kernel(mod, grid=(n // 64, n // 64), block=128, dynamic_smem=49152,
                            args=[a, b, c, n, n, n, n, n, n, np.uint64(0), np.uint64(0)])
         return c
-    return go, "m16n8k16.row.col.f32.f16.f16.f32"
+
+    def want():     # Triton's epilogue converts the f32 accumulators to f16 (round to nearest even)
+        d = fragsim.gemm("m16n8k16.row.col.f32.f16.f16.f32", a, b).view(np.float32)
+        return fragsim.to_bits(d, "f16")
+    return go, want, "m16n8k16.row.col.f32.f16.f16.f32"
 
 
 def _tma(n: int, rng):
-    from fragsim.ptx.parse import parse
-    with open(os.path.join(ROOT, "tests", "data", "ptx", "tma_wgmma.sm90a.ptx")) as fh:
-        mod = fh.read()
+    """tests/data/ptx/tma_wgmma.sm90a.ptx: TMA boxes (128B swizzle) and m64n64k16 f32.bf16.bf16 wgmma."""
     A = fragsim.to_bits(rng.standard_normal((n, n)).astype(np.float32), "bf16")
     Bt = fragsim.to_bits(rng.standard_normal((n, n)).astype(np.float32), "bf16")
-    ta = fragsim.TensorMap("bf16", (n, n), (n * 2,), (64, 64), swizzle="128B")
-    tb = fragsim.TensorMap("bf16", (n, n), (n * 2,), (64, 64), swizzle="128B")
+    base = 1 << 40
+    ta = fragsim.TensorMap("bf16", (n, n), (n * 2,), (64, 64), swizzle="128B", base=base)
+    tb = fragsim.TensorMap("bf16", (n, n), (n * 2,), (64, 64), swizzle="128B", base=base + (1 << 32))
+    path = os.path.join(ROOT, "tests", "data", "ptx", "tma_wgmma.sm90a.ptx")
 
     def go():
         d = np.zeros((n, n), np.float32)
-        fragsim.run_kernel(parse(mod), grid=(n // 64, n // 64), block=128,
-                           args=[ta.bind(A) if hasattr(ta, "bind") else (ta, A), tb.bind(Bt) if hasattr(tb, "bind")
-                                 else (tb, Bt), d, np.int32(n), np.int32(n), np.int32(n)])
-        return d
-    return go, "m16n8k16.row.col.f32.bf16.bf16.f32"
+        fragsim.run_kernel(path, grid=(n // 64, n // 64), block=128, args=[(ta, A), (tb, Bt), d, n, n, n])
+        return d.view(np.uint32)
+    return go, lambda: fragsim.gemm("m16n8k16.row.col.f32.bf16.bf16.f32", A, Bt.T.copy()), \
+        "m16n8k16.row.col.f32.bf16.bf16.f32"
 
 
 def bench_run(args) -> list[dict]:
     rng = np.random.default_rng(1)
     rows = []
-    kernels = {"triton fp16 matmul": _triton}
+    kernels = {"triton fp16 matmul": _triton, "tma_wgmma bf16": _tma}
     for name, make in kernels.items():
         n = args.run_size
-        go, mform = make(n, rng)
+        go, want, mform = make(n, rng)
+        exact = bool(np.array_equal(go(), want()))
         regs = mma_operands(rng, mform, args.mma_batch, "normal")
         with one_core():
             best = {"s": float("inf"), "eq": 0.0}
@@ -267,23 +277,23 @@ def bench_run(args) -> list[dict]:
             fragsim.mma(mform, *regs)
             for _ in range(args.repeat):
                 stats = {"s": 0.0, "eq": 0.0}
-                t0 = time.perf_counter()
+                t0 = clock()
                 with timed_wgmma(stats):
                     go()
-                total = min(total, time.perf_counter() - t0)
+                total = min(total, clock() - t0)
                 if stats["s"] < best["s"]:
                     best = stats
-                t0 = time.perf_counter()
+                t0 = clock()
                 fragsim.mma(mform, *regs)
-                mma_t = min(mma_t, time.perf_counter() - t0)
-        row = {"kernel": name, "size": n, "run_s": total, "wgmma_s": best["s"], "wgmma_eq": best["eq"],
+                mma_t = min(mma_t, clock() - t0)
+        row = {"kernel": name, "size": n, "bit_exact": exact, "run_s": total, "wgmma_s": best["s"], "wgmma_eq": best["eq"],
                "wgmma_us": best["s"] / max(best["eq"], 1) * 1e6, "mma_form": mform, "mma_us": mma_t / args.mma_batch * 1e6}
         row["ratio"] = row["wgmma_us"] / row["mma_us"]
         rows.append(row)
         if not args.json:
-            print(f"run: {name} {n}^3: whole run {total:.3f} s, its wgmma {best['s']:.3f} s = {row['wgmma_us']:.3f} us "
-                  f"per m16n8k16-equivalent ({best['eq']:.0f}); mma {row['mma_us']:.3f} us; ratio {row['ratio']:.2f}",
-                  flush=True)
+            print(f"run: {name} {n}^3 (D {'=' if exact else 'DIFFERS FROM'} fragsim.gemm): whole run {total:.3f} s, "
+                  f"its wgmma {best['s']:.3f} s = {row['wgmma_us']:.3f} us per m16n8k16-equivalent ({best['eq']:.0f}); "
+                  f"mma {row['mma_us']:.3f} us; ratio {row['ratio']:.2f}", flush=True)
     return rows
 
 
@@ -326,15 +336,18 @@ def main(argv=None) -> int:
     p.add_argument("--reference", action="store_true", help="also time the NumPy reference model (slow)")
     p.add_argument("--run-size", type=int, default=256, help="M = N = K of the run (default 256)")
     p.add_argument("--gemm-size", type=int, default=512, help="M = N = K of fragsim.gemm (default 512)")
+    p.add_argument("--wall", action="store_true", help="wall-clock time instead of the process's CPU time")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    global clock
+    clock = time.perf_counter if args.wall else time.process_time
     import numba
     load = os.getloadavg()[0]
     if not args.json:
         print(f"load average {load:.2f} ({os.cpu_count()} CPUs), {args.values} operands, one core, numba "
               f"{numba.__version__}", flush=True)
     out: dict = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                 "numba": numba.__version__, "values": args.values}
+                 "numba": numba.__version__, "values": args.values, "clock": "wall" if args.wall else "cpu"}
     if "api" in args.only:
         out["api"] = bench_api(args)
     if "run" in args.only:

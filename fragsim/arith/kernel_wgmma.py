@@ -64,9 +64,9 @@ WARPS = 4                   # warps of a warpgroup: 16 rows of D each
 SIGN32 = -(1 << 31)
 
 # the float kernel's int64 parameter vector
-(Q_F, Q_EZERO, Q_ACC_EMIN, Q_A_CODE, Q_A_EMIN, Q_A_NEG, Q_B_CODE, Q_B_EMIN, Q_B_NEG, Q_MAN_MASK, Q_N, Q_CWORDS,
- Q_DWORDS) = range(13)
-NQ = 13
+(Q_F, Q_EZERO, Q_ACC_EMIN, Q_A_CODE, Q_A_EMIN, Q_A_NEG, Q_B_CODE, Q_B_EMIN, Q_B_NEG, Q_MAN_MASK, Q_N, Q_CSTEP,
+ Q_DWORDS, Q_DSTEP) = range(14)
+NQ = 14
 # the integer kernel's
 (I_K, I_N, I_A_SIGNED, I_B_SIGNED, I_SAT, I_BLOCK, I_CWORDS, I_DWORDS) = range(8)
 NI = 8
@@ -100,16 +100,20 @@ LINE = 16                   # 32-bit words of a cache line
 
 
 @njit(inline="always")
-def _prefetch_part(g, hi, t, nt, asrc, bsrc, cw, dw, pf):
+def _prefetch_part(g, hi, t, nt, asrc, bsrc, cw, dw, pf, prow):
     """Part t of nt of warpgroup g + 1's operands on their way to the caches while g computes: the word
     ranges pf[8(g+1) ..] of A's source, B's (shared memory), C's registers and D's, a line at a time
-    (spread over g's work: a burst of misses would stall it)."""
+    (spread over g's work: a burst of misses would stall it).  ``prow`` not empty: C and D are in
+    fragsim run's register file, a warpgroup's 128 words at pf[8(g+1) + 4] in each row prow[r]."""
     if g + 1 < hi:
         q = 8 * (g + 1)
         la = (pf[q + 1] - pf[q] + LINE - 1) // LINE
         lb = (pf[q + 3] - pf[q + 2] + LINE - 1) // LINE
-        lc = (pf[q + 5] - pf[q + 4] + LINE - 1) // LINE
-        ld = (pf[q + 7] - pf[q + 6] + LINE - 1) // LINE
+        if prow.size:
+            lc, ld = prow.size * (128 // LINE), 0
+        else:
+            lc = (pf[q + 5] - pf[q + 4] + LINE - 1) // LINE
+            ld = (pf[q + 7] - pf[q + 6] + LINE - 1) // LINE
         total = la + lb + lc + ld
         for i in range(t * total // nt, (t + 1) * total // nt):
             if i < la:
@@ -117,7 +121,11 @@ def _prefetch_part(g, hi, t, nt, asrc, bsrc, cw, dw, pf):
             elif i < la + lb:
                 _prefetch(bsrc, pf[q + 2] + LINE * (i - la))
             elif i < la + lb + lc:
-                _prefetch(cw, pf[q + 4] + LINE * (i - la - lb))
+                x = i - la - lb
+                if prow.size:       # read, then written: for writing
+                    _prefetch_w(cw, prow[x // (128 // LINE)] + pf[q + 4] + LINE * (x % (128 // LINE)))
+                else:
+                    _prefetch(cw, pf[q + 4] + LINE * x)
             else:
                 _prefetch_w(dw, pf[q + 6] + LINE * (i - la - lb - lc))
 
@@ -195,7 +203,7 @@ def _tame(code, F, atop, aleast, btop, bleast):
 @njit(inline="always")
 def _warpgroup(g, hi, ops, maps, prm, code, f16acc, rne, K, L, scr):
     # (CPython passes more than 30 arguments as a tuple, which numba cannot inline: they come in groups)
-    asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, pf = ops
+    asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, dbase, doff, pf, prow = ops
     c_src, c_sh, d_lo, d_hi = maps
     av, ae2, bv, be16, a64, b64, bst, dout = scr
     F, ezero, acc_emin, N = prm[Q_F], prm[Q_EZERO], prm[Q_ACC_EMIN], prm[Q_N]
@@ -216,7 +224,7 @@ def _warpgroup(g, hi, ops, maps, prm, code, f16acc, rne, K, L, scr):
         aspec = w16_any(w16_eq(atop, w16_splat(SPEXP)))
         widened = False
         for j in range(J):
-            _prefetch_part(g, hi, wp * J + j, WARPS * J, asrc, bsrc, cw, dw, pf)
+            _prefetch_part(g, hi, wp * J + j, WARPS * J, asrc, bsrc, cw, dw, pf, prow)
             bvj = bv[j * KB:(j + 1) * KB]
             bej = be16[j * KB:(j + 1) * KB]
             bsp = bst[j * 48 + 32:j * 48 + 48]
@@ -226,7 +234,7 @@ def _warpgroup(g, hi, ops, maps, prm, code, f16acc, rne, K, L, scr):
                     _widen(av, a64, K * ROWS)
                     widened = True
                 _widen(bvj, b64, KB)
-            cb = c0 + wp * prm[Q_CWORDS]
+            cb = c0 + wp * prm[Q_CSTEP]
             for n in range(0, LANES, 2):    # a pair of columns: E_max of both at once (kernel16's loop)
                 col = j * LANES + n
                 if keep[g]:
@@ -257,14 +265,13 @@ def _warpgroup(g, hi, ops, maps, prm, code, f16acc, rne, K, L, scr):
                     else:
                         w16_store(dout, col * ROWS, w)
                         w16_store(dout, col * ROWS + ROWS, w1)
-        # the warp's D registers, in place
-        nd = prm[Q_DWORDS]
-        db = g * WARPS * nd + wp * nd
-        for r in range(0, nd, ROWS):
+        # the warp's D registers, 16 words at a time: words r.. go to dbase[g] + wp * step + doff[r / 16]
+        db = dbase[g] + wp * prm[Q_DSTEP]
+        for r in range(0, prm[Q_DWORDS], ROWS):
             w = w16_gather(dout, 0, d_lo, r)
             if f16acc:
                 w = w16_or(w16_and(w, w16_splat(0xFFFF)), w16_shl(w16_gather(dout, 0, d_hi, r), w16_splat(16)))
-            w16_store(dw, db + r, w)
+            w16_store(dw, db + doff[r // ROWS], w)
 
 
 @njit(inline="always")
@@ -279,10 +286,11 @@ def compiled(code: int, f16acc: bool, rne: bool, K: int, L: int):
     lo..hi-1.  Compile-time constants, as kernel16's ``compiled``."""
 
     @njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
-    def run(lo, hi, asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, pf, c_src,
-            c_sh, d_lo, d_hi, prm, av, ae2, bv, be16, a64, b64, bst, dout):
-        ops = (asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, pf)
+    def run(lo, hi, asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, dbase, doff, pf,
+            prow, c_src, c_sh, d_lo, d_hi, prm, av, ae2, bv, be16, a64, b64, bst, dout):
+        ops = (asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, dbase, doff, pf, prow)
         scr = (av, ae2, bv, be16, a64, b64, bst, dout)
+        _prefetch_part(lo - 1, hi, 0, 1, asrc, bsrc, cw, dw, pf, prow)      # the first one's, at once
         for g in range(lo, hi):
             _warpgroup(g, hi, ops, (c_src, c_sh, d_lo, d_hi), prm, code, f16acc, rne, K, L, scr)
     return run
@@ -303,19 +311,21 @@ def _decode_int(src, base, idx, sh, toff, npos, signed, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # type: ignore[call-overload]  # numba's stubs omit _nrt
-def run_int(lo, hi, asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, pf, c_src,
-            d_dst, prm, av, bv, dout):
+def run_int(lo, hi, asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff, cw, cbase, keep, dw, dbase, doff,
+            pf, prow, c_src, d_dst, prm, av, bv, dout):
     """Warpgroups lo..hi-1 of an integer form: D = C + A B, wrapped modulo 2**32, or clamped to s32 after
-    every ``block`` k under .satfinite."""
+    every ``block`` k under .satfinite.  C is read through c_src (every element's word) from cbase[g], D
+    written through d_dst (every word's element), 8 words at a time."""
     K, N, sat, block = prm[I_K], prm[I_N], prm[I_SAT], prm[I_BLOCK]
     J = N // LANES
     M = WARPS * ROWS
     lo32, hi32 = i8_splat(np.int64(-(1 << 31))), i8_splat(np.int64((1 << 31) - 1))
+    _prefetch_part(lo - 1, hi, 0, 1, asrc, bsrc, cw, dw, pf, prow)
     for g in range(lo, hi):
         _decode_int(asrc, abase[g], aidx, ash, atoff[g], M * K, prm[I_A_SIGNED] != 0, av)
         _decode_int(bsrc, bbase[g], bidx, bsh, btoff[g], N * K, prm[I_B_SIGNED] != 0, bv)
         for m in range(M):
-            _prefetch_part(g, hi, m, M, asrc, bsrc, cw, dw, pf)
+            _prefetch_part(g, hi, m, M, asrc, bsrc, cw, dw, pf, prow)
             for j in range(J):
                 if keep[g]:
                     s = i8_gather(cw, cbase[g], c_src, (m * J + j) * LANES)
@@ -340,9 +350,8 @@ def run_int(lo, hi, asrc, abase, aidx, ash, atoff, bsrc, bbase, bidx, bsh, btoff
                     if sat:
                         s = i8_min(i8_max(s, lo32), hi32)
                 i8_store(dout, m * N + j * LANES, s)
-        nd = prm[I_DWORDS]
-        for r in range(0, nd, LANES):
-            i8_store_u32(dw, g * nd + r, i8_gather(dout, 0, d_dst, r))
+        for r in range(0, prm[I_DWORDS], LANES):      # words r.. go to dbase[g] + doff[r / 8]
+            i8_store_u32(dw, dbase[g] + doff[r // LANES], i8_gather(dout, 0, d_dst, r))
 
 
 # --- scratch and threads ----------------------------------------------------------------------------------

@@ -60,6 +60,9 @@ def pack_wg(form, operand, matrix) -> np.ndarray:
 
 def _descriptor_values(x, name: str) -> np.ndarray:
     """Descriptors (an int, a MatrixDescriptor, or an array/sequence of them) -> uint64 array."""
+    if type(x) is np.ndarray and x.dtype == np.uint64 and x.size and (x == x.flat[0]).all():   # fragsim run's
+        _valid_descriptor(int(x.flat[0]), name)
+        return x
     from fragsim.layout.descriptor import MatrixDescriptor, as_descriptor
     if isinstance(x, (MatrixDescriptor, dict)):
         return np.array(as_descriptor(x, name).encode(), np.uint64)
@@ -69,7 +72,8 @@ def _descriptor_values(x, name: str) -> np.ndarray:
         if x.dtype.kind == "i":
             x = x.astype(np.int64).view(np.uint64) if x.dtype.itemsize == 8 else x.astype(np.int64).astype(np.uint64)
         vals = x.astype(np.uint64, copy=False)
-        for v in (vals.reshape(-1)[:1] if vals.size == 1 else np.unique(vals)):   # every distinct value valid
+        one = vals.size == 1 or (vals == vals.flat[0]).all()
+        for v in (vals.reshape(-1)[:1] if one else np.unique(vals)):   # every distinct value a valid descriptor
             _valid_descriptor(int(v), name)
         return vals
     if isinstance(x, (list, tuple)):
@@ -247,10 +251,8 @@ class _Call:
         return np.broadcast_to(x, self.lead + tail).reshape((self.n,) + tail)
 
 
-def _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch, smem_rows=None) -> _Call:
-    f = lookup_wgmma(form)
-    params = get_params(arch)
-    M, N, K = f.shape
+def _immediates(f: WgmmaForm, scale_a, scale_b, trans_a, trans_b, a_regs: bool) -> tuple[int, int, bool, bool]:
+    """imm-scale-a/b and imm-trans-a/b, checked against the form."""
     sa = validate.integer(scale_a, "scale_a", (1, -1), "imm-scale-a")
     sb = validate.integer(scale_b, "scale_b", (1, -1), "imm-scale-b")
     ta = validate.boolean(trans_a, "trans_a")
@@ -261,10 +263,17 @@ def _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, a
     if not f.trans and (ta or tb):
         raise ValueError(f"form {f.name}: imm-trans-a/imm-trans-b exist only for .f16/.bf16 inputs: .{f.types['A']} "
                          "operands must be K-major (PTX ISA wgmma.mma_async)")
-    a_regs = _is_regs(a)
     if a_regs and ta:
         raise ValueError(f"form {f.name}: trans_a applies to A in shared memory only (with A in registers PTX has "
                          "no imm-trans-a)")
+    return sa, sb, ta, tb
+
+
+def _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch, smem_rows=None) -> _Call:
+    f = lookup_wgmma(form)
+    params = get_params(arch)
+    a_regs = _is_regs(a)
+    sa, sb, ta, tb = _immediates(f, scale_a, scale_b, trans_a, trans_b, a_regs)
     sm = validate.array(smem, "smem")
     if sm.dtype != np.uint8:
         raise TypeError(f"smem must be a uint8 array of shared-memory bytes (..., nbytes), got dtype {sm.dtype}")
@@ -424,8 +433,9 @@ def _config(f: WgmmaForm, params: WgmmaParams) -> _Config | None:
         if man32 < 23 and rne:                  # RNE onto a coarser grid is not binary32's RNE, then a cut
             return None
         mask = -(1 << (23 - man32))
+    # (C and D words between warps, D's words of a warp: lane-major registers; fragsim run's file changes them)
     prm = np.array([F, ezero, FORMATS[acc].emin, _FLOAT_CODES[ta], a_emin, 0, _FLOAT_CODES[tb], b_emin, 0, mask, N,
-                    32 * f.nregs("C"), 32 * f.nregs("D")], np.int64)
+                    32 * f.nregs("C"), 32 * f.nregs("D"), 32 * f.nregs("D")], np.int64)
     return _Config((_COMPUTE[ta], acc == "f16", rne, K, L), prm, False, **sizes)
 
 
@@ -462,55 +472,74 @@ def _smem_table(desc: int, rows: int, k: int, elem_bits: int, major: str, kind: 
     return idx, sh, int(idx.min()), int(idx.max()) + 1
 
 
-@lru_cache(maxsize=None)
-def _register_maps(f: WgmmaForm, integer: bool):
-    """Where the kernels find A's elements in its registers (word of the warpgroup's 512, bit shift), C's
-    (float: per column of a warp, its 16 rows; integer: row-major over the warpgroup) and put D's."""
+@lru_cache(maxsize=256)
+def _register_maps(f: WgmmaForm, integer: bool, file=None):
+    """Where the kernels find A's elements in its registers (word, bit shift), C's (float: per column of a
+    warp, its 16 rows, relative to the warp's first word; integer: row-major over the warpgroup) and put
+    D's, and where each stretch of D's words goes (``doff``: 16 words a stretch, 8 for the integer forms).
+
+    ``file`` None: the registers of ``fragsim.wgmma``, lane-major (``thread * nregs + reg`` from the
+    warpgroup's first word).  ``file = (c_rows, a_rows, T)``: fragsim run's register file (registers,
+    T threads) flattened, register ``r`` of C/D in row ``c_rows[r]``, of A in ``a_rows[r]`` (or None), a
+    warpgroup's words from its first thread on (D's words register-major: whole stretches of a row)."""
     M, N, K = f.shape
     out: dict[str, np.ndarray] = {}
+
+    def word(thread, reg, nregs, rows):
+        return thread * nregs + reg if file is None else np.asarray(rows, np.int64)[reg] * file[2] + thread
+
     rows, cols = f.coords("A")                       # (128, 4, epr)
     thread, reg, half = np.meshgrid(np.arange(THREADS), np.arange(4), np.arange(rows.shape[2]), indexing="ij")
-    word = np.full((M, K), -1, np.int64)
-    shift = np.full((M, K), -1, np.int64)
-    word[rows, cols] = thread * 4 + reg
-    shift[rows, cols] = half * f.fmt("A").storage_bits
-    kind = "iA" if integer else "fA"
-    out["a_idx"], out["a_sh"] = (_order(x, kind, K).astype(np.int32) for x in (word, shift))
-    for op in "CD":
-        rows, cols = f.coords(op)                    # (128, nregs, epr)
-        nregs, epr = rows.shape[1], rows.shape[2]
-        thread, reg, half = np.meshgrid(np.arange(THREADS), np.arange(nregs), np.arange(epr), indexing="ij")
-        if integer:
-            if op == "C":
-                flat = np.full(M * N, -1, np.int64)
-                flat[rows * N + cols] = thread * nregs + reg
-                out["c_src"] = flat
-            else:
-                out["d_dst"] = (rows * N + cols)[..., 0].reshape(-1).astype(np.int64)
-            continue
-        # per warp, relative to its first register word: the same map for each of the 4 warps
+    if file is None or file[1] is not None:
+        w = np.full((M, K), -1, np.int64)
+        shift = np.full((M, K), -1, np.int64)
+        w[rows, cols] = word(thread, reg, 4, None if file is None else file[1])
+        shift[rows, cols] = half * f.fmt("A").storage_bits
+        kind = "iA" if integer else "fA"
+        out["a_idx"], out["a_sh"] = (_order(x, kind, K).astype(np.int32) for x in (w, shift))
+    rows, cols = f.coords("C")                       # (128, nregs, epr)
+    nregs, epr = rows.shape[1], rows.shape[2]
+    thread, reg, half = np.meshgrid(np.arange(THREADS), np.arange(nregs), np.arange(epr), indexing="ij")
+    c_rows = None if file is None else file[0]
+    out["prow"] = np.zeros(0, np.int64) if file is None else np.unique(np.asarray(file[0], np.int64)) * file[2]
+    if integer:
+        src = np.full(M * N, -1, np.int64)
+        src[rows * N + cols] = word(thread, reg, nregs, c_rows)
+        out["c_src"] = src
+        elem = (rows * N + cols)[..., 0]             # (thread, reg): D's element
+        if file is None:                             # D's words lane-major, 8 at a time
+            out["d_dst"] = elem.reshape(-1).astype(np.int64)
+            out["doff"] = np.arange(0, THREADS * nregs, 8, dtype=np.int64)
+        else:                                        # register-major: 8 threads of one register a stretch
+            out["d_dst"] = elem.T.reshape(-1).astype(np.int64)
+            x = np.arange(0, THREADS * nregs, 8)
+            out["doff"] = word(x % THREADS, x // THREADS, nregs, c_rows).astype(np.int64)
+    else:
+        # per warp, relative to its first thread: the same map for each of the 4 warps
         w = rows // 16
         assert (w == thread // 32).all()
-        rel_word = (thread % 32) * nregs + reg
-        pos = cols * 16 + rows % 16
-        if op == "C":
-            src = np.full(16 * N, -1, np.int64)
-            sh = np.zeros(16 * N, np.int64)
-            sel = w == 0
-            src[pos[sel]] = rel_word[sel]
-            sh[pos[sel]] = half[sel] * 16
-            for ww in range(1, 4):
-                assert np.array_equal(src[pos[w == ww]], rel_word[w == ww])
-            out["c_src"], out["c_sh"] = src.astype(np.int32), sh.astype(np.int32)
-        else:
-            p0 = pos[:32].reshape(32 * nregs, epr)
-            for ww in range(1, 4):
-                assert np.array_equal(pos[32 * ww:32 * ww + 32].reshape(32 * nregs, epr), p0)
-            out["d_lo"], out["d_hi"] = (np.ascontiguousarray(p0[:, 0], np.int32),
-                                        np.ascontiguousarray(p0[:, -1], np.int32))
-    for k, x in out.items():
-        assert (x >= 0).all(), f"{f.name}: {k} does not cover its matrix"
-        x.setflags(write=False)
+        rel = word(thread % 32, reg, nregs, c_rows)
+        pos = cols * 16 + rows % 16                  # the kernel's column-major D of a warp
+        src = np.full(16 * N, -1, np.int64)
+        sh = np.zeros(16 * N, np.int64)
+        sel = w == 0
+        src[pos[sel]] = rel[sel]
+        sh[pos[sel]] = half[sel] * 16
+        for ww in range(1, 4):
+            assert np.array_equal(src[pos[w == ww]], rel[w == ww])
+        out["c_src"], out["c_sh"] = src.astype(np.int32), sh.astype(np.int32)
+        p0 = pos[:32]                                # (lane, reg, half) of warp 0
+        for ww in range(1, 4):
+            assert np.array_equal(pos[32 * ww:32 * ww + 32], p0)
+        if file is not None:                         # register-major: 16 lanes of one register a stretch
+            p0 = p0.transpose(1, 0, 2)
+        p0 = p0.reshape(32 * nregs, epr)
+        out["d_lo"], out["d_hi"] = np.ascontiguousarray(p0[:, 0], np.int32), np.ascontiguousarray(p0[:, -1], np.int32)
+        x = np.arange(0, 32 * nregs, 16)
+        out["doff"] = (x if file is None else word(x % 32, x // 32, nregs, c_rows)).astype(np.int64)
+    for k, v in out.items():
+        assert (v >= 0).all(), f"{f.name}: {k} does not cover its matrix"
+        v.setflags(write=False)
     return out
 
 
@@ -533,8 +562,8 @@ def _tables(descs: np.ndarray, lead: tuple, n: int, rows: int, k: int, elem_bits
             nbytes: int, name: str):
     """The element tables of a batch of descriptors, stacked per distinct value, and each warpgroup's offset
     into them; None where an element is not aligned to its size."""
-    if descs.size == 1:
-        t = _smem_table(int(descs.reshape(-1)[0]), rows, k, elem_bits, major, kind, nbytes, name)
+    if descs.size == 1 or (descs == descs.flat[0]).all():           # one descriptor for all: one table
+        t = _smem_table(int(descs.flat[0]), rows, k, elem_bits, major, kind, nbytes, name)
         return None if t is None else (t[0], t[1], np.zeros(n, np.int64), t[2], t[3])
     uniq, inv = np.unique(descs, return_inverse=True)
     tabs = [_smem_table(int(d), rows, k, elem_bits, major, kind, nbytes, name) for d in uniq]
@@ -548,66 +577,130 @@ def _tables(descs: np.ndarray, lead: tuple, n: int, rows: int, k: int, elem_bits
 def _fast(v: _Call) -> np.ndarray | None:
     """D of the numba kernels (``fragsim.arith.kernel_wgmma``), or None where they do not model the call."""
     f, n, lead = v.f, v.n, v.lead
-    cfg = _config(f, v.params)
-    if cfg is None:
+    kern = _kernel(f, v.params, (v.sa, v.sb, v.ta, v.tb), None)
+    if kern is None:
         return None
-    M, N, K = f.shape
-    kind = "i" if cfg.integer else "f"
-    # shared memory as 32-bit words (a copy only where its rows are no whole number of words)
-    sm = v.sm
-    nbytes = sm.shape[-1]
     if v.smem_rows is not None:
-        sm2, srow = sm, v.flat(v.smem_rows, ())
+        sm2, srow = v.sm, v.flat(v.smem_rows, ())
     else:
-        sm2, srow = _rows_of(sm, 1, lead, n)
-    if nbytes % 4 or not sm2.flags.c_contiguous:
-        pad = np.zeros((sm2.shape[0], -(-nbytes // 4) * 4), np.uint8)
-        pad[:, :nbytes] = sm2
-        sm2 = pad
-    smw = sm2.reshape(-1).view(np.uint32)
-    wpr = sm2.shape[1] // 4
-    bt = _tables(v.bdesc, lead, n, N, K, cfg.bbits, "MN" if v.tb else "K", kind + "B", nbytes, "b")
-    if bt is None:
-        return None
-    maps = _register_maps(f, cfg.integer)
-    sbase = srow * wpr
-    # the word ranges of each warpgroup's A, B and C, for the kernels' prefetches
-    pf = np.empty((n, 8), np.int64)
-    pf[:, 2], pf[:, 3] = sbase + bt[3], sbase + bt[4]
+        sm2, srow = _rows_of(v.sm, 1, lead, n)
+    a: tuple | np.ndarray
     if v.a_regs:
         a2, arow = _rows_of(v.av, 2, lead, n)
-        asrc, abase = a2.reshape(-1), arow * (THREADS * 4)
-        aidx, ash, atoff = maps["a_idx"], maps["a_sh"], np.zeros(n, np.int64)
-        pf[:, 0], pf[:, 1] = abase, abase + THREADS * 4
+        a = (a2.reshape(-1), arow * (THREADS * 4))
     else:
-        at = _tables(v.av, lead, n, M, K, cfg.abits, "MN" if v.ta else "K", kind + "A", nbytes, "a")
-        if at is None:
-            return None
-        asrc, abase = smw, sbase
-        aidx, ash, atoff = at[:3]
-        pf[:, 0], pf[:, 1] = sbase + at[3], sbase + at[4]
+        a = v.flat(v.av, ()) if v.av.size > 1 else v.av
     c2, crow = _rows_of(v.cr, 2, lead, n)
-    pf[:, 4] = crow * cfg.cwords
-    pf[:, 5] = pf[:, 4] + cfg.cwords
-    pf[:, 6] = np.arange(n, dtype=np.int64) * cfg.dwords
-    pf[:, 7] = pf[:, 6] + cfg.dwords
     keep = (np.full(n, bool(v.sd.reshape(-1)[0]), np.uint8) if v.sd.size == 1
             else v.flat(v.sd, ()).astype(np.uint8))
-    d = np.empty(n * cfg.dwords, np.uint32)
-    from fragsim.arith import kernel_wgmma as KW
-    from fragsim.arith.jit import listen
-    listen()
-    common = (asrc, abase, aidx, ash, atoff, smw, sbase, bt[0], bt[1], bt[2], c2.reshape(-1), crow * cfg.cwords,
-              keep, d, pf.reshape(-1))
-    if cfg.integer:
-        KW.launch(KW.run_int, n, 4 * N // 8 * (K // 16), common + (maps["c_src"], maps["d_dst"], cfg.prm),
-                  lambda: KW.scratch_int(K, N), True)
-    else:
-        prm = cfg.prm
-        if v.sa != 1 or v.sb != 1:
-            prm = prm.copy()
-            prm[5], prm[8] = v.sa < 0, v.sb < 0
-        KW.launch(KW.compiled(*cfg.key), n, 4 * N // 8,
-                  common + (maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm),
-                  lambda: KW.scratch(K, N), True)
-    return d.reshape(lead + (THREADS, cfg.dwords // THREADS))
+    dwords = kern.cfg.dwords
+    d = np.empty(n * dwords, np.uint32)
+    ok = kern(n, a, v.flat(v.bdesc, ()) if v.bdesc.size > 1 else v.bdesc, sm2, srow, c2.reshape(-1),
+              crow * kern.cfg.cwords, keep, d, np.arange(n, dtype=np.int64) * dwords)
+    return d.reshape(lead + (THREADS, dwords // THREADS)) if ok else None
+
+
+@lru_cache(maxsize=256)
+def _kernel(f: WgmmaForm, params: WgmmaParams, imm: tuple, file) -> "_Kernel | None":
+    """The kernel of a form, row and immediates (and register layout, ``_register_maps``'s ``file``), or None
+    where the numba kernels do not model them."""
+    cfg = _config(f, params)
+    return None if cfg is None else _Kernel(f, cfg, _register_maps(f, cfg.integer, file), imm, file is not None)
+
+
+class _Kernel:
+    """A form, row, immediates and register layout, ready to launch: everything that does not change from
+    one call to the next.  Calling it runs the kernel over ``n`` warpgroups: A from registers ``a = (words,
+    base per warpgroup)`` or through descriptors ``a`` (one per warpgroup), B through ``bdesc``, shared memory
+    row ``srow[g]`` of ``sm2`` (S, nbytes), C's words from ``cbase[g]`` of ``cw``, D's to ``dbase[g]`` of
+    ``dw``.  False (nothing computed) where an operand's elements are not aligned to their size."""
+
+    def __init__(self, f: WgmmaForm, cfg: _Config, maps: dict, imm: tuple, file_mode: bool):
+        from fragsim.arith import kernel_wgmma as KW
+        M, N, K = f.shape
+        self.f, self.cfg, self.maps, self.file_mode = f, cfg, maps, file_mode
+        sa, sb, self.ta, self.tb = imm
+        self.kind = "i" if cfg.integer else "f"
+        if cfg.integer:
+            self.kern, self.tiles = KW.run_int, 4 * N // 8 * (K // 16)
+            self.scratch = lambda: KW.scratch_int(K, N)
+            self.tail: tuple = (maps["c_src"], maps["d_dst"], cfg.prm)
+        else:
+            prm = cfg.prm.copy()
+            prm[KW.Q_A_NEG], prm[KW.Q_B_NEG] = sa < 0, sb < 0
+            if file_mode:                   # C and D of a warp: 32 threads further in the file's rows
+                prm[KW.Q_CSTEP] = prm[KW.Q_DSTEP] = 32
+            self.kern, self.tiles = KW.compiled(*cfg.key), 4 * N // 8
+            self.scratch = lambda: KW.scratch(K, N)
+            self.tail = (maps["c_src"], maps["c_sh"], maps["d_lo"], maps["d_hi"], prm)
+        self.launch = KW.launch
+        from fragsim.arith.jit import listen
+        self.listen = listen
+
+    def __call__(self, n: int, a, bdesc, sm2, srow, cw, cbase, keep, dw, dbase) -> bool:
+        f, cfg, maps = self.f, self.cfg, self.maps
+        M, N, K = f.shape
+        # shared memory as 32-bit words (a copy only where its rows are no whole number of words)
+        nbytes = sm2.shape[-1]
+        if nbytes % 4 or not sm2.flags.c_contiguous:
+            pad = np.zeros((sm2.shape[0], -(-nbytes // 4) * 4), np.uint8)
+            pad[:, :nbytes] = sm2
+            sm2 = pad
+        smw = sm2.reshape(-1).view(np.uint32)
+        sbase = srow * (sm2.shape[1] // 4)
+        bt = _tables(bdesc, (n,), n, N, K, cfg.bbits, "MN" if self.tb else "K", self.kind + "B", nbytes, "b")
+        if bt is None:
+            return False
+        # the word ranges of each warpgroup's A, B, C and D, for the kernels' prefetches (C and D in fragsim
+        # run's register file: the warpgroup's 128 words of each row in maps["prow"])
+        pf = np.zeros((n, 8), np.int64)
+        pf[:, 2], pf[:, 3] = sbase + bt[3], sbase + bt[4]
+        if isinstance(a, tuple):
+            asrc, abase = a
+            aidx, ash, atoff = maps["a_idx"], maps["a_sh"], np.zeros(n, np.int64)
+            if not self.file_mode:
+                pf[:, 0], pf[:, 1] = abase, abase + THREADS * 4
+        else:
+            at = _tables(a, (n,), n, M, K, cfg.abits, "MN" if self.ta else "K", self.kind + "A", nbytes, "a")
+            if at is None:
+                return False
+            asrc, abase = smw, sbase
+            aidx, ash, atoff = at[:3]
+            pf[:, 0], pf[:, 1] = sbase + at[3], sbase + at[4]
+        pf[:, 4], pf[:, 6] = cbase, dbase
+        pf[:, 5], pf[:, 7] = cbase + cfg.cwords, dbase + cfg.dwords
+        self.listen()
+        self.launch(self.kern, n, self.tiles, (asrc, abase, aidx, ash, atoff, smw, sbase, bt[0], bt[1], bt[2], cw, cbase,
+                                               keep, dw, dbase, maps["doff"], pf.reshape(-1), maps["prow"]) + self.tail,
+                    self.scratch, True)
+        return True
+
+
+def file_plan(form, file: np.ndarray, d_rows, a=None, *, scale_a=1, scale_b=1, trans_a=False, trans_b=False,
+              arch=DEFAULT_ARCH):
+    """fragsim run's wgmma on its register file, D written in place, prepared once per instruction and run:
+    C and D in rows ``d_rows`` of ``file`` (registers, threads) uint32, A in registers ``a = (words, rows)``
+    (a file of the same threads, flattened, and A's 4 rows in it) or (None) through descriptors.  Returns
+    ``run(t0, a, b, smem, smem_rows, scale_d) -> True``: the warpgroups of threads t0, t0 + 128, ... (one
+    per entry of ``smem_rows``, the row of ``smem`` (S, nbytes) that is its CTA's shared memory), A through
+    descriptors ``a`` (one per warpgroup; ignored with A in registers), B through ``b``, ``scale_d`` per
+    warpgroup; it returns False, with nothing written, where an operand's elements are not aligned.  None
+    where the numba kernels do not model the form on ``arch`` (the caller then takes ``warpgroups``)."""
+    f = lookup_wgmma(form)
+    imm = _immediates(f, scale_a, scale_b, trans_a, trans_b, a is not None)
+    kern = _kernel(f, get_params(arch), imm, (tuple(int(r) for r in d_rows),
+                                             None if a is None else tuple(int(r) for r in a[1]), file.shape[1]))
+    if kern is None:
+        return None
+    words = file.reshape(-1)
+    a_words = None if a is None else a[0]
+    steps = np.arange(1 << 12, dtype=np.int64) * THREADS
+
+    def run(t0: int, a_desc, b_desc, smem, smem_rows, scale_d) -> bool:
+        n = len(smem_rows)
+        base = t0 + (steps[:n] if n <= steps.size else np.arange(n, dtype=np.int64) * THREADS)
+        src = (a_words, base) if a_words is not None else _descriptor_values(a_desc, "a")
+        keep = np.asarray(scale_d).astype(np.uint8)
+        return kern(n, src, _descriptor_values(b_desc, "b"), smem, np.asarray(smem_rows, np.int64), words, base,
+                    keep, words, base)
+    return run
