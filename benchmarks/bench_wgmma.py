@@ -22,6 +22,8 @@ process waits for a core is not counted), or wall-clock time with ``--wall``.
   m64n64k16 wgmma), ``--run-size``^3 (one warpgroup per 64 x 64 tile): the time inside the run's wgmma
   instructions (operands read, the arithmetic, D written back) per m16n8k16-equivalent, against
   ``fragsim.mma`` of the same types (m16n8k16); each run's D checked against ``fragsim.gemm``.
+  ``--reference`` also times the run's wgmma as it was before the numba kernels (the general path and
+  the NumPy model).
 - ``gemm``: ``fragsim.gemm`` of a ``--gemm-size``^3 product (f16 inputs, f32 and f16 accumulators; bf16)
   per mma, against ``fragsim.mma`` of the same form.
 
@@ -261,6 +263,23 @@ def _tma(n: int, rng):
         "m16n8k16.row.col.f32.bf16.bf16.f32"
 
 
+@contextlib.contextmanager
+def reference_run(on: bool):
+    """With ``on``: the run's wgmma as before the numba kernels -- the general path (registers gathered, D
+    written back) and the NumPy model."""
+    from fragsim.sim import wgmma as W
+    if not on:
+        yield
+        return
+    plan, groups = W.file_plan, W.warpgroups
+    W.file_plan = lambda *a, **k: None                                          # type: ignore[assignment]
+    W.warpgroups = lambda *a, **k: groups(*a, **{**k, "reference": True})      # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        W.file_plan, W.warpgroups = plan, groups                               # type: ignore[assignment]
+
+
 def bench_run(args) -> list[dict]:
     rng = np.random.default_rng(1)
     rows = []
@@ -272,6 +291,7 @@ def bench_run(args) -> list[dict]:
         regs = mma_operands(rng, mform, args.mma_batch, "normal")
         with one_core():
             best = {"s": float("inf"), "eq": 0.0}
+            ref = {"s": float("inf"), "eq": 0.0}
             total = float("inf")
             mma_t = float("inf")
             fragsim.mma(mform, *regs)
@@ -286,10 +306,21 @@ def bench_run(args) -> list[dict]:
                 t0 = clock()
                 fragsim.mma(mform, *regs)
                 mma_t = min(mma_t, clock() - t0)
+                if args.reference:
+                    stats = {"s": 0.0, "eq": 0.0}
+                    with reference_run(True), timed_wgmma(stats):
+                        go()
+                    if stats["s"] < ref["s"]:
+                        ref = stats
         row = {"kernel": name, "size": n, "bit_exact": exact, "run_s": total, "wgmma_s": best["s"], "wgmma_eq": best["eq"],
                "wgmma_us": best["s"] / max(best["eq"], 1) * 1e6, "mma_form": mform, "mma_us": mma_t / args.mma_batch * 1e6}
         row["ratio"] = row["wgmma_us"] / row["mma_us"]
+        if args.reference:
+            row["reference_us"] = ref["s"] / max(ref["eq"], 1) * 1e6
         rows.append(row)
+        if not args.json and args.reference:
+            print(f"run: {name} {n}^3 with the NumPy model: its wgmma {row['reference_us']:.2f} us per "
+                  "m16n8k16-equivalent", flush=True)
         if not args.json:
             print(f"run: {name} {n}^3 (D {'=' if exact else 'DIFFERS FROM'} fragsim.gemm): whole run {total:.3f} s, "
                   f"its wgmma {best['s']:.3f} s = {row['wgmma_us']:.3f} us per m16n8k16-equivalent ({best['eq']:.0f}); "

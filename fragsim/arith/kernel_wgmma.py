@@ -21,7 +21,12 @@ Per warpgroup, from the operands in place (no register packing, no copies of sha
   warp: each A is shared by N/8 tiles, each B by 4 (``fragsim.mma`` decodes both for every tile).
 * each 16 x 8 tile: kernel16's column-pair loop (E_max, the int32 or float64 truncated sums, the
   rounding), C's columns gathered from the accumulator registers, D's columns kept for the warp.
-* D: the warp's register words gathered from its columns and stored in place.
+* D: the warp's register words gathered from its columns and stored, 16 at a time, where ``doff`` says:
+  in place in ``fragsim.wgmma``'s lane-major registers, or in the rows of ``fragsim run``'s register file
+  (C read from the same rows: no copy of the registers either way).
+* memory: while a warpgroup computes, the next one's operands (A's and B's words in shared memory, C's
+  and D's registers) are prefetched a few lines per tile -- a batch of warpgroups each with its own shared
+  memory otherwise waits on a cache miss at every gather (a third of the time on cold operands).
 
 The integer forms: A's rows and B's columns decoded to float64 (every product and every sum of at most
 32 of them is an exact integer), 8 k per vector, eight columns per row at once, c, the wrap and the

@@ -17,6 +17,12 @@ wrapped modulo 2**32, or clamped to s32 under ``.satfinite``), as ``fragsim.arit
 The parameters are one ``WgmmaParams`` row per architecture (``WGMMA_PARAMS``, in
 ``fragsim.facts.arch`` beside the mma.sync rows; re-exported here for the instruction's users); what
 each value rests on (the H100 runs of gpu_check/wgmma_*.py) is in the row's comments and docs/validation.md.
+
+Two implementations of that one model: the numba kernels of ``fragsim.arith.kernel_wgmma`` (``wgmma``
+takes them for every form of the sm_90 row and for the rows they model; ``warpgroups`` and
+``file_plan`` are ``fragsim run``'s entries) and the NumPy model below (``wgmma_reference``: operands
+gathered into matrices, ``float_dot``/``int_dot`` in float64/int64), which stays the oracle the kernels
+are tested against (tests/test_wgmma_kernel.py) and computes the rows the kernels do not model.
 """
 
 from __future__ import annotations
