@@ -583,20 +583,33 @@ def wgmma(ins: A.Instr, c: Builder) -> Op:
         return file_plan(form, dfile[0], dfile[1], None if afile is None else (afile[0].reshape(-1), afile[1]),
                          scale_a=scale_a, scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, arch=arch)
 
+    def of_run(s: State) -> tuple:
+        """(the run, its plan, the spans already found to be whole warpgroups): one run at a time, the
+        last run's go."""
+        hit = plans.get(id(s))
+        if hit is None or hit[0]() is not s:
+            plans.clear()
+            hit = plans[id(s)] = (weakref.ref(s), plan(s) if d_names is not None else None, set())
+        return hit
+
     def in_place(s: State, idx: np.ndarray, first: np.ndarray) -> bool:
         if d_names is None or idx is not s.span_idx:
             return False
-        hit = plans.get(id(s))
-        if hit is None or hit[0]() is not s:          # one run at a time: the last run's plan goes
-            plans.clear()
-            hit = plans[id(s)] = (weakref.ref(s), plan(s))
-        go = hit[1]
+        go = of_run(s)[1]
         return go is not None and go(s.span.start, None if a_regs else readers_a(s, first), read_b(s, first),  # type: ignore[operator]
                                      s.smem, s.cta[first], scale_d(s, first))
 
     def run(s: State, idx: np.ndarray) -> None:
         from fragsim.sim.wgmma import warpgroups
-        g = whole_warpgroups(s, idx, ins)
+        if idx is s.span_idx:       # a span of threads checked once per run
+            seen = of_run(s)[2]
+            span = (s.span.start, s.span.stop)
+            if span not in seen:
+                whole_warpgroups(s, idx, ins)
+                seen.add(span)
+            g = len(idx) // THREADS
+        else:
+            g = whole_warpgroups(s, idx, ins)
         first = idx[::THREADS]
         try:
             # no observer to tell: the numba kernel on the registers where they are
