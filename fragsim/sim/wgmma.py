@@ -78,7 +78,7 @@ def _descriptor_values(x, name: str) -> np.ndarray:
         if x.dtype.kind == "i":
             x = x.astype(np.int64).view(np.uint64) if x.dtype.itemsize == 8 else x.astype(np.int64).astype(np.uint64)
         vals = x.astype(np.uint64, copy=False)
-        one = vals.size == 1 or (vals == vals.flat[0]).all()
+        one = vals.size == 1 or (vals.size > 1 and (vals == vals.flat[0]).all())
         for v in (vals.reshape(-1)[:1] if one else np.unique(vals)):   # every distinct value a valid descriptor
             _valid_descriptor(int(v), name)
         return vals
@@ -584,7 +584,7 @@ def _fast(v: _Call) -> np.ndarray | None:
     """D of the numba kernels (``fragsim.arith.kernel_wgmma``), or None where they do not model the call."""
     f, n, lead = v.f, v.n, v.lead
     kern = _kernel(f, v.params, (v.sa, v.sb, v.ta, v.tb), None)
-    if kern is None:
+    if kern is None or n == 0:          # an empty batch: the NumPy model's empty D
         return None
     if v.smem_rows is not None:
         sm2, srow = v.sm, v.flat(v.smem_rows, ())
