@@ -254,15 +254,17 @@ def test_fragsim_runs_wgmma_on_its_register_file_in_place(form, a_src):
     assert np.array_equal(file[other], before[other]) and np.array_equal(afile, abefore)
 
 
-def test_fragsim_run_in_place_and_general_paths_agree():
-    """Triton's fp16 matmul run twice: as it runs (wgmma on the register file in place) and with an observer
-    of wgmma events (the general path: registers gathered, fragsim.sim.wgmma.warpgroups, D written back)."""
+@pytest.mark.parametrize("kernel", ["triton", "tma"])
+def test_fragsim_run_in_place_and_general_paths_agree(kernel):
+    """Triton's fp16 matmul (accumulators in .b32 registers) and the TMA + wgmma bf16 GEMM (.f32 registers)
+    run twice: as they run (wgmma on the register file in place) and with an observer of wgmma events (the
+    general path: registers gathered, fragsim.sim.wgmma.warpgroups, D written back); fragsim.gemm's bits."""
     import os
-    path = os.path.join(os.path.dirname(__file__), "data", "ptx", "triton_matmul.sm90.ptx")
+    ptx = os.path.join(os.path.dirname(__file__), "data", "ptx")
     rng = np.random.default_rng(16)
     n = 128
-    a = fragsim.to_bits(rng.standard_normal((n, n)), "f16")
-    b = fragsim.to_bits(rng.standard_normal((n, n)), "f16")
+    a = fragsim.to_bits(rng.standard_normal((n, n)), "f16" if kernel == "triton" else "bf16")
+    b = fragsim.to_bits(rng.standard_normal((n, n)), "f16" if kernel == "triton" else "bf16")
 
     class Seen:
         count = 0
@@ -272,10 +274,20 @@ def test_fragsim_run_in_place_and_general_paths_agree():
 
     out = []
     for observers in ((), (Seen(),)):
-        c = np.zeros((n, n), np.uint16)
-        fragsim.run_kernel(path, grid=(n // 64, n // 64), block=128, dynamic_smem=49152, observers=observers,
-                           args=[a, b, c, n, n, n, n, n, n, np.uint64(0), np.uint64(0)])
+        if kernel == "triton":
+            c = np.zeros((n, n), np.uint16)
+            fragsim.run_kernel(os.path.join(ptx, "triton_matmul.sm90.ptx"), grid=(n // 64, n // 64), block=128,
+                               dynamic_smem=49152, observers=observers,
+                               args=[a, b, c, n, n, n, n, n, n, np.uint64(0), np.uint64(0)])
+            want = fragsim.to_bits(fragsim.gemm("m16n8k16.row.col.f32.f16.f16.f32", a, b).view(np.float32), "f16")
+        else:                                       # b is B transposed (N x K)
+            maps = [fragsim.TensorMap("bf16", (n, n), (2 * n,), (64, 64), swizzle="128B", base=(1 << 40) + (i << 32))
+                    for i in range(2)]
+            d = np.zeros((n, n), np.float32)
+            fragsim.run_kernel(os.path.join(ptx, "tma_wgmma.sm90a.ptx"), grid=(n // 64, n // 64), block=128,
+                               observers=observers, args=[(maps[0], a), (maps[1], b), d, n, n, n])
+            c = d.view(np.uint32)
+            want = fragsim.gemm("m16n8k16.row.col.f32.bf16.bf16.f32", a, b.T.copy())
         out.append(c)
+        assert np.array_equal(c, want)
     assert Seen.count > 0 and np.array_equal(out[0], out[1])
-    d = fragsim.gemm("m16n8k16.row.col.f32.f16.f16.f32", a, b).view(np.float32)
-    assert np.array_equal(out[0], fragsim.to_bits(d, "f16"))

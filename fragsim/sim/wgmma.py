@@ -694,6 +694,8 @@ def file_plan(form, file: np.ndarray, d_rows, a=None, *, scale_a=1, scale_b=1, t
     where the numba kernels do not model the form on ``arch`` (the caller then takes ``warpgroups``)."""
     f = lookup_wgmma(form)
     imm = _immediates(f, scale_a, scale_b, trans_a, trans_b, a is not None)
+    if file.size >= 1 << 31 or (a is not None and a[0].size >= 1 << 31):     # the kernels' indices are int32
+        return None
     kern = _kernel(f, get_params(arch), imm, (tuple(int(r) for r in d_rows),
                                              None if a is None else tuple(int(r) for r in a[1]), file.shape[1]))
     if kern is None:
