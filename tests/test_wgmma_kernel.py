@@ -291,3 +291,15 @@ def test_fragsim_run_in_place_and_general_paths_agree(kernel):
         out.append(c)
         assert np.array_equal(c, want)
     assert Seen.count > 0 and np.array_equal(out[0], out[1])
+
+
+@pytest.mark.parametrize("form", ["m64n64k16.f32.bf16.bf16", "m64n64k32.s32.s8.u8"])
+def test_a_batch_split_over_threads(form):
+    """A batch big enough for fragsim.arith.kernel_wgmma.launch to split it over numba's threads (where
+    there are several): the bits of the model, warpgroup by warpgroup."""
+    import numba
+    from fragsim.arith import kernel_wgmma as KW
+    f = lookup_wgmma(form)
+    batch = 2 * KW.PER_THREAD // (4 * f.shape[1] // 8) * max(2, numba.get_num_threads())
+    a, b, c, smem, kw = _case(form, np.random.default_rng(17), batch, "random")
+    _same(form, a, b, c, smem, **kw)
