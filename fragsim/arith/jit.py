@@ -33,6 +33,7 @@ KERNEL_NAMES = {
     "fragsim.arith.kernel_fp8": "the fp8 mma.sync kernel",
     "fragsim.arith.kernel_chain": "the m8n8k4 .f16 mma.sync kernel",
     "fragsim.arith.kernel_gemm": "the whole-GEMM kernel",
+    "fragsim.arith.kernel_wgmma": "the wgmma kernel (once per input and accumulator type)",
     "fragsim.banks.kernel_generated": "the bank-conflict kernel",
     "fragsim.sfu.kernel": "the MUFU kernel (ex2, lg2, rcp, rsqrt, sin, cos, div)",
 }

@@ -43,6 +43,8 @@ KERNELS: dict[str, tuple[str, ...]] = {
                                   "fragsim.facts.hardware"),
     "fragsim.arith.kernel16": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel",
                                "fragsim.facts.hardware"),
+    "fragsim.arith.kernel_wgmma": ("fragsim.arith.simd", "fragsim.arith.simd16", "fragsim.arith.kernel",
+                                   "fragsim.arith.kernel16", "fragsim.facts.hardware"),
     "fragsim.arith.kernel_chain": (),
     # generated with everything it compiles written into it (fragsim.banks.generate); its
     # staleness against the rules is tests/test_banks_generated.py's

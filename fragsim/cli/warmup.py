@@ -2,8 +2,9 @@
 
 A fresh install compiles each kernel on its first use (5-20 s each, once: numba keeps the machine
 code in its on-disk cache).  This runs each kernel once on a small input -- every arithmetic
-variant of mma.sync, the whole-GEMM kernel, and the bank-conflict kernel for every shared-memory
-instruction of the table -- and says, per kernel, whether it compiled or loaded from the cache.
+variant of mma.sync and of wgmma, the whole-GEMM kernel, and the bank-conflict kernel for every
+shared-memory instruction of the table -- and says, per kernel, whether it compiled or loaded from the
+cache.
 """
 
 from __future__ import annotations
@@ -63,6 +64,27 @@ def _row_kernel() -> None:
             kernel.run(pl, index_maps(pl.form), a, b, c, parallel=True)
 
 
+#: One wgmma form per configuration of fragsim.arith.kernel_wgmma on the sm_90 row (input class, accumulator).
+WGMMA_FORMS = ["m64n8k16.f32.f16.f16", "m64n8k16.f16.f16.f16", "m64n8k16.f32.bf16.bf16", "m64n8k8.f32.tf32.tf32",
+               "m64n8k32.f32.e4m3.e5m2", "m64n8k32.f16.e5m2.e4m3", "m64n8k32.s32.s8.u8"]
+
+
+def _wgmma() -> None:
+    import numba
+
+    import fragsim
+    from fragsim.instructions.wgmma import THREADS, lookup_wgmma
+    from fragsim.layout.descriptor import canonical_descriptor
+
+    many = 2 * numba.get_num_threads() + 1
+    for name in WGMMA_FORMS:
+        f = lookup_wgmma(name)
+        desc = canonical_descriptor("128B", elem_bits=f.fmt("B").storage_bits, rows=64).encode()
+        for batch in (1, many):
+            c = np.zeros((batch, THREADS, f.nregs("C")), np.uint32)
+            fragsim.wgmma(f, desc, desc, c, smem=np.zeros(8192, np.uint8))
+
+
 def _gemm() -> None:
     import fragsim
 
@@ -104,7 +126,8 @@ def _run(args) -> int:
     listen()
     steps: dict[str, Callable[[], None]] = {module: partial(_mma, forms) for module, forms in MMA_FORMS.items()}
     steps |= {"fragsim.arith.kernel": _row_kernel, "fragsim.arith.kernel_gemm": _gemm,
-              "fragsim.banks.kernel_generated": _banks, "fragsim.sfu.kernel": _sfu}
+              "fragsim.arith.kernel_wgmma": _wgmma, "fragsim.banks.kernel_generated": _banks,
+              "fragsim.sfu.kernel": _sfu}
     rows = []
     for module, what in KERNEL_NAMES.items():
         step = steps[module]

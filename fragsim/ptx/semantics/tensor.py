@@ -15,6 +15,8 @@ the rest with zeros.
 
 from __future__ import annotations
 
+import weakref
+
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -554,11 +556,67 @@ def wgmma(ins: A.Instr, c: Builder) -> Op:
     read_b = c.reader(b, U64, ins.line)
     arch = c.arch
     line = ins.line
+    # D (and C) and A's registers by name, where each is a plain register: the arithmetic then reads and
+    # writes them in the register file, in place (``fragsim.sim.wgmma.in_file``)
+    plain = [x for x in dregs + (_registers(c, a, form.nregs("A"), B32, ins, "a") if a_regs else [])
+             if not (isinstance(x, A.Reg) and not x.negated)] == []
+    d_names = tuple(c.reg(x.name, ins.line) for x in dregs) if plain else None
+    a_names = tuple(c.reg(x.name, ins.line) for x in _registers(c, a, 4, B32, ins, "a")) if plain and a_regs else None
+
+    def rows_of(s: State, names):
+        """(the flat words of the 32-bit file holding every register of ``names``, their rows), or None."""
+        for dt in (np.uint32, np.float32, np.int32):
+            r = s.file_rows(names, dt)
+            if r is not None:
+                return s.files[np.dtype(dt)].view(np.uint32), r
+        return None
+
+    plans: dict = {}
+
+    def plan(s: State):
+        """The kernel of this instruction on the registers of run ``s`` (``file_plan``), or None."""
+        from fragsim.sim.wgmma import file_plan
+        dfile = rows_of(s, d_names)
+        afile = rows_of(s, a_names) if a_regs else None
+        if dfile is None or (a_regs and afile is None):
+            return None
+        return file_plan(form, dfile[0], dfile[1], None if afile is None else (afile[0].reshape(-1), afile[1]),
+                         scale_a=scale_a, scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, arch=arch)
+
+    def of_run(s: State) -> tuple:
+        """(the run, its plan, the spans already found to be whole warpgroups): one run at a time, the
+        last run's go."""
+        hit = plans.get(id(s))
+        if hit is None or hit[0]() is not s:
+            plans.clear()
+            hit = plans[id(s)] = (weakref.ref(s), plan(s) if d_names is not None else None, set())
+        return hit
+
+    def in_place(s: State, idx: np.ndarray, first: np.ndarray) -> bool:
+        if d_names is None or idx is not s.span_idx:
+            return False
+        go = of_run(s)[1]
+        return go is not None and go(s.span.start, None if a_regs else readers_a(s, first), read_b(s, first),  # type: ignore[operator]
+                                     s.smem, s.cta[first], scale_d(s, first))
 
     def run(s: State, idx: np.ndarray) -> None:
-        from fragsim.sim.wgmma import wgmma
-        g = whole_warpgroups(s, idx, ins)
+        from fragsim.sim.wgmma import warpgroups
+        if idx is s.span_idx:       # a span of threads checked once per run
+            seen = of_run(s)[2]
+            span = (s.span.start, s.span.stop)
+            if span not in seen:
+                whole_warpgroups(s, idx, ins)
+                seen.add(span)
+            g = len(idx) // THREADS
+        else:
+            g = whole_warpgroups(s, idx, ins)
         first = idx[::THREADS]
+        try:
+            # no observer to tell: the numba kernel on the registers where they are
+            if not s.observers and in_place(s, idx, first):
+                return
+        except ValueError as e:
+            raise PtxRuntimeError(f"line {line}: {s.where(int(first[0])).split(' (warp')[0]}: {ins.text}: {e}") from None
         cc = np.stack([r(s, idx) for r in readers_c], axis=-1).reshape(g, THREADS, -1)
         if a_regs:
             av = np.stack([r(s, idx) for r in readers_a], axis=-1).reshape(g, THREADS, -1)   # type: ignore[union-attr]
@@ -566,15 +624,14 @@ def wgmma(ins: A.Instr, c: Builder) -> Op:
             av = readers_a(s, first)                                                          # type: ignore[operator]
         bv = read_b(s, first)
         sd = scale_d(s, first)
-        smem = s.smem[s.cta[first]]
         result: dict = {}
         if s.observers:        # one may give D itself (fragment tracing: identities), sparing the arithmetic
-            s.emit(Wgmma(idx, form=form, a=av, b=bv, c=cc, smem=smem, trans_a=trans_a, trans_b=trans_b,
-                         result=result))
+            s.emit(Wgmma(idx, form=form, a=av, b=bv, c=cc, smem=s.smem[s.cta[first]], trans_a=trans_a,
+                         trans_b=trans_b, result=result))
         try:
-            out = np.asarray(result["d"], np.uint32) if "d" in result else wgmma(
-                form, av, bv, cc, smem=smem, scale_d=sd, scale_a=scale_a, scale_b=scale_b, trans_a=trans_a,
-                trans_b=trans_b, arch=arch)
+            out = np.asarray(result["d"], np.uint32) if "d" in result else warpgroups(
+                form, av, bv, cc, smem=s.smem, smem_rows=s.cta[first], scale_d=sd, scale_a=scale_a,
+                scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, arch=arch)
         except ValueError as e:
             raise PtxRuntimeError(f"line {line}: {s.where(int(first[0])).split(' (warp')[0]}: {ins.text}: {e}") from None
         out = out.reshape(g * THREADS, -1)
