@@ -59,7 +59,7 @@ APPROX = Entry(
     check=check,
     accepts={"a": ("0-d array", "64-dim array", "empty array"), "b": ("0-d array", "64-dim array", "empty array", "None")},
     special={"instruction": [("leading dot", lambda kw: ".div.full.f32", OK),
-                             ("unmodelled tanh", lambda kw: "tanh.approx.f32", ERROR),
+                             ("no such form", lambda kw: "tanh.approx.f64", ERROR),
                              ("upper case", lambda kw: "EX2.APPROX.FTZ.F32", ERROR),
                              ("rounded div", lambda kw: "div.rn.f32", ERROR)],
              "a": [("uint64 words", lambda kw: np.array([0x3F800000], np.uint64), OK),

@@ -328,7 +328,6 @@ def test_set_on_packed_sources_writes_each_half():
 # ------------------------------------------------------------------------------------ refusals
 
 @pytest.mark.parametrize("text, nsrc, ndst, why", [
-    ("tanh.approx.f32", 1, 1, "MUFU"),
     ("add.rn.f32x2", 2, 1, "sm_100"), ("add.rn.f32.f16", 2, 1, "sm_100"),
     ("min.f32", 3, 1, r"takes 1 destination\(s\) and 2 source"), ("mad.f32", 3, 1, r"mad\.rnd\{\.ftz\}\{\.sat\}\.f32"),
     ("fma.f16", 3, 1, r"fma\.rn\{\.ftz\}\{\.sat\}\.type"),
@@ -337,7 +336,7 @@ def test_set_on_packed_sources_writes_each_half():
     ("rcp.rn.ftz.f64", 1, 1, ".ftz"), ("setp.lt.f16", 2, 2, "p"), ("setp.lo.f32", 2, 1, "not a form of setp"),
     ("set.lt.bf16x2.f16x2", 2, 1, "not a form of set"), ("set.lt.ftz.bf16.f32", 2, 1, ".ftz")])
 def test_refused_by_name(text, nsrc, ndst, why):
-    """Not IEEE (the MUFU forms not modelled), not on sm_90, or not defined by the ISA: refused when resolved,
+    """Not on sm_90, or not defined by the ISA: refused when resolved,
     by this family (the integer family hands it float types and float comparisons) and so by the
     package's dispatch."""
     s = spec(text, ndst, nsrc)

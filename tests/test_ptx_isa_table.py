@@ -69,12 +69,6 @@ def test_a_refused_row_gives_its_reason():
         table.lookup("add", ("rn", "f32x2"))
 
 
-def test_a_stand_in_row_resolves_only_when_the_user_opted_in():
-    with pytest.raises(UnsupportedInstruction, match="approx='ieee'"):
-        table.resolve(Spec("tanh", ("approx", "f32"), 1, 1))
-    assert table.resolve(Spec("tanh", ("approx", "f32"), 1, 1, approx=True)).dst == ("f32",)
-
-
 def test_a_modelled_mufu_row_gives_the_hardware_bits_and_its_stand_in_on_request():
     one = np.array([0x3F800000], np.uint32)
     assert table.resolve(Spec("ex2", ("approx", "f32"), 1, 1)).fn(one)[0][0] == 0x40000000

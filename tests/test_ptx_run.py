@@ -216,10 +216,12 @@ def test_modelled_approx_instructions_run_the_mufu_bits():
 TANH = APPROX.replace("ex2.approx.ftz.f32", "tanh.approx.f32")
 
 
-def test_an_unmodelled_approx_instruction_is_refused_by_line_unless_ieee_stand_ins_are_asked_for():
-    with pytest.raises(PtxLoadError, match=r"line 17: tanh.approx.f32: the hardware's MUFU approximation is not "
-                                           r"modelled bit for bit; run_kernel\(..., approx='ieee'\)"):
-        run_kernel(TANH, "k", block=4, args=[np.zeros(4, np.float32), np.ones(4, np.float32)])
+def test_tanh_runs_the_mufu_bits_too():
+    x = np.array([0.1, 1.0, -3.0, 9.0], np.float32)
+    out = np.zeros(4, np.float32)
+    run_kernel(TANH, "k", block=4, args=[out, x])
+    t = fragsim.approx("tanh.approx.f32", x.view(np.uint32))
+    assert np.array_equal(out.view(np.uint32), fragsim.approx("div.approx.f32", t, x.view(np.uint32)))
 
 
 def test_ieee_stand_ins_compute_the_rounded_function_and_name_their_lines():

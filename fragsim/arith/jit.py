@@ -35,7 +35,7 @@ KERNEL_NAMES = {
     "fragsim.arith.kernel_gemm": "the whole-GEMM kernel",
     "fragsim.arith.kernel_wgmma": "the wgmma kernel (once per input and accumulator type)",
     "fragsim.banks.kernel_generated": "the bank-conflict kernel",
-    "fragsim.sfu.kernel": "the MUFU kernel (ex2, lg2, rcp, rsqrt, sin, cos, div)",
+    "fragsim.sfu.kernel": "the MUFU kernel (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh, div)",
 }
 
 _lock = threading.Lock()

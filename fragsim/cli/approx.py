@@ -23,7 +23,8 @@ HELP = "the bits an H100's MUFU returns for an .approx form (ex2, lg2, rcp, rsqr
 #: function -> its exact value in float64 (one or two operands)
 EXACT: dict[str, Callable[..., Any]] = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x,
                                       "rsqrt": lambda x: 1.0 / np.sqrt(x), "sqrt": np.sqrt,
-         "sin": np.sin, "cos": np.cos, "div": lambda a, b: a / b}
+         "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+                                      "div": lambda a, b: a / b}
 _FLOAT = {"f32": np.float32, "f16": np.float16, "f64": np.float64}
 _WORD = {"f32": np.uint32, "f16": np.uint16, "f64": np.uint64}
 

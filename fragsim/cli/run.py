@@ -45,10 +45,8 @@ def add_arguments(p):
     p.add_argument("--arch", default=None, choices=sorted({n for a in ARCHS.values() for n in (a.name, *a.aliases)}),
                    help="architecture whose tensor-core arithmetic the mma instructions use (default: the PTX's "
                    f".target, sm_90a -> sm_90; {DEFAULT_ARCH} where it names none)")
-    p.add_argument("--approx", choices=("ieee",), help="run every MUFU form (.approx, div.full) as an IEEE stand-in: "
-                   "the ones fragsim does not model yet (tanh) are refused otherwise, "
-                   "the modelled ones (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, div) run the hardware's bits; stand-in "
-                   "lines are listed as not bit-exact")
+    p.add_argument("--approx", choices=("ieee",), help="run the MUFU forms (.approx, div.full) as IEEE "
+                   "stand-ins instead of the hardware's bits fragsim models; their lines are listed as not bit-exact")
     p.add_argument("-o", "--out", default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for the buffers after the run, one .npy per array argument (default ./{DEFAULT_OUT})")
     p.add_argument("--report", action="store_true", help="print the shared-memory traffic by source line (CUDA "

@@ -310,8 +310,8 @@ def run_kernel(ptx, kernel=None, grid=1, block=1, args=(), dynamic_smem=0, arch=
     by default) with ``block`` threads each; arrays in ``args`` are written back in place.
 
     ``arch``: the GPU whose arithmetic the run computes (``"sm_80"``, ``"sm_90"``, aliases); by default
-    the PTX's ``.target`` (``target_arch``).  ``approx``: None runs the MUFU forms fragsim models with the
-    hardware's bits (``fragsim.approx``) and refuses the others; "ieee" runs every MUFU form
+    the PTX's ``.target`` (``target_arch``).  ``approx``: None runs the MUFU forms with the hardware's bits
+    (``fragsim.approx``); "ieee" runs every MUFU form
     as an IEEE stand-in and lists their lines in ``Run.approximate``.  ``observers``: objects told
     about the run's events (``fragsim.ptx.observe``: their ``on_<kind>`` methods; one that names no
     event kind is a TypeError).  ``check``: look for kernel bugs while running

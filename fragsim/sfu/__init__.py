@@ -1,7 +1,7 @@
 """The special function unit (MUFU): its functions on raw words, bit for bit as an H100 computes them.
 
 ``unit(function, words)`` is one MUFU instruction (``"rcp"``, ``"rsqrt"``, ``"sqrt"``, ``"ex2"``,
-``"lg2"``, ``"sin"``, ``"cos"``: MUFU.RCP ... MUFU.COS) over uint32 f32 words, any shape.  What a PTX form adds
+``"lg2"``, ``"sin"``, ``"cos"``, ``"tanh"``: MUFU.RCP ... MUFU.TANH) over uint32 f32 words, any shape.  What a PTX form adds
 around it (ptxas's scaling of subnormals, sin's multiply by 1/(2 pi), div's reciprocal times the
 dividend) is ``fragsim.ptx.semantics.approx``; ``fragsim.approx`` runs a PTX spelling.
 
@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 #: MUFU functions modelled, in the kernel's order
-FUNCTIONS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos")
+FUNCTIONS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos", "tanh")
 
 
 @lru_cache(maxsize=None)
@@ -24,7 +24,7 @@ def _tables():
     from . import kernel, tables
     tabs = np.zeros((len(kernel.UNITS), 128, 3), np.int64)
     for u, t in {"rcp": tables.RCP, "rsqrt": tables.RSQRT, "sqrt": tables.SQRT, "ex2": tables.EX2, "lg2": tables.LG2,
-                 "sin": tables.SIN, "cos": tables.SIN}.items():
+                 "sin": tables.SIN, "cos": tables.SIN, "tanh": tables.TANH}.items():
         tabs[kernel.UNITS.index(u), :len(t)] = t
     return kernel.squares(), tabs
 
@@ -58,11 +58,11 @@ HALF_FORMATS = ("f16", "bf16", "f16x2", "bf16x2")
 
 
 def half(function: str, words, fmt: str) -> np.ndarray:
-    """MUFU.``function``.F16/.BF16 (``ex2``) of 16-bit words (uint16; uint32 pairs for the x2 formats,
+    """MUFU.``function``.F16/.BF16 (``ex2``, ``tanh``) of 16-bit words (uint16; uint32 pairs for the x2 formats,
     each half on its own): the f32 unit on the exactly widened input, the result truncated toward
     zero to the format (f16: past its largest finite, infinity; NaN: 0x7FFF)."""
-    if function != "ex2":
-        raise ValueError(f"MUFU.{function.upper()} on 16-bit words is not modelled (ex2 is)")
+    if function not in ("ex2", "tanh"):
+        raise ValueError(f"MUFU.{function.upper()} on 16-bit words: the unit has ex2 and tanh")
     w = np.asarray(words)
     if fmt.endswith("x2"):
         lo, hi = (w & np.uint32(0xFFFF)).astype(np.uint16), (w >> np.uint32(16)).astype(np.uint16)

@@ -213,7 +213,33 @@ def sincos(w, tab, sq, cos):
     return np.uint32((s << 31) | (eo << 23) | (f & FRACTION))
 
 
-UNITS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos")
+TANH_FRACTION_BITS = 39     # tanh's P: the result with 39 fraction bits
+TANH_FIRST_BINADE = -8      # below 2^-8 the result is x itself; from 8 up, +-1
+TANH_SEGMENT_BITS = (0, 0, 0, 1, 1, 2, 2, 2, 3, 4, 3)   # fragsim.sfu.tables.TANH_SEGMENT_BITS (held equal by a test)
+
+
+@njit(cache=True)
+def tanh(w, tab, sq):
+    s, m = w & SIGN, w & 0x7FFFFFFF
+    if m > INF:
+        return np.uint32(NAN)
+    e = (m >> 23) - 127
+    if e < TANH_FIRST_BINADE:
+        return np.uint32(w)
+    if e >= 3:
+        return np.uint32(s | (127 << 23))
+    first = 0                                     # the binade's first row
+    for j in range(e - TANH_FIRST_BINADE):
+        first += 1 << TANH_SEGMENT_BITS[j]
+    k = TANH_SEGMENT_BITS[e - TANH_FIRST_BINADE]
+    fr = m & FRACTION
+    i = first + (fr >> (23 - k))
+    x = (fr >> (6 - k)) & 0x1FFFF
+    p, f = _normalized(_poly(tab, sq, i, x, x))
+    return np.uint32(s | ((127 + p - TANH_FRACTION_BITS) << 23) | (f & FRACTION))
+
+
+UNITS = ("rcp", "rsqrt", "sqrt", "ex2", "lg2", "sin", "cos", "tanh")
 
 
 @njit(cache=True, inline="always")
@@ -228,6 +254,8 @@ def _unit(u, w, tabs, sq):
         return ex2(w, tabs[3], sq)
     if u == 4:
         return lg2(w, tabs[4], sq)
+    if u == 7:
+        return tanh(w, tabs[7], sq)
     return sincos(w, tabs[5], sq, u == 6)
 
 
@@ -372,7 +400,7 @@ FORMS = ("rcp.approx.f32", "rcp.approx.ftz.f32", "rsqrt.approx.f32", "rsqrt.appr
          "lg2.approx.f32", "lg2.approx.ftz.f32", "ex2.approx.f32", "ex2.approx.ftz.f32",
          "sin.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "cos.approx.ftz.f32",
          "div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32",
-         "sqrt.approx.f32", "sqrt.approx.ftz.f32")
+         "sqrt.approx.f32", "sqrt.approx.ftz.f32", "tanh.approx.f32")
 
 
 @njit(cache=True, inline="always")
@@ -415,6 +443,8 @@ def _form(code, a, b, tabs, sq, sc):
         return sqrt(a, tabs[2], sq)
     if code == 17:
         return sqrt(a, tabs[2], sq)
+    if code == 18:
+        return tanh(a, tabs[7], sq)
     if code == 14:                                 # div.full.f32
         small = _small(b)
         if _huge(b):

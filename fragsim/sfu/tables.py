@@ -10,7 +10,10 @@ its segment; where several ``a`` do, the least.  Validated on every input by ``f
 
 rcp, rsqrt, ex2, lg2 and sin have the same ``b`` and ``c`` -- and ``a`` within each segment's range --
 as the G80 tables envytools published (nvhw/sfu_tab.c, 2015): the interpolator and its tables are
-unchanged since 2006.  sqrt (MUFU.SQRT, newer) has the same layout.
+unchanged since 2006.  sqrt (MUFU.SQRT, newer) has the same layout.  TANH (sm_75 on) has the layout
+too, with its own segments per binade; its rows were recovered from the sweeps of [2^-12, 2) and
+[4, 16) and, for [2, 4), from the block digests alone (the one candidate near a minimax fit that
+matched every digest of its segment), then checked against every digest.
 """
 
 from __future__ import annotations
@@ -615,4 +618,61 @@ SIN = np.array([
     (0x1fe9cdd000, 1893, -1260),
     (0x1ff621e000, 1263, -1263),
     (0x1ffd886000, 632, -1265),
+], np.int64)
+
+#: tanh on [2^-8, 8): binade e (-8..2) cut into 2^TANH_SEGMENT_BITS[e + 8] segments, x = the 17
+#: fraction bits after the segment's (the rest truncated); P normalized is the result (39 fraction bits)
+TANH_SEGMENT_BITS = (0, 0, 0, 1, 1, 2, 2, 2, 3, 4, 3)
+TANH = np.array([
+    (0x80000000, 16384, -2),   # binade -8, segment 0
+    (0xffff0000, 32766, -12),   # binade -7, segment 0
+    (0x1fff60000, 65524, -104),   # binade -6, segment 0
+    (0x3ffab0000, 65476, -164),   # binade -5, segment 0
+    (0x5fee10000, 65394, -220),   # binade -5, segment 1
+    (0x7fd560000, 130584, -1272),   # binade -4, segment 0
+    (0xbf7060000, 129952, -1776),   # binade -4, segment 1
+    (0xfeacd0000, 129064, -2236),   # binade -3, segment 0
+    (0x13d6bb0000, 127944, -2704),   # binade -3, segment 1
+    (0x17b8fe0000, 126592, -3160),   # binade -3, segment 2
+    (0x1b8fd00000, 125012, -3564),   # binade -3, segment 3
+    (0x1f59780000, 246544, -16552),   # binade -2, segment 0
+    (0x26bf260000, 238240, -19296),   # binade -2, segment 1
+    (0x2ddea00000, 228572, -21488),   # binade -2, segment 2
+    (0x34ae500000, 217804, -23152),   # binade -2, segment 3
+    (0x3b26940000, 412568, -98592),   # binade -1, segment 0
+    (0x46fd280000, 362992, -100608),   # binade -1, segment 1
+    (0x514cb40000, 312504, -96608),   # binade -1, segment 2
+    (0x5a19c40000, 264088, -88688),   # binade -1, segment 3
+    (0x617c240000, 219688, -78584),   # binade 0, segment 0
+    (0x67975c0000, 180408, -67824),   # binade 0, segment 1
+    (0x6c94c40000, 146536, -57152),   # binade 0, segment 2
+    (0x709e5a0000, 118004, -47384),   # binade 0, segment 3
+    (0x73dc100000, 94360, -38736),   # binade 0, segment 4
+    (0x7671e20000, 75040, -31376),   # binade 0, segment 5
+    (0x787f1c0000, 59400, -25152),   # binade 0, segment 6
+    (0x7a1e3e0000, 46864, -20072),   # binade 0, segment 7
+    (0x7b65500000, 36874, -15946),   # binade 1, segment 0
+    (0x7c66608000, 28942, -12590),   # binade 1, segment 1
+    (0x7d30028000, 22674, -9898),   # binade 1, segment 2
+    (0x7dcde68000, 17746, -7784),   # binade 1, segment 3
+    (0x7e49688000, 13870, -6094),   # binade 1, segment 4
+    (0x7ea9ea8000, 10835, -4776),   # binade 1, segment 5
+    (0x7ef5478000, 8457, -3734),   # binade 1, segment 6
+    (0x7f30168000, 6599, -2920),   # binade 1, segment 7
+    (0x7f5df70000, 5146, -2278),   # binade 1, segment 8
+    (0x7f81bd0000, 4012, -1778),   # binade 1, segment 9
+    (0x7f9da00000, 3127, -1386),   # binade 1, segment 10
+    (0x7fb35c8000, 2437, -1082),   # binade 1, segment 11
+    (0x7fc44c0000, 1899, -842),   # binade 1, segment 12
+    (0x7fd17e8000, 1479, -654),   # binade 1, segment 13
+    (0x7fdbc68000, 1152, -508),   # binade 1, segment 14
+    (0x7fe3c90000, 897, -394),   # binade 1, segment 15
+    (0x7fea180000, 2636, -3504),   # binade 2, segment 0
+    (0x7ff7f00000, 972, -1296),   # binade 2, segment 1
+    (0x7ffd080000, 356, -464),   # binade 2, segment 2
+    (0x7ffee80000, 132, -176),   # binade 2, segment 3
+    (0x7fff9a0000, 48, -64),   # binade 2, segment 4
+    (0x7fffda0000, 20, -32),   # binade 2, segment 5
+    (0x7ffff20000, 8, -16),   # binade 2, segment 6
+    (0x7ffffa0000, 4, -8),   # binade 2, segment 7
 ], np.int64)

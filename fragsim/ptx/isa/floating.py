@@ -1,7 +1,7 @@
 """Rows: floating-point arithmetic, comparison and classification on .f32/.f64/.f16/.bf16 and their
 packed pairs (PTX ISA 9.7.3-9.7.5), and the ``.approx`` functions of the MUFU.  Semantics:
 ``fragsim.ptx.semantics.floating`` (IEEE rounding, bit for bit, validated by ``fragsim gpu-check
---family ptx_float``) and ``fragsim.ptx.semantics.approx`` (IEEE stand-ins, opt-in)."""
+--family ptx_float``) and ``fragsim.ptx.semantics.approx`` (the MUFU's bits, ``--family approx``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from .row import Row, Status
 V = Status("bit-exact", "ptx_float")
 #: the MUFU's forms modelled bit for bit (fragsim.sfu), validated on every input by --family approx
 HW = Status("bit-exact", "approx")
-MUFU = Status("stand-in", why=f"the hardware's MUFU approximation is not modelled bit for bit; {X.OPT_IN}")
 SM100 = Status("refused", why="an sm_100 form (fragsim models sm_80 and sm_90)")
 
 RND = ("rn", "rz", "rm", "rp")
@@ -123,7 +122,7 @@ ROWS: tuple[Row, ...] = (
     _r("setp.CmpOp.BoolOp.bf16x2", "p[|q], a, b, c:pred", F.resolve_float_compare, "sm_90", "7.8", CmpOp=CMP,
        BoolOp=BOOL),
     *(row for st in SET_FTZ for row in _set(st)),
-    # the MUFU's functions: the hardware's bits where modelled, else IEEE stand-ins on request
+    # the MUFU's functions: the hardware's bits (IEEE stand-ins on request: approx='ieee')
     _r("ex2.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("ex2.approx.type", "d, a", X.hardware, "sm_75", "7.0", HW, type=HALF),
     _r("ex2.approx.ftz.type", "d, a", X.hardware, "sm_90", "7.8", HW, type=BF),
@@ -132,6 +131,6 @@ ROWS: tuple[Row, ...] = (
     _r("rsqrt.approx{.ftz}.f64", "d, a", X.hardware, "sm_13", "1.4", HW),
     _r("sin.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
     _r("cos.approx{.ftz}.f32", "d, a", X.hardware, "sm_10", "1.4", HW),
-    _r("tanh.approx.type", "d, a", X.function, "sm_75", "7.0", MUFU, type=("f32", *HALF)),
-    _r("tanh.approx.type", "d, a", X.function, "sm_90", "7.8", MUFU, type=BF),
+    _r("tanh.approx.type", "d, a", X.hardware, "sm_75", "7.0", HW, type=("f32", *HALF)),
+    _r("tanh.approx.type", "d, a", X.hardware, "sm_90", "7.8", HW, type=BF),
 )

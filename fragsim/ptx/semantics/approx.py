@@ -121,6 +121,11 @@ FORMS: dict[str, Form] = {
     "ex2.approx.f16x2": Form("f16x2", 1, "MUFU.EX2.F16 on each half"),
     "ex2.approx.ftz.bf16": Form("bf16", 1, "MUFU.EX2.BF16 (f32 EX2 of the widened bf16, its top 16 bits)"),
     "ex2.approx.ftz.bf16x2": Form("bf16x2", 1, "MUFU.EX2.BF16 on each half"),
+    "tanh.approx.f32": Form("f32", 1, "MUFU.TANH"),
+    "tanh.approx.f16": Form("f16", 1, "MUFU.TANH.F16 (f32 TANH of the widened half, truncated)"),
+    "tanh.approx.f16x2": Form("f16x2", 1, "MUFU.TANH.F16 on each half"),
+    "tanh.approx.bf16": Form("bf16", 1, "MUFU.TANH.BF16 (f32 TANH of the widened bf16, its top 16 bits)"),
+    "tanh.approx.bf16x2": Form("bf16x2", 1, "MUFU.TANH.BF16 on each half"),
     "rcp.approx.ftz.f64": Form("f64", 1, "MUFU.RCP64H of the high word; the low word 0"),
     "rsqrt.approx.ftz.f64": Form("f64", 1, "MUFU.RSQ64H of the high word; the low word 0"),
     "rsqrt.approx.f64": Form("f64", 1, "MUFU.RSQ64H; DMUL, DFMA x3: one Newton step; a slow path for zeros, "
