@@ -32,6 +32,7 @@ RECORDINGS = {
     "ptx_ncu": (DATA / "ptx" / "ncu", ["--cases", "3"]),
     "ptx": (DATA / "ptx", ["--forms", "shfl", "struct_param", "--cases", "8"]),
     "tma": (DATA / "tma" / "run1", ["--cases", "40"]),
+    "approx": (DATA / "approx" / "approx_h100.npz", ["--forms", "ex2.approx.ftz.f32", "tanh.approx.f16", "--cases", "1"]),
 }
 FAMILIES = families()
 #: families whose kernels are PTX as written, loaded by the driver: their source is a PTX module

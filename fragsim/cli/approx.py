@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 NAME = "approx"
-HELP = "the bits an H100's MUFU returns for an .approx form (ex2, lg2, rcp, rsqrt, sin, cos, div, ...)"
+HELP = "the bits an H100's MUFU returns for an .approx form (ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh, div)"
 
 #: function -> its exact value in float64 (one or two operands)
 EXACT: dict[str, Callable[..., Any]] = {"ex2": np.exp2, "lg2": np.log2, "rcp": lambda x: 1.0 / x,

@@ -327,8 +327,16 @@ def wgmma(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=Fa
     (every form on the sm_90 row), else by ``wgmma_reference``, the NumPy model they are tested against.
     """
     v = _checked(form, a, b, c, smem, scale_d, scale_a, scale_b, trans_a, trans_b, arch)
+    _room(v)
     d = _fast(v)
     return _reference(v) if d is None else d
+
+
+def _room(v: _Call) -> None:
+    """The kernels' working memory -- D, and C where it broadcasts -- within the limit, before they allocate."""
+    M, N, _ = v.f.shape
+    validate.working_memory(v.n * 8 * M * N, f"{v.f.name}: a batch of {' x '.join(map(str, v.lead))} = "
+                            f"{v.n:,} warpgroups", "split the batch into several calls")
 
 
 def wgmma_reference(form, a, b, c, *, smem, scale_d=True, scale_a=1, scale_b=1, trans_a=False, trans_b=False,

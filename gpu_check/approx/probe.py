@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..prelude import unit
 from .digest import block_digests
 from .pairs import pairs
 
@@ -62,7 +63,7 @@ def source() -> str:
         out.append(f'extern "C" __global__ void {kname(f)}(const u32* a, const u32* b, u32* o, u32 n) {{'
                    f' u32 i = blockIdx.x * blockDim.x + threadIdx.x;'
                    f' if (i < n) {{ u32 y; asm volatile("{f} %0, %1, %2;" : "=r"(y) : "r"(a[i]), "r"(b[i])); o[i] = y; }} }}')
-    return "\n".join(out) + "\n"
+    return unit("\n".join(out)) + "\n"
 
 
 #: (form, first word, count): outputs kept in full, the ranges the model's tables come from
