@@ -203,3 +203,10 @@ def test_the_command_prints_bits_value_and_distance_from_the_exact_result():
                          capture_output=True, text=True, check=True).stdout
     assert out == ("ex2.approx.ftz.f32 0x3fc00000 (1.5) -> 0x403504f3 (2.82842708); exact 2.82842712: "
                    "-0.203 ulp (correctly rounded)\n")
+
+
+def test_the_kernels_tanh_segments_are_the_tables():
+    """fragsim.sfu.kernel keeps its own copy of TANH_SEGMENT_BITS (numba's cache keys on that file alone)."""
+    from fragsim.sfu import kernel, tables
+    assert kernel.TANH_SEGMENT_BITS == tables.TANH_SEGMENT_BITS
+    assert len(tables.TANH) == sum(1 << k for k in tables.TANH_SEGMENT_BITS)
