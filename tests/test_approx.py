@@ -210,3 +210,10 @@ def test_the_kernels_tanh_segments_are_the_tables():
     from fragsim.sfu import kernel, tables
     assert kernel.TANH_SEGMENT_BITS == tables.TANH_SEGMENT_BITS
     assert len(tables.TANH) == sum(1 << k for k in tables.TANH_SEGMENT_BITS)
+
+
+def test_each_form_that_is_a_mufu_op_alone_names_its_unit():
+    from fragsim.sfu import kernel
+    alone = {kernel.FORMS[i]: kernel.UNITS[u] for i, u in enumerate(kernel.FORM_UNIT) if u >= 0}
+    assert len(kernel.FORM_UNIT) == len(kernel.FORMS)
+    assert alone == {f"{u}.approx.ftz.f32": u for u in ("rcp", "rsqrt", "lg2", "ex2", "sqrt")} | {"tanh.approx.f32": "tanh"}

@@ -401,33 +401,29 @@ FORMS = ("rcp.approx.f32", "rcp.approx.ftz.f32", "rsqrt.approx.f32", "rsqrt.appr
          "sin.approx.f32", "sin.approx.ftz.f32", "cos.approx.f32", "cos.approx.ftz.f32",
          "div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32",
          "sqrt.approx.f32", "sqrt.approx.ftz.f32", "tanh.approx.f32")
+#: per form, the UNITS index of the MUFU op it is alone (-1: ptxas puts code around it)
+FORM_UNIT = (-1, 0, -1, 1, -1, 4, -1, 3, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 7)
 
 
 @njit(cache=True, inline="always")
 def _form(code, a, b, tabs, sq, sc):
+    if FORM_UNIT[code] >= 0:                       # a form that is the MUFU op alone
+        return _unit(FORM_UNIT[code], a, tabs, sq)
     if code == 0:                                  # rcp.approx.f32
         s = QUARTER if _huge(a) else (TWO_24 if _small(a) else ONE)
         return _fmul(s, rcp(_fmul(a, s, sc), tabs[0], sq), sc)
-    if code == 1:
-        return rcp(a, tabs[0], sq)
     if code == 2:                                  # rsqrt.approx.f32
         if _small(a):
             return _fmul(rsqrt(_fmul(a, TWO_24, sc), tabs[1], sq), TWO_12, sc)
-        return rsqrt(a, tabs[1], sq)
-    if code == 3:
         return rsqrt(a, tabs[1], sq)
     if code == 4:                                  # lg2.approx.f32
         if _small(a):
             return _fadd(lg2(_fmul(a, TWO_24, sc), tabs[4], sq), MINUS_24, sc)
         return lg2(a, tabs[4], sq)
-    if code == 5:
-        return lg2(a, tabs[4], sq)
     if code == 6:                                  # ex2.approx.f32: below -126, 2^(x/2) squared
         if _fl(a, sc) < np.float32(-126.0):
             r = ex2(_fmul(a, HALF, sc), tabs[3], sq)
             return _fmul(r, r, sc)
-        return ex2(a, tabs[3], sq)
-    if code == 7:
         return ex2(a, tabs[3], sq)
     if code <= 11:                                 # sin, cos: MUFU takes turns
         return sincos(_fmul_rz(a, INV_2PI, sc), tabs[5], sq, code >= 10)
@@ -441,10 +437,6 @@ def _form(code, a, b, tabs, sq, sc):
         if _small(a):
             return _fmul(sqrt(_fmul(a, TWO_24, sc), tabs[2], sq), TWO_M12, sc)
         return sqrt(a, tabs[2], sq)
-    if code == 17:
-        return sqrt(a, tabs[2], sq)
-    if code == 18:
-        return tanh(a, tabs[7], sq)
     if code == 14:                                 # div.full.f32
         small = _small(b)
         if _huge(b):
